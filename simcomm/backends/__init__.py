@@ -1,0 +1,61 @@
+"""Compute backends: ``numpy`` (the readable reference), ``numba`` (default on CPU), ``cupy`` (GPU).
+
+Every backend is a module exposing the same kernel names with the same signatures, plus ``NAME`` and
+``xp`` (the array namespace). Asking for a backend that cannot run here raises
+:class:`~simcomm.BackendUnavailable`; nothing falls back silently.
+
+Examples
+--------
+>>> from simcomm.backends import get_backend
+>>> get_backend("numpy").NAME
+'numpy'
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from simcomm._errors import BackendUnavailable
+
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "get_backend", "available_backends"]
+
+BACKENDS = ("numpy", "numba", "cupy")
+DEFAULT_BACKEND = "numba"
+_INSTALL = {
+    "numba": "pip install numba",
+    "cupy": "pip install 'simcomm[gpu]' on a machine with an NVIDIA GPU and CUDA 12",
+}
+
+
+def get_backend(name: str | ModuleType | None = None) -> ModuleType:
+    """Return the backend module called ``name`` (default: ``numba``).
+
+    Raises
+    ------
+    BackendUnavailable
+        If the name is unknown or the backend cannot run on this machine.
+    """
+    if isinstance(name, ModuleType):
+        return name
+    name = DEFAULT_BACKEND if name is None else name
+    if name not in BACKENDS:
+        from simcomm.experiments._registry import closest
+
+        raise BackendUnavailable(f"unknown backend '{name}'{closest(name, BACKENDS)}; choose one of {', '.join(BACKENDS)}")
+    try:
+        return importlib.import_module(f"simcomm.backends._{name}")
+    except ImportError as exc:
+        raise BackendUnavailable(f"backend '{name}' is not available here ({exc}); install it with: {_INSTALL[name]}") from None
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can run on this machine."""
+    out = []
+    for name in BACKENDS:
+        try:
+            get_backend(name)
+        except BackendUnavailable:
+            continue
+        out.append(name)
+    return out

@@ -1,0 +1,11 @@
+"""The ``numba`` backend: kernels grouped by domain, all re-exported here under one namespace."""
+
+import numpy as xp
+import numba  # noqa: F401  (ImportError here makes the backend unavailable)
+
+
+from simcomm.backends._numba.gossip import *  # noqa: F401,F403
+from simcomm.backends._numba.quant import *  # noqa: F401,F403
+from simcomm.backends._numba.select import *  # noqa: F401,F403
+
+NAME = "numba"

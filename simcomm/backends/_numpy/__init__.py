@@ -1,0 +1,9 @@
+"""The ``numpy`` backend: kernels grouped by domain, all re-exported here under one namespace."""
+
+import numpy as xp
+
+from simcomm.backends._numpy.gossip import *  # noqa: F401,F403
+from simcomm.backends._numpy.quant import *  # noqa: F401,F403
+from simcomm.backends._numpy.select import *  # noqa: F401,F403
+
+NAME = "numpy"

@@ -1,0 +1,3 @@
+"""Kernels (placeholder until filled)."""
+
+__all__: list[str] = []

@@ -1,0 +1,150 @@
+"""Registry of experiments: plain functions ``f(params, rng, backend) -> rows``.
+
+An experiment declares the parameters it accepts as :class:`Param` objects, so a spec can be
+validated (unknown key, wrong type, out of domain) before anything runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from simcomm._errors import SpecError
+
+__all__ = ["Param", "Experiment", "experiment", "EXPERIMENTS", "get_experiment", "closest"]
+
+
+def closest(word: str, options) -> str:
+    """Return ``" (did you mean 'x'?)"`` for the closest option, or ``""``."""
+    match = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.5)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+@dataclass(frozen=True)
+class Param:
+    """Declared parameter of an experiment.
+
+    Parameters
+    ----------
+    kind : {"int", "float", "str", "bool"}
+        Type of the value. Ints are accepted where floats are expected.
+    default : object, optional
+        Value used when the spec does not set it; ``None`` means required.
+    low, high : float, optional
+        Inclusive domain limits for numbers (``low_open``/``high_open`` make them strict).
+    choices : tuple, optional
+        Allowed values for strings.
+    doc : str
+        One line shown by ``simcomm list --params`` and in error messages.
+    """
+
+    kind: str
+    default: Any = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple | None = None
+    doc: str = ""
+
+    def allowed(self) -> str:
+        """Describe the allowed values in words."""
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        lo = "" if self.low is None else f"{'>' if self.low_open else '>='} {self.low:g}"
+        hi = "" if self.high is None else f"{'<' if self.high_open else '<='} {self.high:g}"
+        rng = " and ".join(s for s in (lo, hi) if s)
+        words = {"float": "a number", "int": "an integer", "str": "a string", "bool": "true or false"}
+        return words[self.kind] + (f" {rng}" if rng else "")
+
+    def check(self, key: str, value: Any, where: str) -> Any:
+        """Return ``value`` coerced to the declared kind, or raise :class:`SpecError`."""
+        bad = f"{where}: '{key}' = {value!r} is not allowed; use {self.allowed()}"
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise SpecError(bad)
+            return value
+        if self.kind == "str":
+            if not isinstance(value, str):
+                raise SpecError(bad)
+        elif self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecError(bad)
+        elif self.kind == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SpecError(bad)
+            value = float(value)
+            if not math.isfinite(value):
+                raise SpecError(bad)
+        if self.choices is not None and value not in self.choices:
+            raise SpecError(bad + closest(value, self.choices))
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            raise SpecError(bad)
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            raise SpecError(bad)
+        return value
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered experiment: its name, function, declared parameters and cell check."""
+
+    name: str
+    func: Callable
+    params: dict = field(default_factory=dict)
+    check: Callable | None = None  # check(params) -> None or raise UserError (cross-parameter rules)
+    doc: str = ""
+
+    def validate(self, params: dict, where: str) -> dict:
+        """Fill defaults, reject unknown keys, wrong types and out-of-domain values."""
+        out = {}
+        for key, value in params.items():
+            if key not in self.params:
+                raise SpecError(
+                    f"{where}: unknown parameter '{key}' for experiment '{self.name}'"
+                    f"{closest(key, self.params)}; allowed: {', '.join(sorted(self.params))}"
+                )
+            out[key] = self.params[key].check(key, value, where)
+        for key, p in self.params.items():
+            if key not in out:
+                if p.default is None:
+                    raise SpecError(f"{where}: experiment '{self.name}' needs '{key}' ({p.allowed()})")
+                out[key] = p.default
+        if self.check is not None:
+            try:
+                self.check(out)
+            except SpecError:
+                raise
+            except ValueError as exc:
+                raise SpecError(f"{where}: {exc}") from None
+        return out
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def experiment(name: str, *, params: dict | None = None, check: Callable | None = None):
+    """Register ``func(params, rng, backend) -> list[dict]`` under ``name``.
+
+    Each returned row is ``dict(metric=str, value=float, **extra_columns)``.
+    """
+
+    def register(func):
+        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip())
+        return func
+
+    return register
+
+
+def get_experiment(name: str) -> Experiment:
+    """Look up a registered experiment (importing the experiment modules on first use)."""
+    import simcomm.experiments  # noqa: F401  (registers everything)
+
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise SpecError(
+            f"unknown experiment '{name}'{closest(name, EXPERIMENTS)}; registered: {', '.join(sorted(EXPERIMENTS))}"
+        ) from None
