@@ -1,0 +1,11 @@
+"""Statistical gradient models and learning problems (quadratics, least squares, logistic regression, MLPs, real data)."""
+
+from simcomm.models._data import DATASETS, Dataset, load_dataset, split_workers  # noqa: F401
+from simcomm.models._nn import MLP, accuracy, gradient, init_params, logistic_regression, loss, minibatch_gradient, mlp, per_example_grad_norms, per_example_gradients, per_example_losses, predict_logits, unflatten, weighted_gradient  # noqa: F401
+
+__all__ = [
+    "DATASETS", "Dataset", "load_dataset", "split_workers",
+    "MLP", "accuracy", "gradient", "init_params", "logistic_regression", "loss", "minibatch_gradient", "mlp",
+    "per_example_grad_norms", "per_example_gradients", "per_example_losses", "predict_logits", "unflatten",
+    "weighted_gradient",
+]
