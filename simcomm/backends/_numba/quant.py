@@ -1,3 +1,196 @@
-"""Kernels (placeholder until filled)."""
+r"""Unbiased random quantizer kernels, numba (same names, signatures and results as the numpy backend).
 
-__all__: list[str] = []
+See :mod:`simcomm.backends._numpy.quant` for the definitions. The uniforms come from the same
+counter-based SplitMix64 stream keyed by the caller's ``key``, generated inside the loop (no uniform
+array is materialised), and every kernel repeats the numpy arithmetic in float64 in the same order,
+so the outputs are bit-identical given the same ``key`` and per-row scales. The loop runs over fixed
+blocks of the flattened array in parallel, so a single long vector and a batch of rows both use every
+core.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+__all__ = [
+    "counter_uniforms",
+    "row_norms",
+    "row_absmax",
+    "qsgd_quantize",
+    "ternary_quantize",
+    "stochastic_round_quantize",
+    "bernoulli_quantize",
+]
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_BLOCK = 1 << 15  # elements per parallel chunk: large enough to amortise scheduling, fits in L2
+
+
+@njit(inline="always")
+def _uniform(key, i, bits32):
+    # SplitMix64 output number i + 1 of the stream started at key (wrapping uint64 arithmetic).
+    z = key + np.uint64(i + 1) * _GAMMA
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    z = z ^ (z >> _S31)
+    if bits32:
+        return np.float64(z >> np.uint64(40)) * 5.9604644775390625e-08  # 2**-24
+    return np.float64(z >> np.uint64(11)) * 1.1102230246251565e-16  # 2**-53
+
+
+@njit(cache=True)
+def _counter_uniforms(key, n, start, bits32):
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        out[i] = _uniform(key, start + i, bits32)
+    return out
+
+
+def counter_uniforms(key: int, n: int, dtype=np.float64, start: int = 0) -> np.ndarray:
+    """Uniforms of the counter stream ``key``; identical to the numpy backend's."""
+    bits32 = np.dtype(dtype) == np.float32
+    return _counter_uniforms(np.uint64(key), n, start, bits32).astype(dtype)
+
+
+@njit(cache=True, parallel=True)
+def _row_norms(x, nthreads):
+    rows, d = x.shape
+    out = np.empty(rows, np.float64)
+    if rows >= nthreads or d < 4 * _BLOCK:
+        for r in prange(rows):
+            acc = 0.0
+            for j in range(d):
+                v = np.float64(x[r, j])
+                acc += v * v
+            out[r] = np.sqrt(acc)
+        return out
+    nb = (d + _BLOCK - 1) // _BLOCK  # few long rows: split each row into blocks
+    part = np.zeros((rows, nb), np.float64)
+    for b in prange(rows * nb):
+        r = b // nb
+        lo = (b - r * nb) * _BLOCK
+        hi = min(lo + _BLOCK, d)
+        acc = 0.0
+        for j in range(lo, hi):
+            v = np.float64(x[r, j])
+            acc += v * v
+        part[r, b - r * nb] = acc
+    for r in range(rows):
+        out[r] = np.sqrt(part[r].sum())
+    return out
+
+
+def row_norms(x: np.ndarray) -> np.ndarray:
+    """Euclidean norm of each row, accumulated in float64 (agrees with numpy within rounding)."""
+    return _row_norms(x, numba.get_num_threads())
+
+
+@njit(cache=True, parallel=True)
+def _row_absmax(x):
+    rows, d = x.shape
+    nb = max((d + _BLOCK - 1) // _BLOCK, 1)
+    part = np.zeros((rows, nb), np.float64)
+    for b in prange(rows * nb):
+        r = b // nb
+        lo = (b - r * nb) * _BLOCK
+        hi = min(lo + _BLOCK, d)
+        m = 0.0
+        for j in range(lo, hi):
+            v = abs(np.float64(x[r, j]))
+            if v > m:
+                m = v
+        part[r, b - r * nb] = m
+    out = np.empty(rows, np.float64)
+    for r in range(rows):
+        out[r] = part[r].max()
+    return out
+
+
+def row_absmax(x: np.ndarray) -> np.ndarray:
+    """Infinity norm of each row as float64 (exact)."""
+    return _row_absmax(x)
+
+
+@njit(inline="always")
+def _segment(xf, of, lo, hi, m, a, key, kind, bits32):
+    # One row segment [lo, hi) of the flattened array with per-row scale m; branch-free inner loops
+    # (kind and bits32 are loop invariants, so each loop below vectorises).
+    safe = m if m > 0 else 1.0
+    if kind == 0:
+        inv = a / safe
+        scale = safe / a
+        if m > 0:
+            for i in range(lo, hi):
+                v = np.float64(xf[i])
+                t = abs(v) * inv
+                fl = np.floor(t)
+                of[i] = np.sign(v) * (fl + np.float64(_uniform(key, i, bits32) < (t - fl))) * scale
+        else:
+            for i in range(lo, hi):
+                of[i] = 0.0
+    elif kind == 1:
+        for i in range(lo, hi):
+            v = np.float64(xf[i])
+            of[i] = np.sign(v) * safe * np.float64(_uniform(key, i, bits32) < abs(v) / safe)
+    elif kind == 2:
+        for i in range(lo, hi):
+            t = np.float64(xf[i]) / a
+            fl = np.floor(t)
+            of[i] = (fl + np.float64(_uniform(key, i, bits32) < (t - fl))) * a
+    else:
+        for i in range(lo, hi):
+            v = np.float64(xf[i])
+            of[i] = (v / a) * np.float64(_uniform(key, i, bits32) < a)
+
+
+# kind: 0 qsgd (a = s), 1 ternary, 2 stochastic rounding (a = delta), 3 bernoulli (a = p)
+@njit(cache=True, parallel=True)
+def _quantize(x, scales, a, key, kind, bits32, out):
+    rows, d = x.shape
+    n = rows * d
+    xf = x.reshape(n)
+    of = out.reshape(n)
+    nb = (n + _BLOCK - 1) // _BLOCK
+    for b in prange(nb):
+        lo = b * _BLOCK
+        hi = min(lo + _BLOCK, n)
+        while lo < hi:  # split the block at row boundaries
+            r = lo // d
+            seg = min(hi, (r + 1) * d)
+            _segment(xf, of, lo, seg, scales[r], a, key, kind, bits32)
+            lo = seg
+    return out
+
+
+_ONE = np.ones(1, np.float64)
+
+
+def _bits32(x):
+    return x.dtype == np.float32
+
+
+def qsgd_quantize(x, norms, s, key, out):
+    """QSGD with ``s`` levels (see the numpy backend)."""
+    return _quantize(x, norms, float(s), np.uint64(key), 0, _bits32(x), out)
+
+
+def ternary_quantize(x, scales, key, out):
+    """Ternary, inf-norm scaled (see the numpy backend)."""
+    return _quantize(x, scales, 1.0, np.uint64(key), 1, _bits32(x), out)
+
+
+def stochastic_round_quantize(x, delta, key, out):
+    """Unbiased rounding to the grid delta*Z (see the numpy backend)."""
+    return _quantize(x, np.ones(x.shape[0]), float(delta), np.uint64(key), 2, _bits32(x), out)
+
+
+def bernoulli_quantize(x, p, key, out):
+    """Bernoulli sparsification scaled by 1/p (see the numpy backend)."""
+    return _quantize(x, np.ones(x.shape[0]), float(p), np.uint64(key), 3, _bits32(x), out)

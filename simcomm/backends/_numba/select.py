@@ -1,3 +1,208 @@
-"""Kernels (placeholder until filled)."""
+"""Selection kernels, numba: radix (histogram) select for top-k, Floyd's sampling with a hash set.
 
-__all__: list[str] = []
+Same names, signatures and results as :mod:`simcomm.backends._numpy.select` (see its docstring for
+the tie and ordering conventions). Top-k never sorts: the magnitude of a finite float, read as an
+unsigned integer with the sign bit cleared, is monotone in ``|x|``, so the k-th largest magnitude is
+found digit by digit from histograms (11 bits per digit), and one last pass over the row writes the
+kept indices in ascending order (ties to the lower index).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = ["topk_indices", "floyd_sample", "rtopk_indices"]
+
+_RADIX = 11
+_NBINS = 1 << _RADIX
+
+
+@njit(cache=True)
+def _kth_key(row, k, mask, nbits):
+    """Return (T, take): the k-th largest masked key T, and how many keys equal to T are kept."""
+    # All key arithmetic in uint64: mixing signed and unsigned 64-bit ints would promote to float.
+    d = row.shape[0]
+    hist = np.zeros(_NBINS, np.int64)
+    low = np.uint64(_NBINS - 1)
+    shift = np.uint64(nbits - _RADIX)
+    for j in range(d):
+        hist[(np.uint64(row[j] & mask) >> shift) & low] += 1
+    # Bin of the k-th largest: walk down from the top bin.
+    kk = k
+    b = _NBINS - 1
+    while hist[b] < kk:
+        kk -= hist[b]
+        b -= 1
+    prefix = np.uint64(b)
+    cand = np.empty(hist[b], np.uint64)
+    c = 0
+    for j in range(d):
+        key = np.uint64(row[j] & mask)
+        if (key >> shift) == prefix:
+            cand[c] = key
+            c += 1
+    # Refine on the (usually small) candidate set, one digit at a time.
+    rest = nbits - _RADIX
+    while rest > 0:
+        width = _RADIX if rest >= _RADIX else rest
+        rest -= width
+        shift = np.uint64(rest)
+        nb = 1 << width
+        digit = np.uint64(nb - 1)
+        hist[:nb] = 0
+        for i in range(c):
+            hist[(cand[i] >> shift) & digit] += 1
+        b = nb - 1
+        while hist[b] < kk:
+            kk -= hist[b]
+            b -= 1
+        prefix = (prefix << np.uint64(width)) | np.uint64(b)
+        c2 = 0
+        for i in range(c):
+            if (cand[i] >> shift) == prefix:
+                cand[c2] = cand[i]
+                c2 += 1
+        c = c2
+    return cand[0], kk
+
+
+@njit(cache=True)
+def _topk_row(row, k, mask, nbits, out):
+    t, take = _kth_key(row, k, mask, nbits)
+    c = 0
+    for j in range(row.shape[0]):
+        key = np.uint64(row[j] & mask)
+        if key > t:
+            out[c] = j
+            c += 1
+        elif key == t and take > 0:
+            out[c] = j
+            c += 1
+            take -= 1
+
+
+@njit(cache=True, parallel=True)
+def _topk_rows(keys, k, mask, nbits, out):
+    for i in prange(keys.shape[0]):
+        _topk_row(keys[i], k, mask, nbits, out[i])
+
+
+def topk_indices(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``|x|`` of each row, ascending; ties go to the lower index.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (m, d)
+        Finite float32 or float64.
+    k : int
+        ``1 <= k <= d``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m, k)
+
+    Examples
+    --------
+    >>> topk_indices(np.array([[1.0, -3.0, 3.0, 2.0]]), 2).tolist()
+    [[1, 2]]
+    """
+    m, d = x.shape
+    if k == d:
+        return np.broadcast_to(np.arange(d, dtype=np.int64), (m, d)).copy()
+    if x.dtype == np.float32:
+        keys, mask, nbits = np.ascontiguousarray(x).view(np.uint32), np.uint32(0x7FFFFFFF), 31
+    else:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        keys, mask, nbits = x.view(np.uint64), np.uint64(0x7FFFFFFFFFFFFFFF), 63
+    out = np.empty((m, k), dtype=np.int64)
+    _topk_rows(keys, k, mask, nbits, out)
+    return out
+
+
+@njit(cache=True)
+def _floyd_row(u, d, out, table, bits):
+    # Open-addressing hash set of size 2**bits >= 2k: O(1) expected per step, O(k) per row.
+    k = u.shape[0]
+    size = table.shape[0]
+    table[:] = -1
+    for i in range(k):
+        j = d - k + i
+        t = np.int64(u[i] * (j + 1))
+        if t > j:
+            t = j
+        for attempt in range(2):
+            h = np.int64((np.uint64(t) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+            found = False
+            while table[h] != -1:
+                if table[h] == t:
+                    found = True
+                    break
+                h = (h + 1) & (size - 1)
+            if not found:
+                table[h] = t
+                break
+            t = j  # Floyd: t was taken, so take j (never taken before this step)
+        out[i] = t
+
+
+@njit(cache=True, parallel=True)
+def _floyd_rows(u, d, out, bits):
+    for i in prange(u.shape[0]):
+        table = np.empty(1 << bits, np.int64)
+        _floyd_row(u[i], d, out[i], table, bits)
+
+
+def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
+    """Uniform k-subsets of ``range(d)`` by Floyd's algorithm, one per row of ``u`` (O(k) per row).
+
+    Parameters
+    ----------
+    u : numpy.ndarray of float64, shape (m, k)
+        Uniforms in ``[0, 1)``; ``k <= d``.
+    d : int
+        Size of the ground set.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m, k)
+        Distinct indices per row, in the order Floyd's algorithm draws them.
+
+    Examples
+    --------
+    >>> sorted(floyd_sample(np.array([[0.5, 0.5, 0.5]]), 3)[0].tolist())
+    [0, 1, 2]
+    """
+    m, k = u.shape
+    bits = max(1, int(2 * k - 1).bit_length())  # table size 2**bits >= 2k keeps the load <= 1/2
+    out = np.empty((m, k), dtype=np.int64)
+    _floyd_rows(np.ascontiguousarray(u, dtype=np.float64), d, out, bits)
+    return out
+
+
+def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray) -> np.ndarray:
+    """rTop-k: a uniform k-subset (Floyd on ``u``) of the top-r indices of each row.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (m, d)
+    k, r : int
+        ``1 <= k <= r <= d``.
+    u : numpy.ndarray of float64, shape (m, k)
+        Uniforms in ``[0, 1)``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m, k)
+
+    Examples
+    --------
+    >>> x = np.array([[5.0, 0.1, 4.0, 0.2]])
+    >>> sorted(rtopk_indices(x, 2, 2, np.array([[0.3, 0.9]]))[0].tolist())
+    [0, 2]
+    """
+    m, d = x.shape
+    pos = floyd_sample(u, r)
+    if r == d:
+        return pos
+    return np.take_along_axis(topk_indices(x, r), pos, axis=1)

@@ -1,0 +1,41 @@
+"""``simcomm list``: the claims (or experiments) with their paper and provenance."""
+
+from __future__ import annotations
+
+import click
+
+from simcomm.cli import cli
+
+
+@cli.command("list")
+@click.option("--experiments", is_flag=True, help="List the registered experiments and their parameters instead.")
+@click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of spec files (default: the shipped sims/).")
+def list_(experiments, specs_dir):
+    """List every claim: id, paper, kind, provenance tag and statement in one line.
+
+    \b
+    Examples:
+      simcomm list
+      simcomm list --experiments
+    """
+    from simcomm.spec import find_specs, load, resolve
+
+    if experiments:
+        from simcomm.experiments import EXPERIMENTS, get_experiment
+
+        get_experiment  # noqa: B018  (importing registers every experiment)
+        for name in sorted(EXPERIMENTS):
+            exp = EXPERIMENTS[name]
+            click.echo(f"{name}: {exp.doc.splitlines()[0] if exp.doc else ''}")
+            for key, p in exp.params.items():
+                default = "required" if p.default is None else f"default {p.default!r}"
+                click.echo(f"    {key}: {p.allowed()}, {default}. {p.doc}")
+        return
+    for path in find_specs(specs_dir):
+        spec = load(path)
+        if spec.claim is None:
+            continue
+        c = spec.claim
+        prov = c.provenance or resolve(c.bound).info.provenance
+        click.echo(f"{c.id:<32} {c.paper:<9} {c.kind:<6} [{prov}] {c.statement}")

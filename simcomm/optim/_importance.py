@@ -1,0 +1,227 @@
+r"""Importance-sampled SGD (ISSGD) with a master and W score-computing workers, against uniform SGD.
+
+Master step :math:`t` (papers/importance_sampling.md (d)):
+
+1. the workers advance (:func:`simcomm.sampling.stale_update`): some deliver gradient norms of their
+   shard computed at older parameters;
+2. :math:`q \propto \omega + c` from the scores in the store (fresh norms for ``"ideal"``/``"smoothed"``,
+   all equal for ``"uniform"``);
+3. draw :math:`I_1..I_M \sim q` with replacement, :math:`\hat g = \frac1M\sum_m g_{I_m}/(N q_{I_m})` (unbiased);
+4. :math:`\theta_{t+1} = \theta_t - \eta \hat g`.
+
+Every ``eval_every`` steps the monitor records the training loss, test accuracy, and the exact
+:math:`\mathrm{Tr\,Cov}` of the minibatch estimator under the uniform, the ideal (fresh norms) and the
+actual proposal at :math:`\theta_t`.
+
+Communication: a worker sends one float (8 bytes, float64) per example scored, where a data-parallel
+worker would send a full gradient (``8 * n_params`` bytes) per minibatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simcomm._errors import UserError
+from simcomm.models._data import split_workers
+from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
+from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
+from simcomm.sampling._stale import Staleness, stale_init, stale_update
+from simcomm.sampling._variance import trace_cov, trace_cov_ideal
+
+__all__ = ["ISTrace", "importance_sgd", "PROPOSALS", "BYTES_PER_FLOAT", "bytes_per_example"]
+
+#: Proposals accepted by :func:`importance_sgd`.
+PROPOSALS = ("uniform", "ideal", "smoothed", "stale")
+#: Scores and gradients are float64.
+BYTES_PER_FLOAT = 8
+
+
+def bytes_per_example(model: MLP) -> dict:
+    """Bytes a worker sends per example: one score versus one full gradient.
+
+    Examples
+    --------
+    >>> from simcomm.models import mlp
+    >>> bytes_per_example(mlp((64, 64, 10)))
+    {'score': 8, 'gradient': 33280}
+    """
+    return {"score": BYTES_PER_FLOAT, "gradient": BYTES_PER_FLOAT * model.n_params}
+
+
+@dataclass(frozen=True)
+class ISTrace:
+    """Training record of :func:`importance_sgd` (one entry per evaluation step).
+
+    Attributes
+    ----------
+    step : numpy.ndarray
+        Master steps at which the monitor ran (0 = before any update).
+    train_loss, test_accuracy : numpy.ndarray
+        Full training loss and test accuracy at ``theta_step``.
+    trace_cov : dict of str to numpy.ndarray
+        Exact Tr Cov of the minibatch estimator at ``theta_step`` for ``"uniform"``, ``"ideal"`` and
+        ``"actual"`` (the proposal the master samples from at that step).
+    max_weight : numpy.ndarray
+        Largest importance weight drawn since the previous evaluation.
+    mean_staleness : numpy.ndarray
+        Mean over examples of ``step - (step of the parameters its score was computed at)``.
+    score_bytes : numpy.ndarray
+        Cumulative bytes of scores sent by all workers.
+    theta : numpy.ndarray
+        Final parameters.
+    """
+
+    step: np.ndarray
+    train_loss: np.ndarray
+    test_accuracy: np.ndarray
+    trace_cov: dict = field(default_factory=dict)
+    max_weight: np.ndarray = None
+    mean_staleness: np.ndarray = None
+    score_bytes: np.ndarray = None
+    theta: np.ndarray = None
+
+
+def importance_sgd(
+    model: MLP,
+    X,
+    y,
+    *,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    proposal: str = "stale",
+    smoothing: float = 0.0,
+    n_workers: int = 1,
+    schedule: Staleness = Staleness(),
+    eval_every: int = 10,
+    X_test=None,
+    y_test=None,
+    theta0=None,
+    rng=None,
+) -> ISTrace:
+    r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
+
+    Parameters
+    ----------
+    model : MLP
+    X, y : numpy.ndarray
+        Training features ``(N, d)`` and labels ``(N,)``.
+    steps : int
+        Master updates.
+    lr : float
+        Step size :math:`\eta > 0` (the same for every proposal, for a fair comparison).
+    batch_size : int
+        :math:`M` draws per update, ``1 <= M <= N``.
+    proposal : {"uniform", "ideal", "smoothed", "stale"}
+        ``uniform`` = plain SGD; ``ideal`` = fresh norms every step; ``smoothed`` = fresh norms + ``smoothing``;
+        ``stale`` = norms from ``n_workers`` workers refreshed by ``schedule``, + ``smoothing``.
+    smoothing : float, default 0.0
+        Additive constant :math:`c \ge 0` (``smoothed`` and ``stale``).
+    n_workers : int, default 1
+        Workers computing scores (``stale``); the examples are split iid among them.
+    schedule : Staleness
+        Refresh schedule of the workers (``stale``), see :func:`simcomm.sampling.staleness`.
+    eval_every : int, default 10
+        Monitor period in steps (the last step is always evaluated).
+    X_test, y_test : numpy.ndarray, optional
+        Held-out data for test accuracy (NaN when absent).
+    theta0 : numpy.ndarray, optional
+        Initial parameters; default :func:`simcomm.models.init_params` from ``rng``.
+    rng : numpy.random.Generator or seed, optional
+
+    Returns
+    -------
+    ISTrace
+
+    Examples
+    --------
+    >>> from simcomm.models import mlp
+    >>> rng = np.random.default_rng(0); X = rng.standard_normal((50, 4)); y = (X[:, 0] > 0).astype(int)
+    >>> tr = importance_sgd(mlp((4, 2)), X, y, steps=20, lr=0.5, batch_size=5, proposal="ideal", rng=1)
+    >>> bool(tr.train_loss[-1] < tr.train_loss[0]), tr.step.tolist()
+    (True, [0, 10, 20])
+    """
+    if proposal not in PROPOSALS:
+        from simcomm.experiments._registry import closest
+
+        raise UserError(f"unknown proposal '{proposal}'{closest(proposal, PROPOSALS)}; use one of {', '.join(PROPOSALS)}")
+    for name, v in (("steps", steps), ("eval_every", eval_every)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise UserError(f"{name} = {v!r} must be a positive integer")
+    if not (np.isfinite(lr) and lr > 0):
+        raise UserError(f"lr = {lr} must be a positive step size")
+    if not (np.isfinite(smoothing) and smoothing >= 0):
+        raise UserError(f"smoothing = {smoothing} must be a finite number >= 0 (it is added to every score)")
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    n = X.shape[0]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n:
+        raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {n} (the training set size)")
+    rng = np.random.default_rng(rng)
+    theta = init_params(model, rng=rng) if theta0 is None else np.array(theta0, dtype=np.float64)
+
+    def norms_at(th, idx=None):
+        return per_example_grad_norms(model, th, X if idx is None else X[idx], y if idx is None else y[idx])
+
+    c = smoothing if proposal in ("smoothed", "stale") else 0.0
+    state = None
+    if proposal == "stale":
+        shards = split_workers(y, n_workers, scheme="iid", rng=rng)
+        state = stale_init(norms_at(theta), shards)
+    q_unif = uniform_proposal(n)
+
+    rec = {k: [] for k in ("step", "loss", "acc", "unif", "ideal", "actual", "wmax", "stale", "bytes")}
+    wmax = np.nan  # no draw before step 0
+
+    def monitor(t, q, st):
+        fresh = norms_at(theta)
+        gbar = gradient(model, theta, X, y)
+        rec["step"].append(t)
+        rec["loss"].append(loss(model, theta, X, y))
+        rec["acc"].append(accuracy(model, theta, X_test, y_test) if X_test is not None else np.nan)
+        rec["unif"].append(trace_cov(fresh, q_unif, gbar, batch_size=batch_size))
+        rec["ideal"].append(trace_cov_ideal(fresh, gbar, batch_size=batch_size))
+        rec["actual"].append(np.nan if q is None else trace_cov(fresh, q, gbar, batch_size=batch_size))
+        rec["wmax"].append(wmax)
+        rec["stale"].append(float(np.mean(t - st.computed_at)) if st is not None else 0.0)
+        rec["bytes"].append(float(st.n_sent * BYTES_PER_FLOAT) if st is not None else 0.0)
+
+    def current_q(t):
+        nonlocal state
+        if proposal == "uniform":
+            return q_unif
+        if proposal == "stale":
+            state = stale_update(state, t, lambda idx: norms_at(theta, idx), schedule, rng=rng)
+            return norm_proposal(state.scores, smoothing=c)
+        return norm_proposal(norms_at(theta), smoothing=c)
+
+    for t in range(steps):
+        q = current_q(t)
+        if t % eval_every == 0:
+            monitor(t, q, state)
+            wmax = np.nan
+        mb = sample_minibatch(q, batch_size, rng=rng)
+        wmax = np.fmax(wmax, mb.max_weight)
+        theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], mb.weights / batch_size)
+        if not np.all(np.isfinite(theta)):
+            break
+    if np.all(np.isfinite(theta)):
+        # final evaluation at theta_steps with the proposal the master would use next
+        monitor(steps, current_q(steps), state)
+    else:
+        # diverged after step t: record it as non-finite rather than dropping it
+        for k in rec:
+            rec[k].append(t + 1 if k == "step" else (wmax if k == "wmax" else np.nan))
+    r = {k: np.asarray(v, dtype=float) for k, v in rec.items()}
+    return ISTrace(
+        step=r["step"].astype(np.int64),
+        train_loss=r["loss"],
+        test_accuracy=r["acc"],
+        trace_cov={"uniform": r["unif"], "ideal": r["ideal"], "actual": r["actual"]},
+        max_weight=r["wmax"],
+        mean_staleness=r["stale"],
+        score_bytes=r["bytes"],
+        theta=theta,
+    )

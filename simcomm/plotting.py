@@ -1,0 +1,176 @@
+"""Figures for readers: bound against empirical value with confidence bands. Never saves files."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless by default; the CLI saves, nothing is shown
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from simcomm.claims import Judgement, Verdict  # noqa: E402
+
+__all__ = ["bound_vs_empirical"]
+
+_VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
+
+
+def _label(params: dict) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in params.items())
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _title(j: Judgement, plot: dict) -> str:
+    head = plot.get("title") or j.claim.statement
+    ratio = "" if not math.isfinite(j.ratio) else f", tightest ratio {j.ratio:.3g}"
+    return f"{head}\n{j.claim.id}: {j.verdict.value}{ratio} [{j.provenance}]"
+
+
+def _pick_axes(j: Judgement, plot: dict, exclude=()) -> tuple[str | None, list[str]]:
+    cols = [c for c in j.columns if c not in exclude]
+    x = plot.get("x")
+    if x is None or x not in j.cells.columns:
+        x = cols[0] if cols else None
+    hue = [c for c in cols if c != x]
+    if plot.get("hue") in hue:
+        hue = [plot["hue"]] + [c for c in hue if c != plot["hue"]]
+    return x, hue
+
+
+def _series(cells: pd.DataFrame, hue: list[str]):
+    if not hue:
+        yield {}, cells
+        return
+    for key, grp in cells.groupby(hue, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        yield dict(zip(hue, key)), grp
+
+
+def _scales(ax, plot: dict, y: np.ndarray) -> None:
+    if plot.get("logx"):
+        ax.set_xscale("log")
+    logy = plot.get("logy")
+    if logy is None:  # log axes when the quantity spans decades and is positive
+        pos = y[np.isfinite(y) & (y > 0)]
+        logy = pos.size == y[np.isfinite(y)].size and pos.size > 1 and pos.max() / pos.min() > 30
+    if logy:
+        ax.set_yscale("log")
+
+
+def bound_vs_empirical(j: Judgement, plot: dict | None = None):
+    """Draw a judgement: empirical means with CI bars next to the bound (or the compared method).
+
+    Parameters
+    ----------
+    j : Judgement
+        From :func:`simcomm.claims.judge`.
+    plot : dict, optional
+        The spec's ``[plot]`` table (``x``, ``hue``, ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plot = dict(plot or {})
+    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    cells = j.cells
+    kind = j.claim.kind
+    if kind == "slope":
+        _draw_slope(ax, j, plot)
+    elif kind == "order":
+        _draw_order(ax, j, plot)
+    else:
+        _draw_bound(ax, j, plot)
+    ax.set_title(_title(j, plot), fontsize=9.5, color=_VERDICT_COLOR[j.verdict], loc="left")
+    ax.grid(True, which="major", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="best", framealpha=0.85)
+    del cells
+    return fig
+
+
+def _errorbar(ax, x, m, lo, hi, color, label, marker="o"):
+    yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
+    ax.errorbar(x, m, yerr=yerr, fmt=marker, ms=4, capsize=3, color=color, label=label, lw=1)
+
+
+def _draw_bound(ax, j: Judgement, plot: dict) -> None:
+    x, hue = _pick_axes(j, plot)
+    colors = plt.cm.tab10.colors
+    ys = []
+    reps = int(j.cells["n"].max()) if len(j.cells) else 1
+    ci = f" ({int(j.claim.confidence * 100)}% CI, {reps} replicates)" if reps > 1 else ""
+    for i, (params, grp) in enumerate(_series(j.cells, hue)):
+        grp = grp.sort_values(x) if x else grp
+        xs = grp[x].to_numpy() if x else np.arange(len(grp))
+        c = colors[i % len(colors)]
+        tag = f" [{_label(params)}]" if params else ""
+        _errorbar(ax, xs, grp["mean"].to_numpy(float), grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float),
+                  c, f"empirical{ci}{tag}")
+        ax.plot(xs, grp["bound"].to_numpy(float), "--", color=c, lw=1.2, label=f"{j.claim.kind} bound{tag}")
+        bad = grp["verdict"] != Verdict.HOLDS.value
+        if bad.any():
+            ax.scatter(xs[bad.to_numpy()], grp["mean"].to_numpy(float)[bad.to_numpy()], s=90, facecolors="none",
+                       edgecolors="#cf222e", lw=1.5, zorder=5, label="not holding" if i == 0 else None)
+        ys.extend([grp["mean"].to_numpy(float), grp["bound"].to_numpy(float)])
+    _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    ax.set_xlabel(plot.get("xlabel", x or "cell"))
+    ax.set_ylabel(plot.get("ylabel", j.claim.observable))
+
+
+def _draw_slope(ax, j: Judgement, plot: dict) -> None:
+    # The figure shows the fitted slope per group against the prediction, with its CI.
+    x, hue = _pick_axes(j, plot)
+    cells = j.cells.reset_index(drop=True)
+    labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
+    pos = np.arange(len(cells))
+    _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
+              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope ({int(j.claim.confidence * 100)}% CI)")
+    tol = j.claim.slope_tol
+    for i, p in enumerate(cells["predicted"].to_numpy(float)):
+        ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
+                        label=f"predicted $\\pm$ {tol:g}" if i == 0 else None)
+        ax.plot([i - 0.3, i + 0.3], [p, p], "k--", lw=1)
+    ax.set_xticks(pos, labels, rotation=20 if len(labels) > 3 else 0, fontsize=8)
+    space = "log-log" if j.claim.slope_space == "loglog" else "lin-log"
+    ax.set_xlim(-0.7, len(cells) - 0.3)
+    ax.set_ylabel(plot.get("ylabel", f"{space} slope of {j.claim.observable} in {j.claim.slope_in}"))
+    del x, hue
+
+
+def _draw_order(ax, j: Judgement, plot: dict) -> None:
+    x, hue = _pick_axes(j, plot, exclude=("other",))
+    cells = j.cells
+    colors = plt.cm.tab10.colors
+    names = [j.claim.lower, *j.claim.higher]
+    ys = []
+    for params, grp in _series(cells, hue):
+        tag = f" [{_label(params)}]" if params else ""
+        lower = grp.drop_duplicates(subset=[x] if x else None).sort_values(x) if x else grp.iloc[:1]
+        xs = lower[x].to_numpy() if x else np.zeros(len(lower))
+        ax.plot(xs, lower["mean"].to_numpy(float), "o-", color=colors[0], lw=1.6, ms=4,
+                label=f"{j.claim.compare}={names[0]}{tag}")
+        ys.append(lower["mean"].to_numpy(float))
+        for k, other in enumerate(j.claim.higher, start=1):
+            g = grp[grp["other"] == other].sort_values(x) if x else grp[grp["other"] == other]
+            xs_o = g[x].to_numpy() if x else np.zeros(len(g))
+            ax.plot(xs_o, g["other_mean"].to_numpy(float), "s--", color=colors[k % 10], lw=1.2, ms=4,
+                    label=f"{j.claim.compare}={other}{tag}")
+            bad = (g["verdict"] != Verdict.HOLDS.value).to_numpy()
+            if bad.any():
+                ax.scatter(xs_o[bad], g["mean"].to_numpy(float)[bad], s=90, facecolors="none", edgecolors="#cf222e",
+                           lw=1.5, zorder=5)
+            ys.append(g["other_mean"].to_numpy(float))
+        if len(hue) and len(list(_series(cells, hue))) > 4:
+            break  # keep the figure readable: the table in the report lists every cell
+    _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    ax.set_xlabel(plot.get("xlabel", x or ""))
+    ax.set_ylabel(plot.get("ylabel", j.claim.observable))

@@ -1,0 +1,78 @@
+"""Text of the verdict table and of ``figures/REPORT.md`` from judgements (no I/O here)."""
+
+from __future__ import annotations
+
+import math
+
+from simcomm.claims import Judgement
+
+__all__ = ["report_markdown", "verdict_rows", "PAPERS"]
+
+PAPERS = {
+    "expgraph": "Ying et al. 2021, Exponential graph is provably efficient for decentralized deep training",
+    "rtopk": "Barnes, Inan, Isik & Özgür 2020, rTop-k: a statistical estimation approach to distributed SGD",
+    "urq": "Khirirat, Feyzmahdavian & Johansson 2018, Distributed learning with compressed gradients",
+    "is": "Alain et al. 2015, Variance reduction in SGD by distributed importance sampling",
+}
+
+
+def _ratio(r: float) -> str:
+    return "—" if not math.isfinite(r) else f"{r:.4g}"
+
+
+def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
+    """Rows of the verdict table: id, paper, statement, provenance, verdict, tightest ratio."""
+    return [[j.claim.id, j.claim.paper, j.claim.statement, j.provenance, j.verdict.value, _ratio(j.ratio)]
+            for j in judgements]
+
+
+def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
+    cells = j.cells
+    bad = cells[cells["verdict"] != "holds"]
+    show = bad if len(bad) else cells
+    cols = [c for c in show.columns if c not in ("note",)]
+    head = "| " + " | ".join(cols) + " | note |"
+    lines = ["", f"{'Cells not holding' if len(bad) else 'Cells'} ({len(show)} of {len(cells)}"
+             f"{', first ' + str(limit) + ' shown' if len(show) > limit else ''}):", "", head,
+             "|" + "---|" * (len(cols) + 1)]
+    for _, row in show.head(limit).iterrows():
+        vals = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in (row[c] for c in cols)]
+        lines.append("| " + " | ".join(vals) + f" | {row.get('note', '') or ''} |")
+    return lines
+
+
+def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mode: str, meta: dict) -> str:
+    """The report: a verdict table, then one section per claim with its figure and cells.
+
+    Parameters
+    ----------
+    judgements : list of Judgement
+    figures : dict
+        Claim id -> figure file name relative to the report.
+    mode : {"quick", "full"}
+    meta : dict
+        Run metadata shown in the header (backend, executor, versions, commit).
+    """
+    lines = ["# simcomm check — report", "",
+             f"Grids: **{mode}**. Backend: `{meta.get('backend')}`. Executor: {meta.get('executor')}. "
+             f"simcomm {meta.get('versions', {}).get('simcomm')}, numpy {meta.get('versions', {}).get('numpy')}, "
+             f"commit `{(meta.get('git_commit') or 'unknown')[:10]}`.", "",
+             "Provenance tags (from `shared/papers/`): [P] the paper's text, [C] the authors' code, "
+             "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
+             "[R] recollection. The full texts of the papers were not available: where the paper's exact "
+             "statement is unknown, the claim checks the derived statement named in its row.", "",
+             "| claim | paper | statement | provenance | verdict | tightest ratio |", "|---|---|---|---|---|---|"]
+    for row, j in zip(verdict_rows(judgements), judgements):
+        row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
+        lines.append("| " + " | ".join(row) + " |")
+    for j in judgements:
+        c = j.claim
+        lines += ["", f"## {c.id}", "",
+                  f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
+                  f"**Statement.** {c.statement}", "",
+                  f"**Verdict: {j.verdict.value}**; tightest ratio empirical/bound {_ratio(j.ratio)}; "
+                  f"{len(j.cells)} cells; confidence {c.confidence:g}, rtol {c.rtol:g}, atol {c.atol:g}."]
+        if c.id in figures:
+            lines += ["", f"![{c.id}]({figures[c.id]})"]
+        lines += _cell_lines(j)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,179 @@
+"""Run a spec: grid expansion, seed streams, an injected ``map``, a per-cell cache, progress.
+
+Stream for (cell, replicate) is ``default_rng(SeedSequence(seed, spawn_key=(cell_id, replicate)))``
+where ``cell_id`` is a stable integer derived from the cell's parameters, so results do not depend on
+execution order, on the executor, on the rest of the grid, or on which cells were re-run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from simcomm.experiments._registry import get_experiment
+from simcomm.results import Results, atomic_write_text, git_commit, versions
+from simcomm.spec import Spec, content_hash
+
+__all__ = ["run", "run_many", "run_cell", "cell_id", "code_version", "make_map"]
+
+Map = Callable[[Callable, Iterable], Iterable]
+
+
+def cell_id(params: dict) -> int:
+    """Stable 32-bit id of a cell, from its parameters (used as the first spawn key)."""
+    return int(content_hash(params)[:8], 16)
+
+
+_CODE_VERSION: str | None = None
+
+
+def code_version() -> str:
+    """Hash of the simcomm and theory sources: a change of code invalidates cached cells."""
+    global _CODE_VERSION
+    if _CODE_VERSION is None:
+        root = Path(__file__).resolve().parent
+        digest = hashlib.sha256()
+        for pkg in (root, root.parent / "theory"):
+            for path in sorted(pkg.rglob("*.py")):
+                digest.update(path.read_bytes())
+        _CODE_VERSION = digest.hexdigest()[:16]
+    return _CODE_VERSION
+
+
+def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
+             module: str | None = None) -> list[dict]:
+    """Run every replicate of one cell; pure apart from the experiment's own computation.
+
+    ``module`` is where the experiment is defined; a worker process imports it first, so experiments
+    registered outside :mod:`simcomm.experiments` (a user's script, a test) run on any executor.
+
+    Returns rows with the cell's parameters and ``replicate`` added. An exception inside the
+    experiment is a bug, not a numerical fault, and propagates; numerical faults come back as rows.
+    """
+    import importlib
+
+    from simcomm.backends import get_backend
+
+    if module is not None:
+        importlib.import_module(module)
+    exp = get_experiment(experiment)
+    be = get_backend(backend)
+    cid = cell_id(params)
+    rows = []
+    for rep in range(replicates):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
+        for row in exp.func(dict(params), rng, be):
+            rows.append({**params, "replicate": rep, **row})
+    return rows
+
+
+def _cell_task(args: tuple) -> list[dict]:
+    return run_cell(*args)
+
+
+def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
+    """Build the executor: builtin map, joblib/loky processes, or Dask (``local`` or ``tcp://...``).
+
+    Returns ``(map, description)``; the map yields results in input order.
+    """
+    if scheduler:
+        from simcomm._dask import dask_map
+
+        return dask_map(scheduler), f"dask ({scheduler})"
+    if jobs == 1:
+        return builtins.map, "serial"
+    from joblib import Parallel, delayed
+
+    def loky_map(func, iterable):
+        return Parallel(n_jobs=jobs, backend="loky", return_as="generator")(delayed(func)(a) for a in iterable)
+
+    return loky_map, f"joblib/loky ({jobs} processes)"
+
+
+def _cache_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / key[:2] / f"{key}.json"
+
+
+def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numba",
+             cache_dir: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
+             executor: str = "serial") -> list[Results]:
+    """Run several specs through one ``map`` call (cells of all specs are pooled).
+
+    Parameters
+    ----------
+    specs : list of Spec
+    map : callable
+        ``map(func, iterable)`` yielding results in order (builtin map, joblib, Dask, ...).
+    backend : str
+        Backend name passed to every experiment and recorded in the metadata.
+    cache_dir : path, optional
+        Per-cell cache: a cell whose key (spec experiment, cell, replicates, seed, backend, code
+        version) is already there is not recomputed, so an interrupted run resumes.
+    progress : callable, optional
+        ``progress(done, total)`` after each cell.
+    """
+    cache_dir = None if cache_dir is None else Path(cache_dir)
+    version = code_version()
+    tasks, keys, owners = [], [], []
+    cached: dict[tuple[int, int], list[dict]] = {}
+    for s, spec in enumerate(specs):
+        for c, params in enumerate(spec.cells()):
+            key = content_hash([spec.experiment, params, spec.seed, spec.replicates, backend, version])
+            if cache_dir is not None and _cache_path(cache_dir, key).is_file():
+                try:
+                    cached[(s, c)] = json.loads(_cache_path(cache_dir, key).read_text())
+                    continue
+                except (OSError, ValueError):
+                    pass  # unreadable cache entry: recompute it
+            module = get_experiment(spec.experiment).func.__module__
+            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module))
+            keys.append(key)
+            owners.append((s, c))
+    total = len(tasks) + len(cached)
+    done = len(cached)
+    if progress is not None:
+        progress(done, total)
+    for owner, key, rows in zip(owners, keys, map(_cell_task, tasks)):
+        cached[owner] = rows
+        if cache_dir is not None:
+            atomic_write_text(_cache_path(cache_dir, key), json.dumps(rows, default=_jsonable))
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    out = []
+    for s, spec in enumerate(specs):
+        rows = [row for c in range(len(spec.cells())) for row in cached[(s, c)]]
+        table = pd.DataFrame(rows)
+        meta = dict(
+            spec=spec.to_dict(), spec_hash=spec.hash, seed=spec.seed,
+            spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params)",
+            cells=[{"params": p, "cell_id": cell_id(p)} for p in spec.cells()],
+            backend=backend, executor=executor, versions=versions(), git_commit=git_commit(),
+            code_version=version,
+        )
+        out.append(Results(table, meta))
+    return out
+
+
+def run(spec: Spec, **kwargs) -> Results:
+    """Run one spec; see :func:`run_many` for the keyword arguments."""
+    return run_many([spec], **kwargs)[0]
+
+
+def _jsonable(obj):
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"row value of type {type(obj).__name__} is not JSON serialisable")
+
