@@ -45,7 +45,7 @@ def bytes_per_example(model: MLP) -> dict:
     --------
     >>> from simcomm.models import mlp
     >>> bytes_per_example(mlp((64, 64, 10)))
-    {'score': 8, 'gradient': 33280}
+    {'score': 8, 'gradient': 38480}
     """
     return {"score": BYTES_PER_FLOAT, "gradient": BYTES_PER_FLOAT * model.n_params}
 
