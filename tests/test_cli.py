@@ -1,0 +1,95 @@
+"""The command line through click's CliRunner: exit codes, one-line errors, files written."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tests._toy  # noqa: F401
+from simcomm.cli import main
+
+DATA = Path(__file__).parent / "data"
+
+
+def _run(args):
+    """Run ``main(args)`` capturing output and the exit code (main always exits)."""
+    return CliRunner().invoke(_Entry(args))
+
+
+class _Entry:
+    """Adapter so CliRunner can call simcomm.cli.main with fixed argv (main calls sys.exit)."""
+
+    def __init__(self, args):
+        self.args = args
+        self.name = "simcomm"
+
+    def main(self, args=None, prog_name=None, **extra):
+        main(self.args)
+
+
+def test_version_and_help():
+    r = _run(["--version"])
+    assert r.exit_code == 0 and "simcomm" in r.output
+    for cmd in ([], ["check"], ["list"], ["run"], ["plot"], ["topology"]):
+        r = _run([*cmd, "--help"])
+        assert r.exit_code == 0 and "Examples:" in r.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["nope"], "No such command 'nope'"),
+    (["check", "--bogus"], "No such option '--bogus'"),
+    (["check", "no.such_claim", "--specs", str(DATA)], "unknown claim id 'no.such_claim'"),
+    (["run", "missing.toml"], "spec file 'missing.toml' does not exist"),
+    (["run", str(DATA / "toy_claim.toml"), "--set", "nn=3"], "unknown key 'nn'"),
+    (["check", "--jobs", "0"], "Invalid value for '--jobs'"),
+    (["check", "--backend", "cuda", "--specs", str(DATA), "--jobs", "1"], "unknown backend 'cuda'"),
+    (["plot", "."], "is not a results folder"),
+])
+def test_user_errors_exit_2_with_one_line(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = _run(args)
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.output
+    assert "Traceback" not in r.output
+
+
+def test_unwritable_out_leaves_nothing(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = _run(["check", "--specs", str(DATA), "--jobs", "1", "--out", str(blocker / "sub")])
+    assert r.exit_code == 2 and "cannot write to output folder" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_check_writes_figures_report_json(tmp_path):
+    out = tmp_path / "out"
+    r = _run(["check", "--specs", str(DATA), "--jobs", "1", "--out", str(out), "--json", str(tmp_path / "v.json"),
+              "--strict"])
+    assert r.exit_code == 0, r.output
+    assert "toy.mean" in r.output and "holds" in r.output
+    assert (out / "figures" / "toy_mean.png").stat().st_size > 1000
+    report = (out / "figures" / "REPORT.md").read_text()
+    assert "![toy.mean](toy_mean.png)" in report and "**Verdict: holds**" in report
+    verdicts = json.loads((tmp_path / "v.json").read_text())
+    assert verdicts == [{"id": "toy.mean", "paper": "expgraph", "kind": "equal", "verdict": "holds",
+                         "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1}]
+    folders = list((out / "results" / "toy_claim").iterdir())
+    assert len(folders) == 1 and {p.name for p in folders[0].iterdir()} == {"table.csv", "meta.json", "verdict.json"}
+    # plot DIR redraws from the written table
+    r = _run(["plot", str(folders[0])])
+    assert r.exit_code == 0 and (folders[0] / "figure.png").is_file()
+    # no temporary files are left behind
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_strict_exits_1_on_violation(tmp_path):
+    r = _run(["run", str(DATA / "toy_claim.toml"), "--set", "mu=2.0", "--out", str(tmp_path), "--jobs", "1"])
+    assert r.exit_code == 0
+    bad = tmp_path / "specs"
+    bad.mkdir()
+    (bad / "toy.toml").write_text((DATA / "toy_claim.toml").read_text().replace("mu = 2.0", "mu = 2.0\nshape = \"exp\"")
+                                  .replace('bound = "tests._toy:toy_mean"', 'bound = "tests._toy:toy_mean"\nbound_args = {mu = 30.0}'))
+    r = _run(["check", "--specs", str(bad), "--jobs", "1", "--out", str(tmp_path), "--strict"])
+    assert r.exit_code == 1 and "violated" in r.output
