@@ -1,6 +1,7 @@
 """Statistical gradient models and learning problems (quadratics, least squares, logistic regression, MLPs, real data)."""
 
 from simcomm.models._data import DATASETS, Dataset, load_dataset, split_workers  # noqa: F401
+from simcomm.models._quadratic import PROBLEMS, Problem, logistic, make_problem, nonconvex, quadratic, ridge  # noqa: F401
 from simcomm.models._nn import MLP, accuracy, gradient, init_params, logistic_regression, loss, minibatch_gradient, mlp, per_example_grad_norms, per_example_gradients, per_example_losses, predict_logits, unflatten, weighted_gradient  # noqa: F401
 
 __all__ = [
@@ -9,3 +10,4 @@ __all__ = [
     "per_example_grad_norms", "per_example_gradients", "per_example_losses", "predict_logits", "unflatten",
     "weighted_gradient",
 ]
+__all__ += ["PROBLEMS", "Problem", "logistic", "make_problem", "nonconvex", "quadratic", "ridge"]

@@ -10,7 +10,6 @@ core.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -59,29 +58,39 @@ def counter_uniforms(key: int, n: int, dtype=np.float64, start: int = 0) -> np.n
     return _counter_uniforms(np.uint64(key), n, start, bits32).astype(dtype)
 
 
+@njit(inline="always")
+def _sumsq(x, r, lo, hi):
+    # four independent accumulators: a fixed summation order that still pipelines
+    m = lo + ((hi - lo) // 4) * 4
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    for j in range(lo, m, 4):
+        v0 = np.float64(x[r, j])
+        v1 = np.float64(x[r, j + 1])
+        v2 = np.float64(x[r, j + 2])
+        v3 = np.float64(x[r, j + 3])
+        a0 += v0 * v0
+        a1 += v1 * v1
+        a2 += v2 * v2
+        a3 += v3 * v3
+    for j in range(m, hi):
+        v = np.float64(x[r, j])
+        a0 += v * v
+    return (a0 + a1) + (a2 + a3)
+
+
 @njit(cache=True, parallel=True)
-def _row_norms(x, nthreads):
+def _row_norms(x):
     rows, d = x.shape
-    out = np.empty(rows, np.float64)
-    if rows >= nthreads or d < 4 * _BLOCK:
-        for r in prange(rows):
-            acc = 0.0
-            for j in range(d):
-                v = np.float64(x[r, j])
-                acc += v * v
-            out[r] = np.sqrt(acc)
-        return out
-    nb = (d + _BLOCK - 1) // _BLOCK  # few long rows: split each row into blocks
+    nb = max((d + _BLOCK - 1) // _BLOCK, 1)  # blocks per row, so one long row uses every core
     part = np.zeros((rows, nb), np.float64)
     for b in prange(rows * nb):
         r = b // nb
         lo = (b - r * nb) * _BLOCK
-        hi = min(lo + _BLOCK, d)
-        acc = 0.0
-        for j in range(lo, hi):
-            v = np.float64(x[r, j])
-            acc += v * v
-        part[r, b - r * nb] = acc
+        part[r, b - r * nb] = _sumsq(x, r, lo, min(lo + _BLOCK, d))
+    out = np.empty(rows, np.float64)
     for r in range(rows):
         out[r] = np.sqrt(part[r].sum())
     return out
@@ -89,7 +98,7 @@ def _row_norms(x, nthreads):
 
 def row_norms(x: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row, accumulated in float64 (agrees with numpy within rounding)."""
-    return _row_norms(x, numba.get_num_threads())
+    return _row_norms(x)
 
 
 @njit(cache=True, parallel=True)
@@ -131,14 +140,16 @@ def _segment(xf, of, lo, hi, m, a, key, kind, bits32):
                 v = np.float64(xf[i])
                 t = abs(v) * inv
                 fl = np.floor(t)
-                of[i] = np.sign(v) * (fl + np.float64(_uniform(key, i, bits32) < (t - fl))) * scale
+                q = (fl + np.float64(_uniform(key, i, bits32) < (t - fl))) * scale
+                of[i] = q if v >= 0 else -q  # = sign(v) * level * scale, as a select
         else:
             for i in range(lo, hi):
                 of[i] = 0.0
     elif kind == 1:
         for i in range(lo, hi):
             v = np.float64(xf[i])
-            of[i] = np.sign(v) * safe * np.float64(_uniform(key, i, bits32) < abs(v) / safe)
+            w = safe * np.float64(_uniform(key, i, bits32) < abs(v) / safe)
+            of[i] = w if v >= 0 else -w
     elif kind == 2:
         for i in range(lo, hi):
             t = np.float64(xf[i]) / a
