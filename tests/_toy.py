@@ -1,6 +1,7 @@
 """A toy experiment for the machinery tests (registered on import; importable in worker processes)."""
 
 import math
+import time
 
 import numpy as np
 
@@ -12,10 +13,12 @@ from theory import bound
     "n": Param("int", low=1, doc="sample size"),
     "mu": Param("float", default=1.0, doc="true mean"),
     "shape": Param("str", default="normal", choices=("normal", "exp")),
+    "delay": Param("float", default=0.0, low=0.0, doc="seconds to sleep (to interrupt a sweep in tests)"),
 })
 def toy_mean(params, rng, backend):
     """Sample mean of n draws with mean mu; also the mean of 2n draws, for order claims."""
     n, mu = params["n"], params["mu"]
+    time.sleep(params["delay"])
     draw = rng.normal(mu, 1.0, size=2 * n) if params["shape"] == "normal" else rng.exponential(mu, size=2 * n)
     return [
         dict(metric="mean", value=float(draw[:n].mean())),

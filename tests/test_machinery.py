@@ -46,7 +46,7 @@ def spec(text=TOY, **kw):
 def test_grid_quick_and_overrides():
     s = spec()
     assert [c["n"] for c in s.cells()] == [10, 100, 1000]
-    assert s.cells()[0] == {"mu": 2.0, "n": 10, "shape": "normal"}  # defaults become explicit
+    assert s.cells()[0] == {"mu": 2.0, "n": 10, "shape": "normal", "delay": 0.0}  # defaults become explicit
     q = spec(quick=True)
     assert [c["n"] for c in q.cells()] == [10, 100] and q.replicates == 5
     o = spec(overrides=("n=[3]", "replicates=2", "mu=[1.0, 2.0]"))
