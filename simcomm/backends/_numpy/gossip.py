@@ -1,3 +1,75 @@
-"""Kernels (placeholder until filled)."""
+r"""Gossip (mixing) kernels, numpy reference: one step :math:`X \leftarrow W X` on an ``(n, d)`` array.
 
-__all__: list[str] = []
+Weight convention: ``W[i, j]`` is the weight node ``i`` puts on node ``j``, so row ``i`` of the
+result is :math:`\sum_j W_{ij} X_j`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["shift_mix", "csr_mix"]
+
+
+def shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    r"""Circulant mixing :math:`Y_i = \sum_t w_t X_{(i + h_t) \bmod n}` (no n x n matrix).
+
+    Terms are added in the order of ``shifts`` (the numba kernel uses the same order).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        One row per node.
+    shifts : ndarray of int64, shape (m,)
+        Offsets :math:`h_t` (any integers; reduced mod n).
+    weights : ndarray of float64, shape (m,)
+        Weights :math:`w_t`.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        The mixed array (same dtype as ``X``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shift_mix(np.arange(4.0)[:, None], np.array([0, 1]), np.array([0.5, 0.5])).ravel()
+    array([0.5, 1.5, 2.5, 1.5])
+    """
+    n = X.shape[0]
+    out = np.zeros_like(X)
+    tmp = np.empty_like(X)
+    for h, w in zip(np.mod(shifts, n).tolist(), weights.tolist()):
+        # rows i < n - h read X[i + h]; the last h rows wrap to X[i + h - n]
+        np.multiply(X[h:], w, out=tmp[: n - h])
+        np.multiply(X[:h], w, out=tmp[n - h :])
+        out += tmp
+    return out
+
+
+def csr_mix(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np.ndarray) -> np.ndarray:
+    r"""Sparse mixing :math:`Y_i = \sum_p \mathrm{data}_p X_{\mathrm{indices}_p}` over row ``i`` of a CSR ``W``.
+
+    Parameters
+    ----------
+    indptr, indices, data : ndarray
+        CSR arrays of ``W`` (int64, int64, float64).
+    X : ndarray, shape (n, d)
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> csr_mix(np.array([0, 2, 4]), np.array([0, 1, 0, 1]), np.full(4, 0.5), np.array([[0.0], [2.0]])).ravel()
+    array([1., 1.])
+    """
+    import scipy.sparse as sp
+
+    X2 = X.reshape(X.shape[0], -1)
+    n = len(indptr) - 1
+    W = sp.csr_array((np.asarray(data, dtype=X2.dtype), indices, indptr), shape=(n, X2.shape[0]))
+    # scipy's CSR product accumulates row i over p = indptr[i] .. indptr[i+1]-1 in order, from 0
+    return np.asarray(W @ X2).reshape((n,) + X.shape[1:])

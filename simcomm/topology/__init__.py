@@ -1,0 +1,65 @@
+r"""Communication topologies: graph constructors, mixing weights, gossip and spectral quantities.
+
+ONE weight convention: ``W[i, j]`` is the weight node ``i`` puts on node ``j``'s model, so a gossip
+step is ``X <- W @ X`` (:func:`mix`). :math:`\rho = \|W - J\|_2` and the spectral gap is
+:math:`1 - \rho` (papers/exponential_graph.md (a)).
+
+Examples
+--------
+>>> from simcomm.topology import exponential, describe
+>>> describe(exponential(8))["rho"]
+0.5
+"""
+
+from simcomm.topology._graphs import (
+    NAMES,
+    RULES,
+    Topology,
+    build,
+    complete,
+    erdos_renyi,
+    exponential,
+    from_matrix,
+    from_networkx,
+    grid,
+    hypercube,
+    one_peer_exponential,
+    ring,
+    star,
+    time_varying,
+    to_networkx,
+    torus,
+)
+from simcomm.topology._mixing import DENSE_MAX, is_doubly_stochastic, max_degree, mix, mixing_matrix, sparse_matrix
+from simcomm.topology._spectral import circulant_eigenvalues, describe, product_deviation, rho, spectral_gap
+
+__all__ = [
+    "NAMES",
+    "RULES",
+    "DENSE_MAX",
+    "Topology",
+    "build",
+    "circulant_eigenvalues",
+    "complete",
+    "describe",
+    "erdos_renyi",
+    "exponential",
+    "from_matrix",
+    "from_networkx",
+    "grid",
+    "hypercube",
+    "is_doubly_stochastic",
+    "max_degree",
+    "mix",
+    "mixing_matrix",
+    "one_peer_exponential",
+    "product_deviation",
+    "rho",
+    "ring",
+    "sparse_matrix",
+    "spectral_gap",
+    "star",
+    "time_varying",
+    "to_networkx",
+    "torus",
+]

@@ -1,0 +1,208 @@
+r"""Spectral quantities: :math:`\rho = \|W - J\|_2`, the spectral gap and the one-period product deviation.
+
+Fast paths (papers/exponential_graph.md (a), C1): a circulant ``W`` is normal, so
+:math:`\rho = \max_{m \ne 0} |\lambda_m|` with :math:`\lambda` the DFT of the first row
+(``O(n log n)`` time, ``O(n)`` memory); a product of circulants on the same group has the product of
+their eigenvalue vectors. Other graphs use ARPACK (``eigsh`` on the symmetric ``W - J``, ``svds``
+otherwise) through a LinearOperator; a dense matrix is only formed for ``n <= 512``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.fft
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from simcomm._errors import UserError
+from simcomm.topology._graphs import Topology
+from simcomm.topology._mixing import is_doubly_stochastic, max_degree, sparse_matrix
+
+__all__ = ["rho", "spectral_gap", "product_deviation", "circulant_eigenvalues", "describe"]
+
+# Below this size the spectrum of a non-circulant W is computed densely (exact LAPACK).
+_DENSE_SPECTRUM = 512
+
+
+def _first_row(topo: Topology) -> np.ndarray:
+    c = np.zeros(topo.shape)
+    c[tuple(topo.offsets.T)] = topo.weights
+    return c
+
+
+def circulant_eigenvalues(topology: Topology, k: int = 0) -> np.ndarray:
+    r"""Eigenvalues :math:`\lambda_m = \sum_h w_h\, \omega^{m \cdot h}` of a circulant ``W^(k)``, shape ``topology.shape``.
+
+    ``lam[m]`` belongs to the Fourier mode ``m`` (multi-index for a torus or hypercube);
+    ``lam[0] = 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import ring, circulant_eigenvalues
+    >>> lam = circulant_eigenvalues(ring(6))
+    >>> bool(np.allclose(lam, (1 + 2 * np.cos(2 * np.pi * np.arange(6) / 6)) / 3))
+    True
+    """
+    layer = topology.layer(k)
+    if layer.kind != "circulant":
+        raise UserError(f"'{layer.name}' is not circulant; use rho() for its spectrum")
+    # fftn gives sum_h w_h omega^{-m.h} = lambda_{-m}; the conjugate puts lambda_m at index m
+    return np.conj(scipy.fft.fftn(_first_row(layer)))
+
+
+def _max_nonzero_mode(lam_half: np.ndarray) -> float:
+    mag = np.abs(lam_half)
+    mag.flat[0] = 0.0  # the consensus mode m = 0 (eigenvalue 1) is removed by J
+    return float(mag.max())
+
+
+def _rho_circulant(layer: Topology) -> float:
+    # real first row: rfftn holds every |lambda_m| (the rest are conjugates)
+    return _max_nonzero_mode(scipy.fft.rfftn(_first_row(layer)))
+
+
+def _rho_matrix(W, symmetric: bool | None = None) -> float:
+    n = W.shape[0]
+    if symmetric is None:
+        symmetric = (sp.csr_array(W) - sp.csr_array(W).T).count_nonzero() == 0 if sp.issparse(W) else bool(np.array_equal(W, W.T))
+    if n <= _DENSE_SPECTRUM:
+        D = (W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)) - 1.0 / n
+        if symmetric:
+            return float(np.abs(np.linalg.eigvalsh(D)).max())
+        return float(np.linalg.norm(D, 2))
+    W = sp.csr_array(W)
+    WT = W.T.tocsr()
+    op = spla.LinearOperator(
+        (n, n),
+        matvec=lambda x: W @ x - x.mean(axis=0),
+        rmatvec=lambda x: WT @ x - x.mean(axis=0),
+        dtype=np.float64,
+    )
+    v0 = np.random.default_rng(0).standard_normal(n)  # fixed start: reproducible ARPACK
+    ncv = min(n - 1, 64)
+    if symmetric:
+        vals = spla.eigsh(op, k=1, which="LM", v0=v0, ncv=ncv, maxiter=50 * n, return_eigenvectors=False)
+        return float(np.abs(vals).max())
+    s = spla.svds(op, k=1, v0=v0, ncv=ncv, maxiter=50 * n, return_singular_vectors=False)
+    return float(s.max())
+
+
+def rho(W, k: int | None = None) -> float:
+    r""":math:`\rho = \|W - J\|_2`, :math:`J = \mathbf{1}\mathbf{1}^\top/n` (the quantity the paper bounds).
+
+    Parameters
+    ----------
+    W : Topology, ndarray or scipy.sparse matrix
+        A topology or a doubly stochastic matrix.
+    k : int, optional
+        For a time-varying topology, the layer ``W^(k)``; by default the largest per-step value over
+        one period.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]`` for doubly stochastic ``W``; ``1`` means no contraction (disconnected).
+
+    Examples
+    --------
+    >>> from simcomm.topology import exponential, rho
+    >>> round(rho(exponential(10**6)), 12) == round(1 - 2 / (1 + 20), 12)   # n even: equality, C1
+    True
+    """
+    if isinstance(W, Topology):
+        if W.time_varying:
+            layers = W.layers if k is None else (W.layer(k),)
+            return max(rho(t) for t in layers)
+        if W.kind == "circulant":
+            return _rho_circulant(W)
+        return _rho_matrix(W.matrix, symmetric=not W.directed)
+    if not sp.issparse(W):
+        W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise UserError(f"rho needs a square matrix, got shape {W.shape}")
+    return _rho_matrix(W)
+
+
+def spectral_gap(W, k: int | None = None) -> float:
+    r"""Spectral gap :math:`1 - \rho`, with :math:`\rho = \|W - J\|_2` (see :func:`rho`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import ring, spectral_gap
+    >>> bool(np.isclose(spectral_gap(ring(8)), (2 - np.sqrt(2)) / 3))
+    True
+    """
+    return 1.0 - rho(W, k)
+
+
+def product_deviation(topology: Topology, k0: int = 0) -> float:
+    r"""One-period deviation :math:`\|W^{(k_0+\tau-1)} \cdots W^{(k_0)} - J\|_2` (:math:`\tau` = period).
+
+    For a static topology (period 1) this is :func:`rho`. Circulant layers on one group commute, so
+    the product's eigenvalues are the products of the layers' eigenvalues (FFT, ``O(n log n)``) and
+    the value does not depend on ``k0``; other layers are applied as a LinearOperator (ARPACK).
+
+    Examples
+    --------
+    >>> from simcomm.topology import one_peer_exponential, product_deviation
+    >>> product_deviation(one_peer_exponential(1024)) < 1e-12    # exact averaging, papers C2
+    True
+    >>> round(product_deviation(one_peer_exponential(7)), 12)    # 2^-tau for n = 2^tau - 1
+    0.125
+    """
+    if not topology.time_varying:
+        return rho(topology)
+    layers = [topology.layer(k0 + j) for j in range(topology.period)]
+    if all(t.kind == "circulant" and t.shape == layers[0].shape for t in layers):
+        lam = np.ones(scipy.fft.rfftn(np.zeros(layers[0].shape)).shape, dtype=complex)
+        for t in layers:
+            lam *= scipy.fft.rfftn(_first_row(t))
+        return _max_nonzero_mode(lam)
+    mats = [sparse_matrix(t) for t in layers]
+    n = topology.n
+
+    def matvec(x):
+        for M in mats:
+            x = M @ x
+        return x - x.mean(axis=0)
+
+    def rmatvec(x):
+        for M in reversed(mats):
+            x = M.T @ x
+        return x - x.mean(axis=0)
+
+    if n <= _DENSE_SPECTRUM:
+        return float(np.linalg.norm(matvec(np.eye(n)), 2))
+    op = spla.LinearOperator((n, n), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    v0 = np.random.default_rng(0).standard_normal(n)
+    s = spla.svds(op, k=1, v0=v0, ncv=min(n - 1, 64), maxiter=50 * n, return_singular_vectors=False)
+    return float(s.max())
+
+
+def describe(topology: Topology) -> dict:
+    r"""Summary used by ``simcomm topology``: plain Python values, JSON-ready.
+
+    Keys: ``name, n, max_degree, rho, spectral_gap, doubly_stochastic, period, product_deviation``
+    (the last two ``None`` for a static topology). For a time-varying topology ``rho`` is the largest
+    per-step value over one period.
+
+    Examples
+    --------
+    >>> from simcomm.topology import describe, one_peer_exponential
+    >>> d = describe(one_peer_exponential(16))
+    >>> d["period"], d["max_degree"], d["product_deviation"] < 1e-12
+    (4, 1, True)
+    """
+    r = rho(topology)
+    return {
+        "name": topology.name,
+        "n": int(topology.n),
+        "max_degree": int(max_degree(topology)),
+        "rho": float(r),
+        "spectral_gap": float(1.0 - r),
+        "doubly_stochastic": bool(is_doubly_stochastic(topology, atol=1e-10)),
+        "period": topology.period,
+        "product_deviation": float(product_deviation(topology)) if topology.time_varying else None,
+    }
