@@ -93,3 +93,30 @@ def test_strict_exits_1_on_violation(tmp_path):
                                   .replace('bound = "tests._toy:toy_mean"', 'bound = "tests._toy:toy_mean"\nbound_args = {mu = 30.0}'))
     r = _run(["check", "--specs", str(bad), "--jobs", "1", "--out", str(tmp_path), "--strict"])
     assert r.exit_code == 1 and "violated" in r.output
+
+
+def test_topology_json_keys_and_values():
+    r = _run(["topology", "exponential", "-n", "64", "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert list(info) == ["name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "period",
+                          "product_deviation"]
+    # rho = 1 - 2/(1 + ceil(log2 64)) = 5/7 for even n (papers/exponential_graph.md C1)
+    assert info["n"] == 64 and info["max_degree"] == 6 and abs(info["rho"] - 5 / 7) < 1e-12
+    assert info["period"] is None and info["doubly_stochastic"] is True
+    r = _run(["topology", "one_peer_exponential", "-n", "32", "--json"])
+    info = json.loads(r.output)
+    assert info["period"] == 5 and abs(info["product_deviation"]) < 1e-12
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["topology", "ring", "-n", "1"], "n must be >= 2"),
+    (["topology", "hypercube", "-n", "12"], "hypercube needs n = 2^dim"),
+    (["topology", "erdos_renyi", "-n", "8", "--p", "0"], "p must be in (0, 1]"),
+    (["topology", "torus", "-n", "6", "--shape", "1x6"], "torus"),
+    (["topology", "nosuch", "-n", "8"], "unknown topology 'nosuch'"),
+])
+def test_topology_bad_input(args, needle):
+    r = _run(args)
+    assert r.exit_code == 2 and r.output.startswith("error: ") and needle in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
