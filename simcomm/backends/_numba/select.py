@@ -16,6 +16,9 @@ __all__ = ["topk_indices", "floyd_sample", "rtopk_indices"]
 
 _RADIX = 11
 _NBINS = 1 << _RADIX
+_BLOCK = 256  # sample blocks of contiguous keys (whole cache lines) ...
+_STEP = 16  # ... one block in 16: the sample reads 1/16 of the row
+_SAMPLED_MIN_D = 1 << 15  # below this the exact three-pass path is as fast
 
 
 @njit(cache=True)
@@ -68,7 +71,8 @@ def _kth_key(row, k, mask, nbits):
 
 
 @njit(cache=True)
-def _topk_row(row, k, mask, nbits, out):
+def _topk_row_exact(row, k, mask, nbits, out):
+    # Three passes over the row: histogram, candidate gather (inside _kth_key), output.
     t, take = _kth_key(row, k, mask, nbits)
     c = 0
     for j in range(row.shape[0]):
@@ -80,6 +84,120 @@ def _topk_row(row, k, mask, nbits, out):
             out[c] = j
             c += 1
             take -= 1
+
+
+@njit(cache=True)
+def _bracket(row, k, mask, nbits):
+    """Bracket the k-th largest key from a histogram of a 1/16 block sample of the row.
+
+    Returns ``(lo_key, hi_key, expected)``: keys ``>= hi_key`` are (very likely) kept, keys in
+    ``[lo_key, hi_key)`` are candidates, and ``expected`` is the sample's estimate of how many
+    candidates the row holds. The bracket has a 6-sigma binomial margin on the sample's rank; a wrong
+    bracket (possible only for adversarially ordered rows) is detected by the caller, which then falls
+    back to the exact three-pass path.
+    """
+    d = row.shape[0]
+    sbits = 16
+    nb = 1 << sbits
+    sshift = np.uint64(nbits - sbits)
+    hist = np.zeros(nb, np.int64)
+    ns = 0
+    for blk in range(0, d // _BLOCK, _STEP):
+        for j in range(blk * _BLOCK, (blk + 1) * _BLOCK):
+            hist[np.uint64(row[j] & mask) >> sshift] += 1
+        ns += _BLOCK
+    q = k * ns / d  # expected number of sample keys at or above the k-th largest key
+    margin = 6.0 * np.sqrt(q + 1.0) + 8.0
+    b_hi = -1
+    b_lo = 0
+    cum = 0
+    in_bracket = 0
+    for b in range(nb - 1, -1, -1):
+        cum += hist[b]
+        if b_hi < 0 and cum > q - margin:
+            b_hi = b
+        if b_hi >= 0:
+            in_bracket += hist[b]
+        if cum >= q + margin:
+            b_lo = b
+            break
+    return np.uint64(b_lo) << sshift, np.uint64(b_hi + 1) << sshift, in_bracket * d / ns
+
+
+@njit(cache=True)
+def _scan(row, mask, lo_key, hi_key, a, b, widx, cidx, ckey):
+    """One pass over ``row[a:b]``: sure keeps to ``widx``, candidates to ``cidx``/``ckey``.
+
+    Returns ``(nw, nc)``, or ``(-1, -1)`` when a buffer overflows (the bracket was wrong).
+    """
+    nw = 0
+    nc = 0
+    capw = widx.shape[0]
+    capc = cidx.shape[0]
+    for j in range(a, b):
+        key = np.uint64(row[j] & mask)
+        if key >= lo_key:
+            if key >= hi_key:
+                if nw == capw:
+                    return -1, -1
+                widx[nw] = j
+                nw += 1
+            else:
+                if nc == capc:
+                    return -1, -1
+                cidx[nc] = j
+                ckey[nc] = key
+                nc += 1
+    return nw, nc
+
+
+@njit(cache=True)
+def _finish(k, nbits, out, nw, cidx, ckey, nc):
+    """Complete ``out`` (sure keeps in ``out[:nw]``) with the best candidates; False if impossible."""
+    need = k - nw
+    if need < 0 or need > nc:
+        return False
+    if need == 0:
+        return True
+    t, take = _kth_key(ckey[:nc], need, np.uint64(0xFFFFFFFFFFFFFFFF), nbits)
+    sel = np.empty(need, np.int64)
+    c = 0
+    for i in range(nc):  # candidates are in index order, so ties go to the lower index
+        if ckey[i] > t:
+            sel[c] = cidx[i]
+            c += 1
+        elif ckey[i] == t and take > 0:
+            sel[c] = cidx[i]
+            c += 1
+            take -= 1
+    # Merge the two ascending lists (sure keeps in out[:nw], selected candidates) from the back.
+    i = nw - 1
+    c -= 1
+    w = k - 1
+    while c >= 0:
+        if i >= 0 and out[i] > sel[c]:
+            out[w] = out[i]
+            i -= 1
+        else:
+            out[w] = sel[c]
+            c -= 1
+        w -= 1
+    return True
+
+
+@njit(cache=True)
+def _topk_row(row, k, mask, nbits, out):
+    """Top-k of one row: sampled one-pass path, exact three-pass path if the sample misled it."""
+    d = row.shape[0]
+    if d >= _SAMPLED_MIN_D:
+        lo_key, hi_key, expected = _bracket(row, k, mask, nbits)
+        cap = int(2.0 * expected) + 4096
+        cidx = np.empty(cap, np.int64)
+        ckey = np.empty(cap, np.uint64)
+        nw, nc = _scan(row, mask, lo_key, hi_key, 0, d, out, cidx, ckey)
+        if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
+            return
+    _topk_row_exact(row, k, mask, nbits, out)
 
 
 @njit(cache=True, parallel=True)

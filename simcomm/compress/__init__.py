@@ -1,0 +1,9 @@
+"""Compressors: sparsifiers (top-k, rand-k, rTop-k), their message cost, and error feedback."""
+
+from simcomm.compress._feedback import ErrorFeedback, ErrorFeedbackState, with_error_feedback
+from simcomm.compress._sparsify import index_bits, message_bits, rand_k, rtop_k, top_k, top_k_indices
+
+__all__ = [
+    "ErrorFeedback", "ErrorFeedbackState", "with_error_feedback",
+    "index_bits", "message_bits", "rand_k", "rtop_k", "top_k", "top_k_indices",
+]
