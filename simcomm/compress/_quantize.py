@@ -294,8 +294,9 @@ def bernoulli_sparsify(x, p: float, *, rng=None, backend=None) -> np.ndarray:
 
     Notes
     -----
-    Encoding behind ``bernoulli_sparsify.bits(d, p) = p*d*(32 + ceil(log2 d))``: the expected number of
-    kept coordinates times a float32 value and a ``ceil(log2 d)``-bit index each.
+    Encoding behind ``bernoulli_sparsify.bits(d, p) = p*d*32 + min(p*d*ceil(log2 d), d)``: the expected
+    number of kept coordinates times a float32 value, plus their positions as indices or a ``d``-bit
+    bitmap, whichever is cheaper (the sparsifiers' :func:`simcomm.compress.message_bits` encoding).
 
     Examples
     --------
@@ -321,7 +322,7 @@ def _bern_variance(v, p: float) -> np.ndarray:
 
 bernoulli_sparsify.beta = lambda d, p: 1.0 / p - 1.0
 bernoulli_sparsify.variance = _bern_variance
-bernoulli_sparsify.bits = lambda d, p: p * d * (32 + math.ceil(math.log2(max(d, 2))))
+bernoulli_sparsify.bits = lambda d, p: 32 * p * d + min(p * d * math.ceil(math.log2(max(d, 2))), d)
 
 
 # ----------------------------------------------------------------------------------- bound records
@@ -358,7 +359,7 @@ def _rand_k_apply(k):
     def apply(x, rng=None, backend=None):
         from simcomm.compress import rand_k  # the sparsifier helper's scaled rand_k (E C(x) = x)
 
-        return rand_k(x, k, rng=rng)
+        return rand_k(x, k, rng=rng, scale=True, backend=backend)
 
     return apply
 
@@ -420,8 +421,12 @@ def quantizer(name: str, param=None) -> Quantizer:
             v = np.asarray(v, dtype=np.float64)
             return (v.shape[-1] / k - 1.0) * (v * v).sum(axis=-1)
 
-        return Quantizer(name, k, _rand_k_apply(k), lambda d: d / k - 1.0,
-                         lambda d: k * (32 + math.ceil(math.log2(max(d, 2)))), var)
+        def bits(d):
+            from simcomm.compress import message_bits  # same encoding as the sparsifiers
+
+            return message_bits(k, d)
+
+        return Quantizer(name, k, _rand_k_apply(k), lambda d: d / k - 1.0, bits, var)
     from simcomm.experiments._registry import closest
 
     raise UserError(f"unknown quantizer '{name}'{closest(name, QUANTIZERS)}; choose one of {', '.join(QUANTIZERS)}")

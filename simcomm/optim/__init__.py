@@ -1,5 +1,9 @@
 """Simulated distributed optimisers (parameter server, IAG, error feedback, importance sampling, decentralized)."""
 
 from simcomm.optim._importance import BYTES_PER_FLOAT, ISTrace, PROPOSALS, bytes_per_example, importance_sgd  # noqa: F401
+from simcomm.optim._server import BLOWUP, Trace, compressed_gd  # noqa: F401
+from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, largest_stable_step  # noqa: F401
+from simcomm.optim._iag import IAG_ORDERS, compressed_iag  # noqa: F401
 
 __all__ = ["BYTES_PER_FLOAT", "ISTrace", "PROPOSALS", "bytes_per_example", "importance_sgd"]
+__all__ += ["BLOWUP", "Trace", "compressed_gd", "DELAY_MODELS", "async_compressed_gd", "largest_stable_step", "IAG_ORDERS", "compressed_iag"]

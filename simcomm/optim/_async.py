@@ -1,0 +1,165 @@
+r"""Asynchronous compressed gradient descent with bounded delay :math:`\tau` (notes ``urq_delay.md`` A2).
+
+.. math:: x_{k+1} = x_k - \gamma\,\frac1N\sum_{i=1}^N Q_i\bigl(\nabla f_i(x_{k-\tau_i(k)})\bigr),
+          \qquad 0 \le \tau_i(k) \le \min(\tau, k).
+
+The master keeps a ring buffer of the last :math:`\tau + 1` iterates (memory :math:`O(\tau d)` per
+replicate): slot ``k mod (tau+1)`` holds :math:`x_k`. Delay models:
+
+* ``"constant"``: :math:`\tau_i(k) = \min(\tau, k)` for every worker;
+* ``"uniform"``: :math:`\tau_i(k)` i.i.d. uniform on :math:`\{0, \dots, \min(\tau, k)\}`;
+* ``"adversarial"``: a greedy adversary that, at every step, hands every worker the buffered iterate
+  farthest from the current one, :math:`\tau(k) = \arg\max_{t \le \min(\tau,k)}\|x_k - x_{k-t}\|`
+  (ties to the larger delay). This is a heuristic worst case, not a proven one.
+
+Stability thresholds are compared with the seed summary's sufficient condition
+:math:`\gamma < 2/[L(1+\sqrt{1+8\tau(\tau+1)})]` ([B], unverified) in ``theory/urq.py``;
+:func:`largest_stable_step` finds the empirical threshold by bisection, relying on divergence being
+recorded (``Trace.diverged_at``), not raised.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simcomm._errors import UserError
+from simcomm.optim._server import Monitor, Trace, check_gamma, check_steps, start
+
+__all__ = ["async_compressed_gd", "largest_stable_step", "DELAY_MODELS"]
+
+#: delay models accepted by :func:`async_compressed_gd`
+DELAY_MODELS = ("constant", "uniform", "adversarial")
+
+
+def check_tau(tau) -> int:
+    """Validate a delay bound (integer ``tau >= 0``)."""
+    if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 0:
+        raise UserError(f"tau = {tau!r} is not allowed; use an integer delay bound tau >= 0")
+    return int(tau)
+
+
+def check_delay(delay: str) -> str:
+    """Validate a delay model name."""
+    if delay not in DELAY_MODELS:
+        from simcomm.experiments._registry import closest
+
+        raise UserError(f"unknown delay model '{delay}'{closest(delay, DELAY_MODELS)}; choose one of {', '.join(DELAY_MODELS)}")
+    return delay
+
+
+def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: int, rng) -> np.ndarray:
+    """Delays :math:`\\tau_i(k)` of shape ``(R, N)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
+    cap = min(tau, k)
+    if delay == "constant":
+        return np.full((R, N), cap)
+    if delay == "uniform":
+        return rng.integers(0, cap + 1, size=(R, N))
+    # adversarial: farthest buffered iterate among x_{k-cap}..x_k, ties to the larger delay
+    t = np.arange(cap + 1)
+    slots = (slot - t) % buf.shape[1]
+    dist = ((buf[:, slots, :] - buf[:, slot : slot + 1, :]) ** 2).sum(axis=2)  # (R, cap+1)
+    worst = cap - dist[:, ::-1].argmax(axis=1)
+    return np.repeat(worst[:, None], N, axis=1)
+
+
+def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: int, delay: str = "constant",
+                        x0=None, replicates: int = 1, record_every: int = 1, track_grad: bool = False, rng=None,
+                        backend=None) -> Trace:
+    r"""Asynchronous compressed gradient descent with delays bounded by ``tau``.
+
+    Parameters
+    ----------
+    problem : simcomm.models.Problem
+    quantizer : simcomm.compress.Quantizer
+    gamma : float
+        Step size, ``> 0``.
+    steps : int
+        Number of master iterations.
+    tau : int
+        Delay bound, ``>= 0`` (``0`` is :func:`~simcomm.optim.compressed_gd` with ``mode="workers"``).
+    delay : {"constant", "uniform", "adversarial"}
+        Delay model (module docstring).
+    x0, replicates, record_every, track_grad, rng, backend
+        As in :func:`~simcomm.optim.compressed_gd`.
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    UserError
+        ``tau < 0``, ``gamma <= 0`` or an unknown delay model.
+
+    Examples
+    --------
+    >>> from simcomm.models import quadratic
+    >>> from simcomm.compress import quantizer
+    >>> p = quadratic(2, 5, L=1.0, mu=1.0, rng=0)      # H = I: x_{k+1} = x_k - gamma (x_{k-tau} - x*)
+    >>> async_compressed_gd(p, quantizer("none"), 1.5, 200, tau=1).notes()   # 1.5 > 1 = threshold
+    ['diverged at step 46']
+    """
+    gamma = check_gamma(gamma)
+    steps = check_steps(steps)
+    tau = check_tau(tau)
+    delay = check_delay(delay)
+    rng = np.random.default_rng(rng)
+    x = start(problem, x0, replicates)
+    R, N, d = x.shape[0], problem.N, problem.d
+    mon = Monitor(problem, x, steps, record_every, track_grad)
+    per_step = N * quantizer.bits(d)
+    idx = np.tile(np.arange(N), R)
+    rows = np.arange(R)[:, None]
+    B = tau + 1
+    buf = np.empty((R, B, d))  # ring buffer: slot k % B holds x_k
+    x = mon.check(0, x, 0.0)
+    buf[:, 0] = x
+    for k in range(steps):
+        slot = k % B
+        t = delays(delay, k, tau, R, N, buf, slot, rng)
+        X = buf[rows, (slot - t) % B]  # (R, N, d): worker i sees x_{k - tau_i(k)}
+        G = problem.grad(X.reshape(R * N, d), idx)
+        U = quantizer.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
+        x = x - gamma * mon.alive[:, None] * U
+        x = mon.check(k + 1, x, (k + 1) * per_step)
+        fresh = x.copy()
+        if not mon.alive.all():  # a frozen replicate restarts its history from x0
+            buf[~mon.alive] = x[~mon.alive, None, :]
+        buf[:, (k + 1) % B] = fresh
+    return mon.trace(x)
+
+
+def largest_stable_step(run, lo: float, hi: float, *, iters: int = 12) -> float:
+    """Bisection (geometric) for the largest ``gamma`` with ``run(gamma)`` stable.
+
+    ``run(gamma) -> bool`` says whether a run at ``gamma`` was stable (did not diverge, did not grow).
+    ``lo`` must be stable and ``hi`` unstable; the bracket is widened (factors of 2) when they are not.
+    Returns the stable end of the final bracket (so the estimate errs on the low side by at most a
+    factor ``(hi/lo)**(2**-iters)``).
+
+    Examples
+    --------
+    >>> round(largest_stable_step(lambda g: g < 0.3, 0.01, 1.0, iters=30), 6)
+    0.3
+    """
+    for _ in range(60):
+        if run(lo):
+            break
+        hi, lo = lo, lo / 2
+    else:
+        return 0.0
+    for _ in range(60):
+        if not run(hi):
+            break
+        lo, hi = hi, hi * 2
+    else:
+        return math.inf
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if run(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

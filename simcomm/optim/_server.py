@@ -1,0 +1,214 @@
+r"""Compressed gradient descent on a parameter server, synchronous (notes ``urq_delay.md`` A1, D1, D2).
+
+``mode="workers"`` (A1 with the average normalisation of D2): every worker sends an independently
+quantized local gradient and the master averages,
+
+.. math:: x_{k+1} = x_k - \gamma\,\frac1N\sum_{i=1}^N Q_i(\nabla f_i(x_k)).
+
+``mode="aggregate"`` (D1, one compressed stream): :math:`x_{k+1} = x_k - \gamma\,Q(\nabla f(x_k))`.
+
+All optimisers in this package are pure functions ``run(...) -> Trace``, vectorised over ``R``
+replicates (and over workers); the only loop is over steps. Divergence (a non-finite iterate, or
+:math:`\|x_k - x^\star\|^2 > 10^{8}\max(\|x_0 - x^\star\|^2, 1)`) is recorded per replicate in
+``Trace.diverged_at`` ("diverged at step t"), never raised: that replicate is frozen and its later
+records are ``inf``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from simcomm._errors import UserError
+
+__all__ = ["Trace", "compressed_gd", "BLOWUP"]
+
+#: a replicate has diverged when its squared distance to x* exceeds BLOWUP * max(initial, 1)
+BLOWUP = 1e8
+
+
+class Trace(NamedTuple):
+    """What an optimiser run recorded.
+
+    Attributes
+    ----------
+    steps : numpy.ndarray, shape (T,)
+        Iteration indices ``k`` at which the quantities below were recorded (``0`` and the last included).
+    f_gap : numpy.ndarray, shape (R, T)
+        :math:`f(x_k) - f^\\star`.
+    dist2 : numpy.ndarray, shape (R, T)
+        :math:`\\|x_k - x^\\star\\|^2`.
+    grad2 : numpy.ndarray, shape (R, T)
+        :math:`\\|\\nabla f(x_k)\\|^2`.
+    grad2_mean : numpy.ndarray, shape (R,)
+        :math:`\\frac1K\\sum_{k<K}\\|\\nabla f(x_k)\\|^2` over every step (not only recorded ones).
+    bits : numpy.ndarray, shape (T,)
+        Cumulative uplink bits (all workers) sent before iterate ``k`` was formed, per replicate.
+    diverged_at : numpy.ndarray of int, shape (R,)
+        Step at which each replicate diverged, ``-1`` if it did not.
+    x : numpy.ndarray, shape (R, d)
+        Final iterates (``x0`` for diverged replicates).
+    """
+
+    steps: np.ndarray
+    f_gap: np.ndarray
+    dist2: np.ndarray
+    grad2: np.ndarray
+    grad2_mean: np.ndarray
+    bits: np.ndarray
+    diverged_at: np.ndarray
+    x: np.ndarray
+
+    def notes(self) -> list[str]:
+        """Per replicate: ``"diverged at step t"`` or ``""``."""
+        return [f"diverged at step {t}" if t >= 0 else "" for t in self.diverged_at]
+
+    def first_below(self, eps: float, field: str = "f_gap") -> np.ndarray:
+        """Per replicate, the first recorded step with ``field <= eps`` (``nan`` if never)."""
+        v = getattr(self, field)
+        hit = v <= eps
+        first = np.where(hit.any(axis=1), self.steps[hit.argmax(axis=1)], np.nan)
+        return first.astype(float)
+
+
+def check_gamma(gamma) -> float:
+    """Validate a step size (``gamma > 0``, finite)."""
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating, np.integer)) or not (
+        gamma > 0 and math.isfinite(gamma)
+    ):
+        raise UserError(f"gamma = {gamma!r} is not allowed; use a finite step size gamma > 0")
+    return float(gamma)
+
+
+def check_steps(steps) -> int:
+    """Validate a number of steps (integer >= 1)."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise UserError(f"steps = {steps!r} is not allowed; use an integer number of steps >= 1")
+    return int(steps)
+
+
+class Monitor:
+    """Records a run and detects divergence (shared by every optimiser of this package)."""
+
+    def __init__(self, problem, x0: np.ndarray, steps: int, record_every: int, track_grad: bool):
+        self.p = problem
+        self.steps_ = np.unique(np.r_[np.arange(0, steps + 1, max(int(record_every), 1)), steps])
+        self.R = x0.shape[0]
+        T = self.steps_.size
+        self.f_gap = np.full((self.R, T), np.inf)
+        self.dist2 = np.full((self.R, T), np.inf)
+        self.grad2 = np.full((self.R, T), np.inf)
+        self.bits = np.zeros(T)
+        self.g2sum = np.zeros(self.R)
+        self.track_grad = track_grad
+        self.diverged_at = np.full(self.R, -1)
+        self.alive = np.ones(self.R, bool)
+        self.x0 = x0.copy()
+        d0 = ((x0 - problem.x_star) ** 2).sum(axis=1)
+        self.limit = BLOWUP * np.maximum(d0, 1.0)
+        self._j = 0
+
+    def check(self, k: int, x: np.ndarray, bits: float) -> np.ndarray:
+        """Record iterate ``x_k`` (if scheduled), flag and freeze diverged replicates; returns ``x``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            dist2 = ((x - self.p.x_star) ** 2).sum(axis=1)
+        bad = self.alive & ~(dist2 <= self.limit)  # catches NaN too
+        if bad.any():
+            self.diverged_at[bad] = k
+            self.alive &= ~bad
+            x[bad] = self.x0[bad]  # freeze: keeps later arithmetic finite
+        recording = self._j < self.steps_.size and self.steps_[self._j] == k
+        if self.track_grad or recording:
+            g2 = (self.p.full_grad(x) ** 2).sum(axis=1)
+            if self.track_grad and k < self.steps_[-1]:
+                self.g2sum += g2
+        if recording:
+            a = self.alive
+            self.dist2[a, self._j] = dist2[a]
+            self.f_gap[a, self._j] = self.p.value(x[a]) - self.p.f_star if a.any() else []
+            self.grad2[a, self._j] = g2[a]
+            self.bits[self._j] = bits
+            self._j += 1
+        return x
+
+    def trace(self, x: np.ndarray) -> Trace:
+        K = self.steps_[-1]
+        g2m = np.where(self.alive, self.g2sum / K, np.inf) if self.track_grad else np.full(self.R, np.nan)
+        return Trace(self.steps_, self.f_gap, self.dist2, self.grad2, g2m, self.bits, self.diverged_at, x)
+
+
+def start(problem, x0, replicates: int) -> np.ndarray:
+    """Initial iterates, shape (R, d)."""
+    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
+        raise UserError(f"replicates = {replicates!r} is not allowed; use an integer >= 1")
+    x0 = problem.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
+    if x0.shape[-1] != problem.d:
+        raise UserError(f"x0 has dimension {x0.shape[-1]} but the problem has d = {problem.d}")
+    return np.array(np.broadcast_to(x0, (replicates, problem.d)), dtype=np.float64)
+
+
+def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "workers", x0=None,
+                  replicates: int = 1, record_every: int = 1, track_grad: bool = False, rng=None,
+                  backend=None) -> Trace:
+    r"""Synchronous compressed gradient descent on a parameter server.
+
+    Parameters
+    ----------
+    problem : simcomm.models.Problem
+        :math:`f = \frac1N\sum_i f_i` with known :math:`x^\star`, :math:`f^\star`.
+    quantizer : simcomm.compress.Quantizer
+        The URQ applied to each message (``quantizer("none")`` for exact gradients).
+    gamma : float
+        Step size, ``> 0``.
+    steps : int
+        Number of iterations ``K``.
+    mode : {"workers", "aggregate"}
+        ``"workers"``: N quantized local gradients, averaged (A1/D2); ``"aggregate"``: one quantized
+        full gradient per step (D1).
+    x0 : array_like, optional
+        Start (default ``problem.x0``), broadcast to every replicate.
+    replicates : int
+        Independent runs simulated together.
+    record_every : int
+        Record the trace every this many steps (and at 0 and ``steps``).
+    track_grad : bool
+        Accumulate :math:`\|\nabla f(x_k)\|^2` at every step (for ``Trace.grad2_mean``).
+    rng : numpy.random.Generator or seed, optional
+    backend : str, optional
+        Backend of the quantizer kernels.
+
+    Returns
+    -------
+    Trace
+
+    Examples
+    --------
+    >>> from simcomm.models import quadratic
+    >>> from simcomm.compress import quantizer
+    >>> p = quadratic(4, 10, L=1.0, mu=0.5, rng=0)
+    >>> tr = compressed_gd(p, quantizer("none"), 1.0, 30)
+    >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0]), tr.notes()
+    (True, [''])
+    """
+    gamma = check_gamma(gamma)
+    steps = check_steps(steps)
+    if mode not in ("workers", "aggregate"):
+        raise UserError(f"mode = {mode!r} is not allowed; use 'workers' or 'aggregate'")
+    rng = np.random.default_rng(rng)
+    x = start(problem, x0, replicates)
+    R, N, d = x.shape[0], problem.N, problem.d
+    mon = Monitor(problem, x, steps, record_every, track_grad)
+    per_step = (N if mode == "workers" else 1) * quantizer.bits(d)
+    idx = np.tile(np.arange(N), R)
+    x = mon.check(0, x, 0.0)
+    for k in range(steps):
+        if mode == "workers":
+            G = problem.grad(np.repeat(x, N, axis=0), idx)  # (R*N, d): worker i's gradient at x_k
+            U = quantizer.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
+        else:
+            U = quantizer.apply(problem.full_grad(x), rng=rng, backend=backend)
+        x = x - gamma * mon.alive[:, None] * U
+        x = mon.check(k + 1, x, (k + 1) * per_step)
+    return mon.trace(x)
