@@ -11,3 +11,5 @@ __all__ = [
     "weighted_gradient",
 ]
 __all__ += ["PROBLEMS", "Problem", "logistic", "make_problem", "nonconvex", "quadratic", "ridge"]
+from simcomm.models._sparse_skewed import SparseSkewedModel, sample_bernoulli, skewed_profile, sparse_heavy_tailed, sparse_skewed_model  # noqa: E402,F401
+__all__ += ["SparseSkewedModel", "sample_bernoulli", "skewed_profile", "sparse_heavy_tailed", "sparse_skewed_model"]
