@@ -1,0 +1,167 @@
+"""Experiments for "Exponential Graph is Provably Efficient for Decentralized Deep Training" (Ying et al., 2021).
+
+Topology, spectrum and consensus only (decentralized SGD lives in ``dsgd.py``). Quantities and their
+provenance are in papers/exponential_graph.md; the bounds they are compared with are in
+``theory/expgraph.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simcomm.experiments._registry import Param, experiment
+from simcomm.topology import NAMES, RULES, build, max_degree, mix, one_peer_exponential, product_deviation, rho
+
+_STATIC = tuple(t for t in NAMES if t != "one_peer_exponential")
+
+_TOPO = {
+    "topology": Param("str", default="exponential", choices=NAMES, doc="topology constructor name"),
+    "n": Param("int", default=16, low=2, doc="number of nodes (torus/grid: most square r x c = n)"),
+    "rule": Param("str", default="metropolis", choices=RULES, doc="weights of undirected graphs"),
+}
+
+
+def _check_shape(params):
+    t, n = params["topology"], params["n"]
+    if t == "hypercube" and n & (n - 1):
+        raise ValueError(f"hypercube needs n a power of 2, got n={n}")
+    if t in ("grid", "torus") and not any(n % r == 0 for r in range(2, math.isqrt(n) + 1)):
+        raise ValueError(f"{t} needs n = r*c with both sides >= 2, got n={n}")
+
+
+@experiment(
+    "topology_spectrum",
+    params={**_TOPO, "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability")},
+    check=_check_shape,
+)
+def topology_spectrum(params, rng, backend):
+    """rho = ||W - J||_2, spectral gap 1 - rho and max degree of one topology (FFT / ARPACK fast paths)."""
+    del backend
+    p = params["p"] if params["topology"] == "erdos_renyi" else None
+    topo = build(params["topology"], params["n"], p=p, rule=params["rule"], rng=rng)
+    r = rho(topo)
+    return [
+        dict(metric="rho", value=r),
+        dict(metric="spectral_gap", value=1.0 - r),
+        dict(metric="max_degree", value=float(max_degree(topo))),
+    ]
+
+
+def _phase_deviation(topo, backend, block: int = 256) -> float:
+    """max over start phases k0 of ||W^(k0+tau-1) ... W^(k0) - J||_F, applying the mixing kernel to I.
+
+    The Frobenius norm bounds the 2-norm from above, so a zero here is a zero 2-norm deviation. No
+    commutation is assumed: the product is formed in the order the simulator applies it.
+    """
+    n, tau = topo.n, topo.period
+    worst = 0.0
+    for k0 in range(tau):
+        sq = 0.0
+        for start in range(0, n, block):
+            cols = np.arange(start, min(n, start + block))
+            X = np.zeros((n, len(cols)))
+            X[cols, np.arange(len(cols))] = 1.0
+            for k in range(k0, k0 + tau):
+                X = mix(topo, X, k, backend=backend)
+            sq += float(np.sum((X - 1.0 / n) ** 2))
+        worst = max(worst, math.sqrt(sq))
+    return worst
+
+
+@experiment(
+    "one_peer_deviation",
+    params={
+        "n": Param("int", default=16, low=2, doc="number of nodes"),
+        "order": Param("str", default="increasing", choices=("increasing", "random"),
+                       doc="order of the hop lengths 2^t within a period (random: a permutation drawn from rng)"),
+        "kernel_max_n": Param("int", default=4096, low=0, doc="largest n for the phase-by-phase kernel product"),
+    },
+)
+def one_peer_deviation(params, rng, backend):
+    """One-period deviation of the one-peer exponential sequence from J (papers C2).
+
+    ``deviation``: ||prod - J||_2 from the product of the layers' eigenvalue vectors (FFT).
+    ``phase_deviation`` (n <= kernel_max_n): max over every start phase of ||prod - J||_F, the product
+    formed by applying the gossip kernel to the identity.
+    """
+    n = params["n"]
+    tau = (n - 1).bit_length()
+    order = None if params["order"] == "increasing" else rng.permutation(tau).tolist()
+    topo = one_peer_exponential(n, order=order)
+    rows = [dict(metric="deviation", value=product_deviation(topo))]
+    if n <= params["kernel_max_n"]:
+        rows.append(dict(metric="phase_deviation", value=_phase_deviation(topo, backend)))
+    return rows
+
+
+@experiment(
+    "gossip_consensus",
+    params={
+        "topology": Param("str", default="ring", choices=_STATIC, doc="static topology"),
+        "n": Param("int", default=16, low=2, doc="number of nodes"),
+        "d": Param("int", default=1, low=1, doc="columns of x (independent coordinates)"),
+        "steps": Param("int", default=2000, low=10, doc="gossip steps; the rate is fitted on the second half"),
+    },
+    check=_check_shape,
+)
+def gossip_consensus(params, rng, backend):
+    """Per-step contraction of ||x_k - 1 xbar|| under gossip x <- W x from a random start (papers (f)4).
+
+    The deviation e_k = x_k - 1 xbar is renormalised after every step (the map is linear, so the ratio
+    ||e_{k+1}|| / ||e_k|| is unchanged) to stay clear of underflow; the mean is re-subtracted to
+    remove round-off drift. ``rate`` is the geometric mean of the per-step ratios over the second
+    half of the run; ``rho`` is ||W - J||_2 from the spectral fast path, for reference.
+    """
+    topo = build(params["topology"], params["n"], rng=rng)
+    steps = params["steps"]
+    e = rng.standard_normal((params["n"], params["d"]))
+    e -= e.mean(axis=0)
+    e /= np.linalg.norm(e)
+    logs = np.empty(steps)
+    for k in range(steps):
+        e = mix(topo, e, k, backend=backend)
+        e -= e.mean(axis=0)
+        s = np.linalg.norm(e)
+        logs[k] = math.log(s)
+        e /= s
+    rate = math.exp(float(np.mean(logs[steps // 2 :])))
+    return [dict(metric="rate", value=rate), dict(metric="rho", value=rho(topo))]
+
+
+@experiment(
+    "noisy_consensus",
+    params={
+        "topology": Param("str", default="ring", choices=_STATIC, doc="static topology"),
+        "n": Param("int", default=16, low=2, doc="number of nodes"),
+        "d": Param("int", default=16, low=1, doc="dimension (independent coordinates per node)"),
+        "gamma": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
+        "sigma": Param("float", default=1.0, low=0.0, doc="noise standard deviation per coordinate"),
+        "burn_in": Param("int", default=1000, low=0, doc="steps discarded before averaging"),
+        "steps": Param("int", default=4000, low=1, doc="steps averaged after burn-in"),
+    },
+    check=_check_shape,
+)
+def noisy_consensus(params, rng, backend):
+    """Time-averaged stationary consensus error of x <- W (x - gamma xi), xi ~ N(0, sigma^2) (papers C6).
+
+    Starts at x = 0; ``consensus_error`` is the mean over the last ``steps`` iterations of
+    (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
+    """
+    n, d = params["n"], params["d"]
+    topo = build(params["topology"], n, rng=rng)
+    gamma, sigma = params["gamma"], params["sigma"]
+    burn, steps = params["burn_in"], params["steps"]
+    x = np.zeros((n, d))
+    total, k, chunk = 0.0, 0, 256
+    while k < burn + steps:
+        m = min(chunk, burn + steps - k)
+        noise = rng.standard_normal((m, n, d))  # drawn in chunks: fewer generator calls, same stream
+        for j in range(m):
+            x = mix(topo, x - (gamma * sigma) * noise[j], k, backend=backend)
+            if k >= burn:
+                dev = x - x.mean(axis=0)
+                total += float(np.sum(dev * dev)) / n
+            k += 1
+    return [dict(metric="consensus_error", value=total / steps)]
