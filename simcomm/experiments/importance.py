@@ -81,7 +81,8 @@ def is_estimator(params, rng, backend):
     parameters, i.e. ``warmup_steps`` updates old) and stale_smoothed. Metrics per proposal:
     ``bias_along_grad`` = <mean of K estimates - g_bar, g_bar>/|g_bar|^2 (0 if unbiased),
     ``trace_cov_exact`` (B4), ``trace_cov_empirical`` (K draws), ``trace_cov_ratio`` = empirical/exact,
-    ``trace_cov_rel`` = exact / exact uniform, ``max_weight``; for the ideal proposal also
+    ``trace_cov_rel`` = exact / exact uniform, ``trace_cov_over_ideal`` = exact / closed-form minimum
+    (paired within a replicate), ``max_weight``; for the ideal proposal also
     ``ideal_vs_closed_form`` = empirical / (((1/N) sum |g_n|)^2 - |g_bar|^2)/M (C3).
     """
     ds, model = _setup(params, rng)
@@ -102,6 +103,7 @@ def is_estimator(params, rng, backend):
         "stale_smoothed": norm_proposal(stale, smoothing=c_stale),
     }
     t_unif = trace_cov(norms, proposals["uniform"], gbar, batch_size=M)
+    t_ideal = trace_cov_ideal(norms, gbar, batch_size=M)
     rows = []
     for name, q in proposals.items():
         total = np.zeros_like(gbar)
@@ -122,6 +124,7 @@ def is_estimator(params, rng, backend):
             "trace_cov_empirical": emp,
             "trace_cov_ratio": emp / exact,
             "trace_cov_rel": exact / t_unif,
+            "trace_cov_over_ideal": exact / t_ideal,
             "max_weight": wmax,
         }
         if name == "ideal":
