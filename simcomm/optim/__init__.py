@@ -7,3 +7,5 @@ from simcomm.optim._iag import IAG_ORDERS, compressed_iag  # noqa: F401
 
 __all__ = ["BYTES_PER_FLOAT", "ISTrace", "PROPOSALS", "bytes_per_example", "importance_sgd"]
 __all__ += ["BLOWUP", "Trace", "compressed_gd", "DELAY_MODELS", "async_compressed_gd", "largest_stable_step", "IAG_ORDERS", "compressed_iag"]
+from simcomm.optim._decentralized import DSGDState, DSGDTrace, SCHEDULES, dsgd_init, dsgd_update, messages_per_step, node_noise_rng, problem_rng, resolve_topology, run_dsgd, step_size  # noqa: E402,F401
+__all__ += ["DSGDState", "DSGDTrace", "SCHEDULES", "dsgd_init", "dsgd_update", "messages_per_step", "node_noise_rng", "problem_rng", "resolve_topology", "run_dsgd", "step_size"]

@@ -5,6 +5,7 @@ import numba  # noqa: F401  (ImportError here makes the backend unavailable)
 
 
 from simcomm.backends._numba.gossip import *  # noqa: F401,F403
+from simcomm.backends._numba.dsgd import *  # noqa: F401,F403
 from simcomm.backends._numba.quant import *  # noqa: F401,F403
 from simcomm.backends._numba.select import *  # noqa: F401,F403
 

@@ -3,6 +3,7 @@
 import numpy as xp
 
 from simcomm.backends._numpy.gossip import *  # noqa: F401,F403
+from simcomm.backends._numpy.dsgd import *  # noqa: F401,F403
 from simcomm.backends._numpy.quant import *  # noqa: F401,F403
 from simcomm.backends._numpy.select import *  # noqa: F401,F403
 

@@ -1,0 +1,413 @@
+r"""Problems for decentralized SGD: node-specific data, known constants, vectorised over nodes.
+
+Node ``i`` of ``n`` holds its own data and its own objective :math:`f_i`; the network minimises
+:math:`f = \frac1n \sum_i f_i` (papers/exponential_graph.md (a)). Every function here takes one
+iterate per node, an ``(n, d)`` array, and returns the ``n`` local gradients at once (batched BLAS
+calls, one per node, so node ``i``'s gradient is computed by the same call whether the other nodes
+are there or not: a real process holding one node reproduces it bit for bit).
+
+* :func:`heterogeneous_least_squares`: :math:`f_i(x) = \frac1{2m}\|A_i x - y_i\|^2` with Gaussian
+  :math:`A_i`, and :math:`y_i = A_i (x_\star^{0} + s\,u_i)` where the node offsets :math:`u_i` sum to
+  zero and :math:`s` is set so that the heterogeneity at the optimum is EXACTLY ``b``:
+  :math:`b^2 = \frac1n \sum_i \|\nabla f_i(x^\star)\|^2`. ``b = 0`` puts every local minimiser at
+  the same point; ``shared=True`` also gives every node the same :math:`A_i` (identical
+  :math:`f_i`). :math:`x^\star`, :math:`f^\star`, :math:`L`, :math:`\mu` are exact (linear algebra).
+* :func:`logistic_problem`: multinomial logistic regression (softmax cross-entropy plus
+  :math:`\frac{\lambda}{2}\|x\|^2`) on a synthetic Gaussian mixture or on scikit-learn's digits
+  (loaded by :func:`simcomm.models.load_dataset`), split across nodes iid or label-sorted
+  (:func:`simcomm.models.split_workers`); :math:`f^\star` by L-BFGS to a gradient norm below
+  ``1e-9``, :math:`L \le \frac12 \max_i \lambda_{\max}(A_i^\top A_i/m) + \lambda` (the softmax
+  Hessian is at most :math:`\frac12 I` in the logits), :math:`\mu \ge \lambda`.
+
+Stochastic gradients add Gaussian noise of a chosen ``sigma`` per coordinate (drawn by the optimiser
+from each node's own stream, see :mod:`simcomm.optim`), so :math:`E\|g_i - \nabla f_i\|^2 = \sigma^2 d`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from simcomm._errors import UserError
+
+__all__ = [
+    "NodeProblem",
+    "heterogeneous_least_squares",
+    "logistic_problem",
+    "node_gradients",
+    "global_loss",
+    "global_gradient",
+    "suboptimality",
+    "heterogeneity",
+    "NODE_PROBLEMS",
+    "make_node_problem",
+]
+
+#: Problem names accepted by :func:`make_node_problem`.
+NODE_PROBLEMS = ("least_squares", "logistic", "digits")
+
+
+class NodeProblem(NamedTuple):
+    r"""A decentralized problem: per-node data stacked on a leading node axis, and its constants.
+
+    Attributes
+    ----------
+    kind : {"least_squares", "logistic"}
+    A : ndarray, shape (n, m, p)
+        Features of each node's ``m`` examples.
+    y : ndarray, shape (n, m)
+        Targets (least squares) or integer labels stored as float (logistic).
+    n_classes : int
+        Classes (logistic); 0 for least squares. The parameter is ``x = W.ravel()``, ``W`` of shape
+        ``(p, n_classes)``, so ``d = p * n_classes``.
+    l2 : float
+        Ridge penalty :math:`\lambda` (logistic).
+    L : float
+        Every :math:`f_i` is ``L``-smooth.
+    mu : float
+        :math:`f` is ``mu``-strongly convex.
+    x_star : ndarray, shape (d,)
+        Minimiser of :math:`f`.
+    f_star : float
+        :math:`f(x^\star)`.
+    b : float
+        Heterogeneity at the optimum, :math:`\sqrt{\frac1n\sum_i\|\nabla f_i(x^\star)\|^2}`.
+    x0 : ndarray, shape (d,)
+        Common starting point.
+    H : ndarray, shape (p, p) or None
+        Least squares: Hessian :math:`\frac1n\sum_i A_i^\top A_i/m` of :math:`f` (exact suboptimality).
+    name : str
+        ``"least_squares"``, ``"logistic"`` or the data set name.
+    """
+
+    kind: str
+    A: np.ndarray
+    y: np.ndarray
+    n_classes: int
+    l2: float
+    L: float
+    mu: float
+    x_star: np.ndarray
+    f_star: float
+    b: float
+    x0: np.ndarray
+    H: np.ndarray | None
+    name: str
+
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return self.A.shape[0]
+
+    @property
+    def d(self) -> int:
+        """Parameter dimension."""
+        return self.A.shape[2] * max(self.n_classes, 1)
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
+        raise UserError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+# --------------------------------------------------------------------------- gradients
+
+
+def _ls_grad(A, y, X):
+    # r_i = A_i x_i - y_i ; g_i = A_i^T r_i / m   (one gemv per node, batched)
+    m = A.shape[1]
+    r = np.matmul(A, X[:, :, None])[:, :, 0] - y
+    return np.matmul(A.transpose(0, 2, 1), r[:, :, None])[:, :, 0] / m
+
+
+def _softmax_parts(A, y, X, C):
+    n, m, p = A.shape
+    Z = np.matmul(A, X.reshape(n, p, C))  # (n, m, C) logits
+    Z = Z - Z.max(axis=2, keepdims=True)
+    E = np.exp(Z)
+    S = E.sum(axis=2, keepdims=True)
+    logp = Z - np.log(S)
+    return logp, E / S
+
+
+def _onehot(y, C):
+    return (y[:, :, None] == np.arange(C)[None, None, :]).astype(np.float64)
+
+
+def _lr_grad(A, y, X, C, l2):
+    n, m, p = A.shape
+    _, P = _softmax_parts(A, y, X, C)
+    P -= _onehot(y, C)
+    G = np.matmul(A.transpose(0, 2, 1), P) / m  # (n, p, C)
+    return G.reshape(n, p * C) + l2 * X
+
+
+def node_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
+    r"""Exact local gradients :math:`\nabla f_i(x_i)` for every node, one iterate per row.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+    X : ndarray, shape (n, d)
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prob = heterogeneous_least_squares(4, 3, b=0.0, rng=0)
+    >>> G = node_gradients(prob, np.tile(prob.x_star, (4, 1)))
+    >>> bool(np.abs(G).max() < 1e-12)   # b = 0: every f_i is minimised at x*
+    True
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape != (problem.n, problem.d):
+        raise UserError(f"X must have shape (n, d) = ({problem.n}, {problem.d}), got {X.shape}")
+    if problem.kind == "least_squares":
+        return _ls_grad(problem.A, problem.y, X)
+    return _lr_grad(problem.A, problem.y, X, problem.n_classes, problem.l2)
+
+
+def _node_losses(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
+    if problem.kind == "least_squares":
+        r = np.matmul(problem.A, X[:, :, None])[:, :, 0] - problem.y
+        return 0.5 * np.mean(r * r, axis=1)
+    logp, _ = _softmax_parts(problem.A, problem.y, X, problem.n_classes)
+    ce = -np.sum(logp * _onehot(problem.y, problem.n_classes), axis=2).mean(axis=1)
+    return ce + 0.5 * problem.l2 * np.sum(X * X, axis=1)
+
+
+def global_loss(problem: NodeProblem, x: np.ndarray) -> float:
+    r""":math:`f(x) = \frac1n\sum_i f_i(x)` at one point ``x`` of shape ``(d,)``.
+
+    Examples
+    --------
+    >>> prob = heterogeneous_least_squares(4, 3, b=0.0, rng=0)
+    >>> abs(global_loss(prob, prob.x_star)) < 1e-20
+    True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    return float(np.mean(_node_losses(problem, np.broadcast_to(x, (problem.n, problem.d)).copy())))
+
+
+def global_gradient(problem: NodeProblem, x: np.ndarray) -> np.ndarray:
+    r""":math:`\nabla f(x) = \frac1n\sum_i \nabla f_i(x)` at one point ``x`` of shape ``(d,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prob = heterogeneous_least_squares(4, 3, b=1.0, rng=0)
+    >>> bool(np.linalg.norm(global_gradient(prob, prob.x_star)) < 1e-12)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if problem.kind == "least_squares" and problem.H is not None:
+        # grad f(x) = H (x - x*): exact, O(p^2), no cancellation near the optimum
+        return problem.H @ (x - problem.x_star)
+    return node_gradients(problem, np.broadcast_to(x, (problem.n, problem.d)).copy()).mean(axis=0)
+
+
+def suboptimality(problem: NodeProblem, x: np.ndarray) -> float:
+    r""":math:`f(x) - f^\star` (least squares: :math:`\frac12 (x-x^\star)^\top H (x-x^\star)`, exact).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prob = heterogeneous_least_squares(4, 3, b=1.0, rng=0)
+    >>> suboptimality(prob, prob.x_star)
+    0.0
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if problem.kind == "least_squares" and problem.H is not None:
+        e = x - problem.x_star
+        return float(0.5 * e @ problem.H @ e)
+    return global_loss(problem, x) - problem.f_star
+
+
+def heterogeneity(problem: NodeProblem, x: np.ndarray | None = None) -> float:
+    r""":math:`\sqrt{\frac1n\sum_i \|\nabla f_i(x) - \nabla f(x)\|^2}` at ``x`` (default :math:`x^\star`).
+
+    Examples
+    --------
+    >>> prob = heterogeneous_least_squares(8, 5, b=0.7, rng=1)
+    >>> round(heterogeneity(prob), 12)
+    0.7
+    """
+    x = problem.x_star if x is None else np.asarray(x, dtype=np.float64)
+    G = node_gradients(problem, np.broadcast_to(x, (problem.n, problem.d)).copy())
+    G = G - G.mean(axis=0)
+    return float(np.sqrt(np.mean(np.sum(G * G, axis=1))))
+
+
+# --------------------------------------------------------------------------- constructors
+
+
+def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: float = 1.0, shared: bool = False,
+                                rng=None) -> NodeProblem:
+    r"""Least squares with node-specific data and heterogeneity exactly ``b`` at the optimum.
+
+    :math:`f_i(x) = \frac{1}{2m}\|A_i x - y_i\|^2`, :math:`A_i` with i.i.d. :math:`N(0, 1)` entries,
+    :math:`y_i = A_i(x^0 + s\,u_i)`, :math:`u_i` Gaussian and centred over nodes, :math:`s \ge 0`
+    chosen so that :math:`\frac1n\sum_i\|\nabla f_i(x^\star)\|^2 = b^2` (it is linear in ``s``).
+
+    Parameters
+    ----------
+    n : int
+        Nodes, ``>= 1``.
+    d : int
+        Dimension, ``>= 1``.
+    m : int, optional
+        Examples per node (default ``2 d``, so every :math:`f_i` is strongly convex).
+    b : float
+        Heterogeneity at the optimum, ``>= 0``.
+    shared : bool
+        Give every node the same :math:`A_i` (with ``b = 0``: identical :math:`f_i`).
+    rng : numpy.random.Generator or seed
+
+    Returns
+    -------
+    NodeProblem
+
+    Examples
+    --------
+    >>> prob = heterogeneous_least_squares(8, 5, b=0.5, rng=0)
+    >>> prob.A.shape, round(prob.b, 12), prob.mu <= prob.L
+    ((8, 10, 5), 0.5, True)
+    """
+    n = _check_int(n, "n", 1)
+    d = _check_int(d, "d", 1)
+    m = 2 * d if m is None else _check_int(m, "m (examples per node)", 1)
+    if not (isinstance(b, (int, float, np.floating)) and np.isfinite(b) and b >= 0):
+        raise UserError(f"heterogeneity b must be a finite number >= 0, got {b!r}")
+    rng = np.random.default_rng(rng)
+    A = np.broadcast_to(rng.standard_normal((1, m, d)), (n, m, d)).copy() if shared else rng.standard_normal((n, m, d))
+    x0 = rng.standard_normal(d)
+    U = rng.standard_normal((n, d))
+    U -= U.mean(axis=0)
+    Hs = np.matmul(A.transpose(0, 2, 1), A) / m  # (n, d, d)
+    H = Hs.mean(axis=0)
+    evals = np.linalg.eigvalsh(H)
+    if evals[0] <= 1e-10 * evals[-1]:
+        raise UserError(f"f is not strongly convex with n*m = {n * m} examples in d = {d}; use more examples per node (m)")
+    # y_i = A_i (x0 + s u_i): x*(s) = x0 + s H^{-1} mean_i(H_i u_i), grad f_i(x*) = s H_i (H^{-1} c - u_i)
+    c = np.einsum("nij,nj->i", Hs, U) / n
+    v = np.linalg.solve(H, c)
+    grads1 = np.einsum("nij,nj->ni", Hs, v[None, :] - U)
+    b1 = float(np.sqrt(np.mean(np.sum(grads1 * grads1, axis=1))))
+    s = 0.0 if (b == 0 or b1 == 0) else float(b) / b1
+    if b > 0 and b1 == 0:
+        raise UserError("heterogeneity b > 0 is impossible with identical nodes; use shared=False or n >= 2")
+    y = np.matmul(A, (x0[None, :] + s * U)[:, :, None])[:, :, 0]
+    x_star = x0 + s * v
+    L = float(max(np.linalg.eigvalsh(Hs[i])[-1] for i in range(n)))
+    prob = NodeProblem(kind="least_squares", A=A, y=y, n_classes=0, l2=0.0, L=L, mu=float(evals[0]),
+                       x_star=x_star, f_star=0.0, b=0.0, x0=np.zeros(d), H=H, name="least_squares")
+    f_star = global_loss(prob, x_star)
+    return prob._replace(f_star=f_star, b=float(s * b1))
+
+
+def _mixture(n_examples: int, p: int, C: int, sep: float, rng):
+    means = sep * rng.standard_normal((C, p)) / np.sqrt(p)
+    y = rng.integers(0, C, size=n_examples)
+    return means[y] + rng.standard_normal((n_examples, p)), y
+
+
+def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", l2: float = 1e-2,
+                     examples: int = 2000, features: int = 10, n_classes: int = 2, sep: float = 3.0,
+                     rng=None) -> NodeProblem:
+    r"""Multinomial logistic regression with each node's data from an iid or a label-sorted split.
+
+    Parameters
+    ----------
+    n : int
+        Nodes, ``>= 1``.
+    dataset : {"synthetic", "digits"}
+        A Gaussian mixture (``examples`` points, ``features`` dims, ``n_classes`` classes with mean
+        separation ``sep``), or scikit-learn's digits training part (1,438 images, 64 pixels,
+        10 classes; needs the ``data`` extra).
+    split : {"iid", "label"}
+        ``"label"`` sorts by label before cutting, so nodes see few classes (heterogeneous).
+    l2 : float
+        Ridge penalty :math:`\lambda > 0` (also on the bias): makes :math:`f` strongly convex.
+    rng : numpy.random.Generator or seed
+
+    Returns
+    -------
+    NodeProblem
+        Each node keeps ``m = floor(N / n)`` examples (at most one example per node is dropped
+        so the nodes stack into one array); a bias feature 1 is appended.
+
+    Examples
+    --------
+    >>> prob = logistic_problem(4, examples=400, rng=0)
+    >>> prob.A.shape, prob.d, prob.f_star > 0
+    ((4, 100, 11), 22, True)
+    """
+    from scipy.optimize import minimize
+
+    from simcomm.models._data import load_dataset, split_workers
+
+    n = _check_int(n, "n", 1)
+    if not (np.isfinite(l2) and l2 > 0):
+        raise UserError(f"l2 must be > 0 (it makes the optimum unique and f* well defined), got {l2!r}")
+    rng = np.random.default_rng(rng)
+    if dataset == "digits":
+        ds = load_dataset("digits", rng=rng)
+        Xp, yp, C = ds.X_train, ds.y_train, ds.n_classes
+    elif dataset == "synthetic":
+        C = _check_int(n_classes, "n_classes", 2)
+        Xp, yp = _mixture(_check_int(examples, "examples", 2), _check_int(features, "features", 1), C, sep, rng)
+    else:
+        from simcomm.experiments._registry import closest
+
+        raise UserError(f"unknown dataset '{dataset}'{closest(dataset, ('synthetic', 'digits'))}; use 'synthetic' or 'digits'")
+    if n > len(yp):
+        raise UserError(f"n = {n} nodes exceeds the {len(yp)} examples of '{dataset}'; use fewer nodes")
+    shards = split_workers(yp, n, scheme=split, rng=rng)
+    m = min(len(s) for s in shards)
+    idx = np.stack([s[:m] for s in shards])
+    Xb = np.concatenate([Xp, np.ones((len(yp), 1))], axis=1)
+    A = Xb[idx]  # (n, m, p)
+    y = yp[idx].astype(np.float64)
+    p = A.shape[2]
+    prob = NodeProblem(kind="logistic", A=A, y=y, n_classes=int(C), l2=float(l2), L=0.0, mu=float(l2),
+                       x_star=np.zeros(p * C), f_star=0.0, b=0.0, x0=np.zeros(p * C), H=None,
+                       name=dataset if dataset != "synthetic" else "logistic")
+
+    def fg(x):
+        X = np.broadcast_to(x, (n, p * C)).copy()
+        return float(np.mean(_node_losses(prob, X))), node_gradients(prob, X).mean(axis=0)
+
+    res = minimize(fg, np.zeros(p * C), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 5000})
+    x_star = res.x
+    L = 0.5 * max(float(np.linalg.eigvalsh(A[i].T @ A[i] / m)[-1]) for i in range(n)) + l2
+    prob = prob._replace(x_star=x_star, f_star=float(res.fun), L=L)
+    return prob._replace(b=heterogeneity(prob))
+
+
+def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: str = "iid", l2: float = 1e-2,
+                 rng=None) -> NodeProblem:
+    r"""Build a problem by name (what experiments and ``python -m simcomm.mpi`` call).
+
+    ``"least_squares"`` (dimension ``d``, heterogeneity ``b``), ``"logistic"`` (synthetic mixture in
+    ``d`` features, 2 classes, ``split``) or ``"digits"`` (real data, ``split``).
+
+    Examples
+    --------
+    >>> make_node_problem("least_squares", 4, d=3, b=0.0, rng=0).d
+    3
+    """
+    if name == "least_squares":
+        return heterogeneous_least_squares(n, d, b=b, rng=rng)
+    if name == "logistic":
+        return logistic_problem(n, dataset="synthetic", split=split, l2=l2, features=d, rng=rng)
+    if name == "digits":
+        return logistic_problem(n, dataset="digits", split=split, l2=l2, rng=rng)
+    from simcomm.experiments._registry import closest
+
+    raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; choose one of {', '.join(NODE_PROBLEMS)}")

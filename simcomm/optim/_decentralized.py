@@ -1,0 +1,447 @@
+r"""Decentralized (momentum) SGD over a static or time-varying topology, and parallel SGD (W = J).
+
+DmSGD in adapt-then-combine form with a LOCAL momentum buffer (papers/exponential_graph.md (d) [C]:
+BlueFog's ``DistributedAdaptThenCombineOptimizer``)::
+
+    g_i = grad f_i(x_i) + sigma * xi_i          # local stochastic gradient
+    m_i = beta * m_i + g_i                      # local momentum buffer, NOT averaged
+    y_i = x_i - gamma_k * m_i                   # adapt
+    x_i = sum_j W^(k)_ij y_j                    # combine (static W, or one-peer W^(k))
+
+DSGD is ``beta = 0``. Parallel SGD is the same with :math:`W = J` (every node ends each step at the
+average), the reference the decentralized runs are compared with.
+
+The ``n`` nodes are one ``(n, d)`` array. The combine never forms an ``n x n`` matrix: 1-D circulant
+layers (ring, exponential, one-peer) are shifted adds and other graphs use CSR, in a fused backend
+kernel (:func:`simcomm.backends._numba.dsgd.atc_shift_step`) that reads ``X, M, G`` and writes ``M``
+and the new ``X`` once per step.
+
+Randomness (what :mod:`simcomm.mpi` reproduces on real processes): node ``i``'s gradient noise is
+the stream ``default_rng(SeedSequence(seed, spawn_key=(NOISE_KEY, i)))``, one ``standard_normal(d)``
+per step in order; the problem's data come from ``SeedSequence(seed, spawn_key=(DATA_KEY,))``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from simcomm._errors import UserError
+
+__all__ = [
+    "DSGDState",
+    "DSGDTrace",
+    "dsgd_init",
+    "dsgd_update",
+    "run_dsgd",
+    "step_size",
+    "node_noise_rng",
+    "problem_rng",
+    "resolve_topology",
+    "messages_per_step",
+    "NOISE_KEY",
+    "DATA_KEY",
+    "SCHEDULES",
+]
+
+NOISE_KEY = 1
+DATA_KEY = 0
+#: Step-size schedules: ``constant`` (gamma) and ``inv_sqrt`` (gamma / sqrt(1 + k / k0)).
+SCHEDULES = ("constant", "inv_sqrt")
+_BYTES = 8  # float64 on the wire
+
+
+class DSGDState(NamedTuple):
+    """State of DmSGD: iterates and local momentum buffers of every node, and the step counter.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, d)
+    m : ndarray, shape (n, d)
+    k : int
+    """
+
+    x: np.ndarray
+    m: np.ndarray
+    k: int
+
+
+class DSGDTrace(NamedTuple):
+    r"""Per-step measurements of one run (recorded at ``steps``; NaN after a divergence).
+
+    Attributes
+    ----------
+    steps : ndarray of int
+        Iterations ``k`` at which the state was measured (``0`` is the start).
+    consensus : ndarray
+        :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`.
+    grad_norm_sq : ndarray
+        :math:`\|\nabla f(\bar x)\|^2`.
+    subopt : ndarray
+        :math:`f(\bar x) - f^\star`.
+    messages : ndarray
+        Cumulative messages sent per node (mean over nodes) after ``steps[j]`` iterations.
+    bytes : ndarray
+        Cumulative bytes sent per node (mean over nodes), float64 payloads.
+    diverged_at : int or None
+        First measured step at which the state was non-finite or blew up; ``None`` if it did not.
+    x : ndarray, shape (n, d)
+        Final iterates (non-finite after a divergence).
+    """
+
+    steps: np.ndarray
+    consensus: np.ndarray
+    grad_norm_sq: np.ndarray
+    subopt: np.ndarray
+    messages: np.ndarray
+    bytes: np.ndarray
+    diverged_at: int | None
+    x: np.ndarray
+
+    @property
+    def note(self) -> str:
+        """``"diverged at step t"`` or ``""`` (the runner's ``note`` column)."""
+        return "" if self.diverged_at is None else f"diverged at step {self.diverged_at}"
+
+
+# --------------------------------------------------------------------------- topology plumbing
+
+
+def resolve_topology(topology, n: int | None = None):
+    """Normalise ``topology``: a Topology, ``"parallel"`` (W = J), a name for ``build``, or a matrix.
+
+    A matrix goes through :func:`simcomm.topology.from_matrix`, which rejects a ``W`` that is not
+    doubly stochastic with one line.
+
+    Examples
+    --------
+    >>> resolve_topology("ring", 4).name, resolve_topology("parallel", 4)
+    ('ring', 'parallel')
+    """
+    from simcomm.topology import Topology, build, from_matrix
+
+    if isinstance(topology, Topology):
+        if n is not None and topology.n != n:
+            raise UserError(f"topology has n={topology.n} nodes but the problem has n={n}; build it with n={n}")
+        return topology
+    if isinstance(topology, str):
+        if topology == "parallel":
+            return "parallel"
+        if n is None:
+            raise UserError(f"topology '{topology}' given by name needs the number of nodes n")
+        return build(topology, n)
+    W = np.asarray(topology, dtype=np.float64)
+    topo = from_matrix(W)
+    if n is not None and topo.n != n:
+        raise UserError(f"W is {topo.n}x{topo.n} but the problem has n={n} nodes; W must be n x n")
+    return topo
+
+
+def _layer_plan(layer):
+    """Kernel arguments for one static layer: ('shift', shifts, weights) or ('csr', indptr, indices, data)."""
+    from simcomm.topology import sparse_matrix
+
+    if layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.weights) <= 64:
+        return ("shift", np.ascontiguousarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights, dtype=np.float64))
+    if layer.kind == "circulant" and len(layer.shape) == 1 and np.allclose(layer.weights, 1.0 / layer.n) and len(layer.weights) == layer.n:
+        return ("mean",)  # complete graph: W = J
+    W = sparse_matrix(layer)
+    return ("csr", W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data.astype(np.float64))
+
+
+def _plans(topo):
+    if topo == "parallel":
+        return [("mean",)]
+    layers = topo.layers if topo.time_varying else (topo,)
+    return [_layer_plan(layer) for layer in layers]
+
+
+def messages_per_step(topology, n: int | None = None) -> np.ndarray:
+    r"""Messages each node sends per iteration, one entry per layer (mean over nodes).
+
+    A node sends its ``y_i`` once to every node that puts weight on it (off-diagonal nonzeros of
+    column ``i``): ring 2, static exponential :math:`\tau`, one-peer 1. Parallel SGD (W = J) is
+    counted as a ring all-reduce: :math:`2(n-1)` messages of ``d/n`` floats per node.
+
+    Examples
+    --------
+    >>> from simcomm.topology import exponential, one_peer_exponential
+    >>> messages_per_step(exponential(16)), messages_per_step(one_peer_exponential(16))
+    (array([4.]), array([1., 1., 1., 1.]))
+    """
+    from simcomm.topology import sparse_matrix
+
+    topo = resolve_topology(topology, n)
+    if topo == "parallel":
+        return np.array([2.0 * (n - 1)])
+    layers = topo.layers if topo.time_varying else (topo,)
+    out = []
+    for layer in layers:
+        if layer.kind == "circulant":
+            out.append(float(np.count_nonzero(np.any(layer.offsets != 0, axis=1))))
+        else:
+            W = sparse_matrix(layer).tocoo()
+            out.append(float(np.count_nonzero((W.row != W.col) & (W.data != 0))) / layer.n)
+    return np.array(out)
+
+
+def _bytes_per_message(topo, n: int, d: int) -> float:
+    # all-reduce chunks are d/n floats; gossip messages carry the whole d-vector
+    return _BYTES * d / n if topo == "parallel" else float(_BYTES * d)
+
+
+# --------------------------------------------------------------------------- init / update
+
+
+def _check_hyper(gamma, beta):
+    if not (isinstance(gamma, (int, float, np.floating)) and math.isfinite(gamma) and gamma > 0):
+        raise UserError(f"step size gamma must be a finite number > 0, got {gamma!r}")
+    if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta < 1.0):
+        raise UserError(f"momentum beta must lie in [0, 1), got {beta!r}")
+
+
+def dsgd_init(x0, n: int) -> DSGDState:
+    """Every node starts at ``x0`` (shape ``(d,)``) with a zero momentum buffer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dsgd_init(np.zeros(3), 4).x.shape
+    (4, 3)
+    """
+    x0 = np.asarray(x0, dtype=np.float64)
+    if x0.ndim != 1:
+        raise UserError(f"x0 must be one vector of shape (d,), got shape {x0.shape}")
+    if not np.all(np.isfinite(x0)):
+        raise UserError("x0 contains NaN or inf; start from a finite point")
+    return DSGDState(np.tile(x0, (int(n), 1)), np.zeros((int(n), x0.size)), 0)
+
+
+def _apply(plan, X, M, G, gamma, beta, out, be):
+    if plan[0] == "shift":
+        return be.atc_shift_step(X, M, G, gamma, beta, plan[1], plan[2], out)
+    if plan[0] == "csr":
+        return be.atc_csr_step(X, M, G, gamma, beta, plan[1], plan[2], plan[3], out)
+    # W = J: adapt, then every node takes the average
+    np.multiply(M, beta, out=M)
+    M += G
+    Y = X - gamma * M
+    out[...] = Y.mean(axis=0)
+    return out
+
+
+def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float = 0.0, backend=None) -> DSGDState:
+    r"""One DmSGD step (pure: returns a new state, leaves ``state`` unchanged).
+
+    Parameters
+    ----------
+    state : DSGDState
+    grads : ndarray, shape (n, d)
+        Stochastic gradients at ``state.x``, one row per node.
+    topology : Topology, str or ndarray
+        Layer ``state.k % period`` is used for a time-varying topology; ``"parallel"`` is W = J.
+    gamma : float
+        Step size, ``> 0``.
+    beta : float
+        Momentum in ``[0, 1)`` (0: DSGD).
+    backend : str or module, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import one_peer_exponential
+    >>> s = dsgd_init(np.zeros(1), 4)
+    >>> s = dsgd_update(s, np.arange(4.0)[:, None], one_peer_exponential(4), gamma=1.0)
+    >>> s = dsgd_update(s, np.zeros((4, 1)), one_peer_exponential(4), gamma=1.0)
+    >>> s.x.ravel()   # two one-peer layers average exactly (n = 4): -mean(0..3)
+    array([-1.5, -1.5, -1.5, -1.5])
+    """
+    from simcomm.backends import get_backend
+
+    _check_hyper(gamma, beta)
+    n, d = state.x.shape
+    topo = resolve_topology(topology, n)
+    plans = _plans(topo)
+    G = np.ascontiguousarray(grads, dtype=state.x.dtype)
+    if G.shape != (n, d):
+        raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
+    M = state.m.copy()
+    out = np.empty_like(state.x)
+    _apply(plans[state.k % len(plans)], np.ascontiguousarray(state.x), M, G, float(gamma), float(beta), out, get_backend(backend))
+    return DSGDState(out, M, state.k + 1)
+
+
+# --------------------------------------------------------------------------- randomness
+
+
+def node_noise_rng(seed: int, i: int) -> np.random.Generator:
+    """Generator of node ``i``'s gradient noise (the same on a real MPI rank ``i``).
+
+    Examples
+    --------
+    >>> float(node_noise_rng(3, 0).standard_normal()) == float(node_noise_rng(3, 0).standard_normal())
+    True
+    """
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(NOISE_KEY, int(i))))
+
+
+def problem_rng(seed: int) -> np.random.Generator:
+    """Generator that builds the problem's data for ``seed``.
+
+    Examples
+    --------
+    >>> bool(problem_rng(3).integers(10) == problem_rng(3).integers(10))
+    True
+    """
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(DATA_KEY,)))
+
+
+def step_size(gamma: float, k: int, schedule: str = "constant", k0: float = 10.0) -> float:
+    r"""Step size at iteration ``k``: ``gamma`` or :math:`\gamma/\sqrt{1 + k/k_0}` (``inv_sqrt``).
+
+    ``inv_sqrt`` lets one run stand for the family of tuned constant steps :math:`\gamma \propto
+    1/\sqrt{T}` used in the rate of papers C3 (its running average at ``T`` behaves like a run of
+    length ``T``).
+
+    Examples
+    --------
+    >>> step_size(0.1, 30, "inv_sqrt", 10)
+    0.05
+    """
+    if schedule == "constant":
+        return float(gamma)
+    if schedule == "inv_sqrt":
+        return float(gamma) / math.sqrt(1.0 + k / k0)
+    from simcomm.experiments._registry import closest
+
+    raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; use one of {', '.join(SCHEDULES)}")
+
+
+class _Noise:
+    """Per-node Gaussian noise, drawn in blocks of steps from each node's stream (bit-identical to
+    one ``standard_normal(d)`` per step, because a Generator fills arrays sequentially)."""
+
+    def __init__(self, seed, n, d, steps, block_floats=1 << 21):
+        self.rngs = [node_noise_rng(seed, i) for i in range(n)]
+        self.n, self.d = n, d
+        self.block = int(max(1, min(steps, block_floats // max(1, n * d))))
+        self.buf = None
+        self.pos = self.block
+
+    def next(self) -> np.ndarray:
+        if self.pos == self.block:
+            self.buf = np.stack([r.standard_normal((self.block, self.d)) for r in self.rngs], axis=1)
+            self.pos = 0
+        out = self.buf[self.pos]
+        self.pos += 1
+        return out
+
+
+# --------------------------------------------------------------------------- a whole run
+
+
+def _measure(problem, X):
+    from simcomm.models._decentralized import global_gradient, suboptimality
+
+    xbar = X.mean(axis=0)
+    D = X - xbar
+    cons = float(np.sum(D * D) / X.shape[0])
+    g = global_gradient(problem, xbar)
+    return cons, float(g @ g), suboptimality(problem, xbar)
+
+
+def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
+             schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
+             backend=None) -> DSGDTrace:
+    r"""Run DmSGD (or parallel SGD with ``topology="parallel"``) on a :class:`~simcomm.models.NodeProblem`.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        From :mod:`simcomm.models` (gives :math:`\nabla f_i`, :math:`f^\star`, ``x0``).
+    topology : Topology, str or ndarray
+        Static or time-varying topology, a name for :func:`simcomm.topology.build`, ``"parallel"``
+        (W = J), or a doubly stochastic matrix.
+    steps : int
+        Iterations ``T``.
+    gamma : float
+        (Initial) step size, ``> 0``.
+    beta : float
+        Momentum in ``[0, 1)``.
+    sigma : float
+        Gradient noise standard deviation per coordinate, ``>= 0``.
+    seed : int
+        Root of the per-node noise streams (see the module doc).
+    schedule : {"constant", "inv_sqrt"}
+        Step-size schedule (:func:`step_size`).
+    k0 : float
+        Decay scale of ``inv_sqrt``.
+    record_every : int
+        Measure every this many steps (and at ``0`` and ``steps``).
+    blowup : float
+        Divergence: non-finite state, or :math:`\|\nabla f(\bar x)\|^2` or the consensus error above
+        ``blowup`` times its initial value (plus 1). The run stops and records
+        ``diverged_at``; it never raises.
+    backend : str or module, optional
+        ``"numpy"`` or ``"numba"`` (default).
+
+    Returns
+    -------
+    DSGDTrace
+
+    Examples
+    --------
+    >>> from simcomm.models import heterogeneous_least_squares
+    >>> prob = heterogeneous_least_squares(8, 4, b=0.0, rng=0)   # b = 0: DSGD converges exactly
+    >>> tr = run_dsgd(prob, "exponential", steps=200, gamma=0.1, seed=1)
+    >>> bool(tr.subopt[-1] < 1e-6 * tr.subopt[0]), float(tr.messages[-1])   # tau = 3 messages per step
+    (True, 600.0)
+    """
+    from simcomm.backends import get_backend
+
+    _check_hyper(gamma, beta)
+    steps = int(steps)
+    if steps < 0:
+        raise UserError(f"steps must be >= 0, got {steps}")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise UserError(f"noise sigma must be a finite number >= 0, got {sigma!r}")
+    if record_every < 1:
+        raise UserError(f"record_every must be >= 1, got {record_every}")
+    step_size(gamma, 0, schedule, k0)  # validates the schedule name
+    from simcomm.models._decentralized import node_gradients
+
+    be = get_backend(backend)
+    n, d = problem.n, problem.d
+    topo = resolve_topology(topology, n)
+    plans = _plans(topo)
+    per_layer = messages_per_step(topo, n)
+    bpm = _bytes_per_message(topo, n, d)
+    noise = _Noise(seed, n, d, steps) if sigma > 0 else None
+
+    state = dsgd_init(problem.x0, n)
+    X, M = state.x, state.m
+    out = np.empty_like(X)
+    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    T = len(rec)
+    cons, gns, sub = (np.full(T, np.nan) for _ in range(3))
+    msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec])
+    cons[0], gns[0], sub[0] = _measure(problem, X)
+    lim_g, lim_c = blowup * (1.0 + gns[0]), blowup * (1.0 + cons[0])
+    diverged, j = None, 1
+    with np.errstate(all="ignore"):
+        for k in range(steps):
+            G = node_gradients(problem, X)
+            if noise is not None:
+                G += sigma * noise.next()
+            out = _apply(plans[k % len(plans)], X, M, G, step_size(gamma, k, schedule, k0), float(beta), out, be)
+            X, out = out, X
+            if j < T and rec[j] == k + 1:
+                c, g, s = _measure(problem, X)
+                if not (math.isfinite(c) and math.isfinite(g) and math.isfinite(s)) or g > lim_g or c > lim_c:
+                    diverged = k + 1
+                    break
+                cons[j], gns[j], sub[j] = c, g, s
+                j += 1
+    return DSGDTrace(np.asarray(rec), cons, gns, sub, msgs, msgs * bpm, diverged, X)
