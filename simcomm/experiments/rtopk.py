@@ -1,0 +1,187 @@
+"""Experiments for Barnes, Inan, Isik & Özgür (2020), "rTop-k: A Statistical Estimation Approach to
+Distributed SGD".
+
+Operator level: the error of top-k, rand-k and rTop-k on sparse skewed vectors, normalised by
+``||x||^2`` so that the bounds of ``theory.rtopk`` are functions of the cell's parameters.
+Estimation level: the sparse skewed Bernoulli model F1 of papers/rtopk.md, a stand-in derived in the
+notes ([N]), NOT the paper's model (which was not available); see :mod:`simcomm.estimate`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simcomm.compress import rand_k, rtop_k, top_k
+from simcomm.estimate import SCHEMES, index_budget, mean_estimation_mse
+from simcomm.experiments._registry import Param, experiment
+from simcomm.models import skewed_profile, sparse_heavy_tailed
+
+METHODS = ("rtop_k", "top_k", "rand_k")
+
+_VECTOR = {
+    "d": Param("int", default=1000, low=1, doc="dimension"),
+    "k": Param("int", default=10, low=1, doc="coordinates kept (k <= d)"),
+    "alpha": Param("float", default=1.0, low=0.0, doc="magnitude exponent (pareto tail index > 0, or powerlaw j^-alpha)"),
+    "profile": Param("str", default="pareto", choices=("pareto", "powerlaw"), doc="random Pareto magnitudes, or the fixed j^-alpha"),
+    "draws": Param("int", default=200, low=2, doc="vectors (and compressor draws) averaged per replicate"),
+}
+
+
+def _check_vector(p):
+    if p["k"] > p["d"]:
+        raise ValueError(f"k = {p['k']} exceeds d = {p['d']}; use k <= d")
+    if p["profile"] == "pareto" and p["alpha"] <= 0:
+        raise ValueError("alpha must be > 0 for the pareto profile")
+
+
+def _check_error(p):
+    _check_vector(p)
+    if p["nnz"] > p["d"]:
+        raise ValueError(f"nnz = {p['nnz']} exceeds d = {p['d']}; use nnz <= d")
+    if p["r"] and not p["k"] <= p["r"] <= p["d"]:
+        raise ValueError(f"r = {p['r']} is out of range; use k = {p['k']} <= r <= d = {p['d']} (or r = 0 for r = k)")
+
+
+@experiment(
+    "sparsifier_error",
+    params={
+        **_VECTOR,
+        "r": Param("int", default=0, low=0, doc="rTop-k's top-set size (k <= r <= d; 0 means r = k)"),
+        "nnz": Param("int", default=100, low=1, doc="nonzero coordinates of x (nnz <= d)"),
+        "method": Param("str", default="rtop_k", choices=METHODS, doc="sparsifier"),
+        "scale": Param("bool", default=True, doc="rand_k only: multiply kept entries by d/k (unbiased)"),
+    },
+    check=_check_error,
+)
+def sparsifier_error(params, rng, backend):
+    """Relative squared error ``||x - C(x)||^2 / ||x||^2`` averaged over ``draws`` sparse skewed vectors.
+
+    Each vector has ``nnz`` nonzeros at random positions with random signs (pareto: random heavy-tailed
+    magnitudes; powerlaw: the magnitudes ``j^-alpha``), and each is compressed with fresh randomness.
+    """
+    d, k, method = params["d"], params["k"], params["method"]
+    x = sparse_heavy_tailed(d, params["nnz"], alpha=params["alpha"], profile=params["profile"], rng=rng,
+                            size=(params["draws"],))
+    if method == "top_k":
+        c = top_k(x, k, backend=backend)
+    elif method == "rand_k":
+        c = rand_k(x, k, rng=rng, scale=params["scale"], backend=backend)
+    else:
+        c = rtop_k(x, k, params["r"] or k, rng=rng, backend=backend)
+    rel = ((x - c) ** 2).sum(axis=-1) / (x**2).sum(axis=-1)
+    return [dict(metric="rel_err", value=float(rel.mean()))]
+
+
+@experiment(
+    "rtopk_limits",
+    params={**_VECTOR, "case": Param("str", default="r_eq_k", choices=("r_eq_k", "r_eq_d"), doc="which limit of rTop-k")},
+    check=_check_vector,
+)
+def rtopk_limits(params, rng, backend):
+    """Discrepancy of rTop-k from its two limits on one dense vector, over ``draws`` compressions.
+
+    ``r_eq_k``: number of entries where ``rtop_k(x, k, k)`` and ``top_k(x, k)`` differ, summed over
+    the draws (0 exactly). ``r_eq_d``: with ``c_j`` the number of draws that keep coordinate ``j``
+    and ``p = k/d``, ``Z - 1`` for ``Z = mean_j (c_j - T p)^2 / (T p (1 - p))``; ``E Z = 1`` for a
+    uniform k-subset (unscaled rand-k), so the discrepancy has mean 0.
+    """
+    d, k, T = params["d"], params["k"], params["draws"]
+    x = sparse_heavy_tailed(d, d, alpha=params["alpha"], profile=params["profile"], rng=rng)
+    xs = np.broadcast_to(x, (T, d))
+    if params["case"] == "r_eq_k":
+        diff = rtop_k(xs, k, k, rng=rng, backend=backend) != top_k(xs, k, backend=backend)
+        value = float(diff.sum())
+    else:
+        # Every entry of x is nonzero (nnz = d), so the kept set is the nonzero set.
+        counts = (rtop_k(xs, k, d, rng=rng, backend=backend) != 0).sum(axis=0)
+        p = k / d
+        value = float(np.mean((counts - T * p) ** 2) / (T * p * (1 - p)) - 1.0) if k < d else 0.0
+    return [dict(metric="discrepancy", value=value)]
+
+
+_MODEL = {
+    "n": Param("int", default=50, low=1, doc="nodes"),
+    "d": Param("int", default=1024, low=2, doc="dimension"),
+    "s": Param("float", default=10.0, low=0.0, low_open=True, doc="sparsity: sum of theta (s <= d)"),
+    "k": Param("int", default=40, low=1, doc="bit budget per node (k' = floor(k / ceil(log2 d)) indices)"),
+    "alpha": Param("float", default=1.0, low=0.0, doc="skew: power-law exponent of theta's profile"),
+    "support": Param("float", default=4.0, low=1.0, doc="support size as a multiple of s"),
+    "mc": Param("int", default=200, low=1, doc="Monte Carlo repetitions averaged per replicate (vectorised)"),
+}
+
+
+def _check_model(p):
+    if p["s"] > p["d"]:
+        raise ValueError(f"s = {p['s']:g} exceeds d = {p['d']}; use s <= d")
+    bits = (p["d"] - 1).bit_length()
+    if p["k"] < bits:
+        raise ValueError(f"bit budget k = {p['k']} is smaller than one index ({bits} bits for d = {p['d']}); use k >= {bits}")
+
+
+def _profile(d, s, alpha, support):
+    return skewed_profile(min(d, math.ceil(support * s)), s, alpha)
+
+
+@experiment("mean_estimation", params=_MODEL, check=_check_model)
+def mean_estimation(params, rng, backend):
+    """MSE of the three estimation schemes (model F1 [N]), on the same observations.
+
+    One row per scheme (``method`` = rtop_k: random subset of the support; top_k: first k' of the
+    support in the skew ordering; rand_k: k' uniformly random coordinates), each the mean of ``mc``
+    squared errors ``||theta_hat - theta||^2``.
+    """
+    d = params["d"]
+    theta = _profile(d, params["s"], params["alpha"], params["support"])
+    err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["mc"], rng=rng)
+    kp = index_budget(params["k"], d)
+    return [dict(metric="mse", value=float(err[s].mean()), method=s, kprime=kp) for s in SCHEMES]
+
+
+_AXES = ("n", "kprime", "s", "log2d")
+
+
+def _scaled(p):
+    """Cell parameters with the swept quantity multiplied by x (see mean_estimation_scaling)."""
+    n, d, s, k, x = p["n"], p["d"], p["s"], p["k"], p["x"]
+    axis = p["axis"]
+    if axis == "n":
+        n *= x
+    elif axis == "kprime":
+        k *= x
+    elif axis == "s":
+        s *= x
+    else:
+        d = 2 ** ((d - 1).bit_length() * x)
+    return n, d, s, k
+
+
+def _check_scaling(p):
+    _check_model(p)
+    n, d, s, k = _scaled(p)
+    if d > 2**62:
+        raise ValueError(f"log2d axis: d = 2^{(d - 1).bit_length()} is too large; use a smaller d or x")
+    _check_model({**p, "n": n, "d": d, "s": s, "k": k})
+
+
+@experiment(
+    "mean_estimation_scaling",
+    params={
+        **_MODEL,
+        "axis": Param("str", default="n", choices=_AXES, doc="quantity multiplied by x: n, the bit budget k (so k'), s, or log2 d"),
+        "x": Param("int", default=1, low=1, doc="multiplier of the swept quantity"),
+    },
+    check=_check_scaling,
+)
+def mean_estimation_scaling(params, rng, backend):
+    """MSE of the random-subset scheme with one quantity multiplied by ``x`` (model F1 [N]).
+
+    ``axis`` = n: n x; kprime: bit budget k x (k' = k x / ceil(log2 d) when k is a multiple of it);
+    s: s x (the support grows with it); log2d: d = 2^(ceil(log2 d) x) at the same bit budget k, so
+    k' shrinks like 1/log2 d. Only the support is simulated, so huge d costs nothing.
+    """
+    n, d, s, k = _scaled(params)
+    theta = _profile(d, s, params["alpha"], params["support"])
+    err = mean_estimation_mse(theta, n, k, d=d, replicates=params["mc"], rng=rng, schemes=("rtop_k",))
+    return [dict(metric="mse", value=float(err["rtop_k"].mean()))]
