@@ -12,7 +12,15 @@ import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._data import DATASETS, load_dataset
-from simcomm.models._nn import MLP, gradient, init_params, mlp, per_example_grad_norms, per_example_gradients, weighted_gradient
+from simcomm.models._nn import (
+    MLP,
+    gradient,
+    init_params,
+    mlp,
+    per_example_grad_norms,
+    per_example_gradients,
+    weighted_gradient,
+)
 from simcomm.optim._importance import bytes_per_example, importance_sgd
 from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
 from simcomm.sampling._stale import staleness
@@ -67,9 +75,9 @@ _EST = {
     **_DATA,
     "batch_size": Param("int", default=16, low=1, doc="minibatch size M (draws with replacement)"),
     "draws": Param("int", default=1000, low=2, doc="minibatches K drawn per proposal"),
-    "warmup_steps": Param("int", default=100, low=0, doc="uniform SGD steps before measuring (stale scores: at the init)"),
+    "warmup_steps": Param("int", default=100, low=0, doc="uniform SGD steps before measuring (stale scores: at init)"),
     "lr": Param("float", default=0.05, low=0.0, low_open=True, doc="step size of the warm-up"),
-    "smoothing_rel": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothing c as a multiple of the mean norm"),
+    "smoothing_rel": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothing c / mean norm"),
 }
 
 
@@ -143,8 +151,8 @@ def _check_c(p):
     params={
         **{k: _EST[k] for k in ("dataset", "n_samples", "hidden", "depth", "l2", "warmup_steps", "lr")},
         "n_c": Param("int", default=13, low=3, doc="number of smoothing values (c = 0 and a log grid)"),
-        "c_min_rel": Param("float", default=1e-2, low=0.0, low_open=True, doc="smallest c > 0, as a multiple of the mean norm"),
-        "c_max_rel": Param("float", default=1e4, low=0.0, low_open=True, doc="largest c, as a multiple of the mean norm"),
+        "c_min_rel": Param("float", default=1e-2, low=0.0, low_open=True, doc="smallest c > 0 / mean norm"),
+        "c_max_rel": Param("float", default=1e4, low=0.0, low_open=True, doc="largest c / mean norm"),
     },
     check=_check_c,
 )
@@ -167,7 +175,8 @@ def is_smoothing(params, rng, backend):
     pos = (t - t_i) / (t_u - t_i)
     rows = [dict(metric="trace_cov_position", value=float(p), kappa=float(k)) for k, p in zip(kappas, pos)]
     rows += [dict(metric="sqrt_trace_cov", value=float(np.sqrt(v)), kappa=float(k)) for k, v in zip(kappas, t)]
-    rows += [dict(metric="trace_cov_increment", value=float(d), kappa=float(k)) for k, d in zip(kappas[1:], np.diff(pos))]
+    rows += [dict(metric="trace_cov_increment", value=float(d), kappa=float(k))
+             for k, d in zip(kappas[1:], np.diff(pos))]
     return rows
 
 
@@ -243,7 +252,8 @@ def is_training(params, rng, backend):
     rows = []
     for (method, proposal), r in zip((("uniform", "uniform"), ("ideal", "ideal"), ("stale", "stale")), seeds):
         tr = _run(params, ds, model, proposal, theta0, r)
-        for metric, vals in (("train_loss", tr.train_loss), ("test_accuracy", tr.test_accuracy), ("max_weight", tr.max_weight)):
+        curves = (("train_loss", tr.train_loss), ("test_accuracy", tr.test_accuracy), ("max_weight", tr.max_weight))
+        for metric, vals in curves:
             rows += [dict(metric=metric, value=float(v), method=method, step=int(s)) for s, v in zip(tr.step, vals)]
         note = {} if np.isfinite(tr.train_loss[-1]) else {"note": f"diverged before step {int(tr.step[-1])}"}
         rows += [

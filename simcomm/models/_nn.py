@@ -158,12 +158,12 @@ def _check_batch(model: MLP, X, y):
 
 
 def _forward(layers, X):
-    """Return inputs ``hs[l]`` to each layer and pre-activations ``pre[l]``; logits are ``pre[-1]``."""
+    """Return inputs ``hs[li]`` to each layer and pre-activations ``pre[l]``; logits are ``pre[-1]``."""
     hs, pre = [X], []
-    for l, (W, b) in enumerate(layers):
+    for li, (W, b) in enumerate(layers):
         a = hs[-1] @ W + b
         pre.append(a)
-        if l < len(layers) - 1:
+        if li < len(layers) - 1:
             hs.append(np.maximum(a, 0.0))
     return hs, pre
 
@@ -244,14 +244,14 @@ def weighted_gradient(model: MLP, theta: np.ndarray, X, y, weights) -> np.ndarra
     grad = np.empty(model.n_params)
     parts = unflatten(model, grad)
     wsum = float(w.sum())
-    for l in range(len(layers) - 1, -1, -1):
-        W, _ = layers[l]
-        gW, gb = parts[l]
-        np.matmul(hs[l].T, delta, out=gW)
+    for li in range(len(layers) - 1, -1, -1):
+        W, _ = layers[li]
+        gW, gb = parts[li]
+        np.matmul(hs[li].T, delta, out=gW)
         gW += (model.l2 * wsum) * W  # every ell_n carries the same (l2/2)||W||^2
         gb[...] = delta.sum(axis=0)
-        if l > 0:
-            delta = (delta @ W.T) * (pre[l - 1] > 0)
+        if li > 0:
+            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return grad
 
 
@@ -286,17 +286,17 @@ def per_example_gradients(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
     B = X.shape[0]
     out = np.empty((B, model.n_params))
     pos = model.n_params
-    for l in range(len(layers) - 1, -1, -1):
-        W, b = layers[l]
+    for li in range(len(layers) - 1, -1, -1):
+        W, b = layers[li]
         nb, nw = b.size, W.size
         out[:, pos - nb : pos] = delta
         block = out[:, pos - nb - nw : pos - nb].reshape(B, W.shape[0], W.shape[1])
-        np.multiply(hs[l][:, :, None], delta[:, None, :], out=block)
+        np.multiply(hs[li][:, :, None], delta[:, None, :], out=block)
         if model.l2:
             block += model.l2 * W
         pos -= nb + nw
-        if l > 0:
-            delta = (delta @ W.T) * (pre[l - 1] > 0)
+        if li > 0:
+            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return out
 
 
@@ -333,14 +333,14 @@ def per_example_grad_norms(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
     delta = _output_delta(pre[-1], y)[0]
     sq = np.zeros(X.shape[0])
     lam = model.l2
-    for l in range(len(layers) - 1, -1, -1):
-        W, b = layers[l]
+    for li in range(len(layers) - 1, -1, -1):
+        W, b = layers[li]
         d2 = np.einsum("no,no->n", delta, delta)
-        h2 = np.einsum("ni,ni->n", hs[l], hs[l])
+        h2 = np.einsum("ni,ni->n", hs[li], hs[li])
         sq += d2 * (h2 + 1.0)
         if lam:
             # cross term 2*lam*<h delta^T, W> = 2*lam*delta.(hW) and hW = a - b: no extra matmul
-            sq += 2.0 * lam * np.einsum("no,no->n", delta, pre[l] - b) + lam * lam * float(np.vdot(W, W))
-        if l > 0:
-            delta = (delta @ W.T) * (pre[l - 1] > 0)
+            sq += 2.0 * lam * np.einsum("no,no->n", delta, pre[li] - b) + lam * lam * float(np.vdot(W, W))
+        if li > 0:
+            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return np.sqrt(np.maximum(sq, 0.0))

@@ -146,7 +146,8 @@ def importance_sgd(
     if proposal not in PROPOSALS:
         from simcomm.experiments._registry import closest
 
-        raise UserError(f"unknown proposal '{proposal}'{closest(proposal, PROPOSALS)}; use one of {', '.join(PROPOSALS)}")
+        hint = closest(proposal, PROPOSALS)
+        raise UserError(f"unknown proposal '{proposal}'{hint}; use one of {', '.join(PROPOSALS)}")
     for name, v in (("steps", steps), ("eval_every", eval_every)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise UserError(f"{name} = {v!r} must be a positive integer")

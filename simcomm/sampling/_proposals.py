@@ -154,7 +154,9 @@ def sample_minibatch(q, batch_size: int, *, max_batch: int | None = None, rng=No
     n = q.size
     limit = n if max_batch is None else int(max_batch)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= limit:
-        raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {limit} (the largest allowed minibatch)")
+        raise UserError(
+            f"batch_size = {batch_size!r} must be an integer between 1 and {limit} (the largest allowed minibatch)"
+        )
     if q.ndim != 1 or not np.all(q > 0) or abs(q.sum() - 1.0) > 1e-9:
         raise UserError("q must be a 1-d vector of positive probabilities summing to 1")
     rng = np.random.default_rng(rng)

@@ -168,7 +168,22 @@ def stale_update(
     pending, pending_at = state.pending.copy(), state.pending_at.copy()
     deliver_at, next_start = state.deliver_at.copy(), state.next_start.copy()
     W = next_start.size
-    # 1. workers whose next job is due fetch theta_t and compute their shard's norms (one batched call)
+    n_sent = state.n_sent
+
+    def deliver(deliver_at, n_sent):
+        # finished jobs write their scores to the store the master samples from
+        done = deliver_at <= step
+        if done.any():
+            idx = np.flatnonzero(done[state.worker_of])
+            scores[idx] = pending[idx]
+            computed_at[idx] = pending_at[idx]
+            deliver_at = np.where(done, _NEVER, deliver_at)
+            n_sent += idx.size
+        return deliver_at, n_sent
+
+    # 1. jobs due now deliver before their worker starts the next one (that would overwrite `pending`)
+    deliver_at, n_sent = deliver(deliver_at, n_sent)
+    # 2. workers whose next job is due fetch theta_t and compute their shard's norms (one batched call)
     start = next_start <= step
     if start.any():
         idx = np.flatnonzero(start[state.worker_of])
@@ -182,13 +197,6 @@ def stale_update(
             rest = dur
         deliver_at = np.where(start, step + dur, deliver_at)
         next_start = np.where(start, step + rest, next_start)
-    # 2. finished jobs write their scores to the store the master samples from
-    done = deliver_at <= step
-    n_sent = state.n_sent
-    if done.any():
-        idx = np.flatnonzero(done[state.worker_of])
-        scores[idx] = pending[idx]
-        computed_at[idx] = pending_at[idx]
-        deliver_at = np.where(done, _NEVER, deliver_at)
-        n_sent += idx.size
+    # 3. zero-duration jobs (mode "period") deliver at once
+    deliver_at, n_sent = deliver(deliver_at, n_sent)
     return StaleScoresState(scores, computed_at, pending, pending_at, deliver_at, next_start, state.worker_of, n_sent)

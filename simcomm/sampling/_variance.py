@@ -21,7 +21,7 @@ def _check_m(batch_size):
 
 
 def trace_cov(norms, q, mean_grad, *, batch_size: int = 1) -> float:
-    r"""Exact :math:`\mathrm{Tr\,Cov}` of :math:`\hat g_q^{(M)}`: :math:`(\frac1{N^2}\sum_n \|g_n\|^2/q_n - \|\bar g\|^2)/M`.
+    r"""Exact :math:`\mathrm{Tr\,Cov}(\hat g_q^{(M)}) = (\frac1{N^2}\sum_n \|g_n\|^2/q_n - \|\bar g\|^2)/M`.
 
     Parameters
     ----------
