@@ -679,7 +679,7 @@ def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = 
         return grid(r, c, rule=rule) if name == "grid" else torus(r, c)
     if name == "hypercube":
         if n & (n - 1):
-            raise UserError(f"hypercube needs n = 2^dim nodes, got n={n}; try n={1 << _ceil_log2(n)} or n={1 << (_ceil_log2(n) - 1)}")
+            raise UserError(f"hypercube needs n = 2^dim nodes (a power of 2), got n={n}; try n={1 << _ceil_log2(n)} or n={1 << (_ceil_log2(n) - 1)}")
         return hypercube(n.bit_length() - 1)
     if name == "complete":
         return complete(n)

@@ -1,0 +1,120 @@
+"""The exponential-graph experiments and theory.expgraph: small versions of the claims."""
+
+import math
+
+import numpy as np
+import pytest
+
+import theory.expgraph as th
+from simcomm.experiments import get_experiment
+from simcomm.topology import build, circulant_eigenvalues, mixing_matrix, rho
+from tests.conftest import N_SIGMA
+
+
+def _run(name, rng=12345, backend="numpy", **params):
+    from simcomm.backends import get_backend
+
+    exp = get_experiment(name)
+    p = exp.validate(params, "test")
+    rows = exp.func(p, np.random.default_rng(rng), get_backend(backend))
+    return {r["metric"]: r["value"] for r in rows}
+
+
+@pytest.mark.parametrize("name,n", [("ring", 9), ("exponential", 12), ("exponential", 13), ("torus", 12),
+                                    ("torus", 16), ("hypercube", 16), ("star", 9), ("complete", 6)])
+def test_theory_eigenvalues_match_simcomm(name, n):
+    # theory computes the spectrum from closed forms (no simcomm import); compare as multisets
+    want = np.sort_complex(np.round(th.eigenvalues(name, n), 10))
+    W = mixing_matrix(build(name, n))
+    got = np.sort_complex(np.round(np.linalg.eigvals(W), 10))
+    np.testing.assert_allclose(got, want, atol=1e-9)
+    assert th.consensus_rate(name, n) == pytest.approx(rho(build(name, n)), abs=1e-12)
+
+
+def test_torus_theory_eigenvalues_are_simcomm_circulant():
+    lam = np.sort(circulant_eigenvalues(build("torus", 24)).real.ravel())
+    np.testing.assert_allclose(lam, np.sort(th.eigenvalues("torus", 24).real), atol=1e-12)
+
+
+def test_topology_spectrum_rows():
+    out = _run("topology_spectrum", topology="exponential", n=64)
+    assert out["rho"] == pytest.approx(th.rho_static_exponential_even(64), abs=1e-12)
+    assert out["spectral_gap"] == pytest.approx(1 - out["rho"]) and out["max_degree"] == 6
+
+
+def test_gap_slopes_on_the_spec_range():
+    from scipy import stats
+
+    ns = 4 ** np.arange(2, 9)
+    for name in ("ring", "torus", "exponential"):
+        gaps = [_run("topology_spectrum", topology=name, n=int(n))["spectral_gap"] for n in ns]
+        slope = stats.linregress(np.log(ns), np.log(gaps)).slope
+        assert abs(slope - th.gap_order_slope(name, 16, 65536)) < 0.1, (name, slope)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_one_peer_experiment(backend):
+    out = _run("one_peer_deviation", backend=backend, n=64, order="random")
+    assert out["phase_deviation"] == 0.0 and out["deviation"] < 1e-12
+    out = _run("one_peer_deviation", backend=backend, n=24)
+    assert out["deviation"] == pytest.approx(th.one_peer_deviation(24), abs=1e-12)
+    # the kernel route (Frobenius, >= 2-norm) agrees with the FFT route from above
+    assert out["phase_deviation"] >= out["deviation"] - 1e-12
+
+
+def test_one_peer_floor_is_attained_next_to_powers_of_two():
+    for p in range(2, 14):
+        n = 2**p - 1
+        assert th.one_peer_deviation(n) == pytest.approx(2.0**-p, rel=1e-9)
+        assert th.one_peer_deviation_floor(n) == pytest.approx(2.0**-p, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["ring", "exponential", "hypercube", "star"])
+def test_consensus_rate_equals_rho(name):
+    out = _run("gossip_consensus", backend="numba", topology=name, n=16, steps=600)
+    assert out["rate"] == pytest.approx(th.consensus_rate(name, 16), rel=1e-9)
+
+
+def test_noisy_consensus_matches_c6():
+    # 6 independent replicates, each a time average; compare the mean with C6 within N_SIGMA standard
+    # errors of the mean (estimated from the replicates; burn-in bias rho^2000 ~ 1e-45 is negligible)
+    vals = [_run("noisy_consensus", rng=12345 + r, backend="numba", topology="ring", n=16, d=8,
+                 burn_in=1000, steps=3000)["consensus_error"] for r in range(6)]
+    want = th.noisy_consensus_error(0.1, 1.0, 8, "ring", 16)
+    se = np.std(vals, ddof=1) / math.sqrt(len(vals))
+    assert abs(np.mean(vals) - want) <= N_SIGMA * se
+
+
+def test_theory_values_of_the_notes():
+    # papers C6 reference values: ring 0.0147 and static exponential 0.00181 (n = 16, gamma 0.1, d = 1)
+    assert th.noisy_consensus_error(0.1, 1.0, 1, "ring", 16) == pytest.approx(0.0147, abs=1e-4)
+    assert th.noisy_consensus_error(0.1, 1.0, 1, "exponential", 32) == pytest.approx(0.00185, abs=1e-5)
+    assert th.transient_iterations(8, 0.5, 1.0) == 8**3 * 0.5**4 / 0.25
+    assert th.transient_iterations(8, 1.0, 1.0) == math.inf
+    assert [th.ceil_log2(n) for n in (2, 3, 4, 5, 2**40, 2**40 + 1)] == [1, 2, 2, 3, 40, 41]
+
+
+def test_theory_raises_outside_its_statement():
+    with pytest.raises(ValueError):
+        th.rho_static_exponential_even(7)
+    with pytest.raises(ValueError):
+        th.one_peer_deviation_pow2(12)
+    with pytest.raises(ValueError):
+        th.one_peer_deviation_floor(16)
+
+
+def test_bounds_carry_provenance():
+    for fn in (th.rho_bound_static_exponential, th.rho_static_exponential_even, th.one_peer_deviation_pow2,
+               th.one_peer_deviation, th.one_peer_deviation_floor, th.gap_order_slope, th.consensus_rate,
+               th.noisy_consensus_error, th.transient_iterations):
+        assert fn.info.paper == "expgraph" and fn.info.provenance and fn.info.statement
+
+
+def test_specs_load():
+    from simcomm.spec import find_specs, load
+
+    paths = {p.name: p for p in find_specs()}
+    for cid in ("rho_even", "rho_odd_strict", "one_peer_exact", "one_peer_inexact", "gap_scaling",
+                "consensus_rate", "noisy_consensus"):
+        for quick in (True, False):
+            assert load(paths[f"expgraph_{cid}.toml"], quick=quick).claim.id == f"expgraph.{cid}"
