@@ -76,14 +76,18 @@ def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
     [0, 1, 2]
     """
     m, k = u.shape
-    taken = np.zeros((m, d), dtype=bool)  # O(m d) memory; the numba kernel uses an O(k) hash set
+    # Membership: a dense (m, d) mask when it is small, else a scan of the indices drawn so far
+    # (O(k^2) per row); the numba kernel uses an O(k) hash set. All three give the same draws.
+    taken = np.zeros((m, d), dtype=bool) if m * d <= 1 << 26 else None
     out = np.empty((m, k), dtype=np.int64)
     rows = np.arange(m)
     for i in range(k):  # O(k) steps, each vectorised over rows
         j = d - k + i
         t = np.minimum((u[:, i] * (j + 1)).astype(np.int64), j)
-        t = np.where(taken[rows, t], j, t)
-        taken[rows, t] = True
+        seen = taken[rows, t] if taken is not None else (out[:, :i] == t[:, None]).any(axis=1)
+        t = np.where(seen, j, t)
+        if taken is not None:
+            taken[rows, t] = True
         out[:, i] = t
     return out
 
