@@ -79,11 +79,14 @@ def index_budget(k: int, d: int) -> int:
     return int(k) // bits
 
 
-def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.random.Generator) -> np.ndarray:
+def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.random.Generator,
+                      keys: np.ndarray | None = None) -> np.ndarray:
     """Server estimates from observations ``X`` (R, n, m) whose columns are in skew order.
 
     The ``m`` columns hold every coordinate that can be nonzero; ``d >= m`` is the full dimension
-    (it matters only for ``rand_k``, whose nodes draw among all ``d`` coordinates).
+    (it matters only for ``rand_k``, whose nodes draw among all ``d`` coordinates). ``keys``, if
+    given, are uniforms on ``X``'s support that are i.i.d. and independent of ``X`` given ``X``
+    (``rtop_k`` only); otherwise they are drawn from ``rng``.
     """
     R, n, m = X.shape
     if scheme == "rtop_k":
@@ -93,7 +96,7 @@ def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.r
         else:
             # A uniform min(k', |S_i|)-subset of S_i: the k' smallest of i.i.d. uniform keys, with the
             # keys of coordinates outside S_i pushed above 1 so they are picked only when |S_i| < k'.
-            keys = np.where(X, rng.random(X.shape), 2.0)
+            keys = np.where(X, rng.random(X.shape) if keys is None else keys, 2.0)
             idx = np.argpartition(keys, kprime - 1, axis=-1)[..., :kprime]
             sent = np.zeros_like(X)
             np.put_along_axis(sent, idx, np.take_along_axis(X, idx, axis=-1), axis=-1)
@@ -232,8 +235,13 @@ def mean_estimation_mse(theta, n: int, k: int, *, replicates: int, rng, d: int |
     chunk = max(1, _CHUNK_ELEMENTS // (n * m))
     for a in range(0, replicates, chunk):
         b = min(replicates, a + chunk)
-        X = rng.random((b - a, n, m)) < th
+        u = rng.random((b - a, n, m))
+        X = u < th
+        # Given X_ij = 1, u_ij / theta_j is uniform on (0, 1) and independent across (i, j) and of
+        # the rest of X: it serves as rtop_k's subset keys without drawing a second array.
+        with np.errstate(divide="ignore", invalid="ignore"):  # th = [0] only when theta is all zero
+            keys = u / th
         for s in schemes:
-            est = _scheme_estimates(X, kprime, int(d), s, rng)
+            est = _scheme_estimates(X, kprime, int(d), s, rng, keys if s == "rtop_k" else None)
             out[s][a:b] = ((est - th) ** 2).sum(axis=-1)
     return out

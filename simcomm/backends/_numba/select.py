@@ -264,10 +264,11 @@ def _floyd_row(u, d, out, table, bits):
         out[i] = t
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _floyd_rows(u, d, out, bits):
-    for i in prange(u.shape[0]):
-        table = np.empty(1 << bits, np.int64)
+    # Serial on purpose: O(k) per row is microseconds, less than a parallel launch costs.
+    table = np.empty(1 << bits, np.int64)
+    for i in range(u.shape[0]):
         _floyd_row(u[i], d, out[i], table, bits)
 
 
