@@ -144,8 +144,8 @@ def rtopk_error_identity(norm2: float, topr_norm2: float, k: int, r: int) -> flo
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,
-       statement="E||x - rTop_k(x)||^2/||x||^2 = 1 - (k/r) sum_{j<=min(r,nnz)} j^(-2 alpha) / sum_{j<=nnz} j^(-2 alpha) "
-                 "for |x| a permutation of j^(-alpha), j <= nnz (rtopk.md B2)")
+       statement="E||x - rTop_k(x)||^2/||x||^2 = 1 - (k/r) sum_{j<=min(r,nnz)} j^(-2 alpha) / "
+                 "sum_{j<=nnz} j^(-2 alpha) for |x| a permutation of j^(-alpha), j <= nnz (rtopk.md B2)")
 def rtopk_error_powerlaw(k: int, r: int, alpha: float, nnz: int) -> float:
     r"""Relative expected error of rTop-k on a power-law vector (exact; B2 made a scalar function).
 

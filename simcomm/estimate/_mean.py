@@ -29,8 +29,6 @@ simulates only the support and is exact for any ``d``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from simcomm._errors import UserError
@@ -75,7 +73,8 @@ def index_budget(k: int, d: int) -> int:
         raise UserError(f"d = {d} is too small; use d >= 2")
     bits = int(d - 1).bit_length()
     if k < bits:
-        raise UserError(f"bit budget k = {k} is smaller than one index (ceil(log2 d) = {bits} bits for d = {d}); use k >= {bits}")
+        raise UserError(f"bit budget k = {k} is smaller than one index (ceil(log2 d) = {bits} bits for d = {d}); "
+                        f"use k >= {bits}")
     return int(k) // bits
 
 

@@ -23,8 +23,10 @@ METHODS = ("rtop_k", "top_k", "rand_k")
 _VECTOR = {
     "d": Param("int", default=1000, low=1, doc="dimension"),
     "k": Param("int", default=10, low=1, doc="coordinates kept (k <= d)"),
-    "alpha": Param("float", default=1.0, low=0.0, doc="magnitude exponent (pareto tail index > 0, or powerlaw j^-alpha)"),
-    "profile": Param("str", default="pareto", choices=("pareto", "powerlaw"), doc="random Pareto magnitudes, or the fixed j^-alpha"),
+    "alpha": Param("float", default=1.0, low=0.0,
+                   doc="magnitude exponent (pareto tail index > 0, or powerlaw j^-alpha)"),
+    "profile": Param("str", default="pareto", choices=("pareto", "powerlaw"),
+                     doc="random Pareto magnitudes, or the fixed j^-alpha"),
     "draws": Param("int", default=200, low=2, doc="vectors (and compressor draws) averaged per replicate"),
 }
 
@@ -76,7 +78,8 @@ def sparsifier_error(params, rng, backend):
 
 @experiment(
     "rtopk_limits",
-    params={**_VECTOR, "case": Param("str", default="r_eq_k", choices=("r_eq_k", "r_eq_d"), doc="which limit of rTop-k")},
+    params={**_VECTOR,
+            "case": Param("str", default="r_eq_k", choices=("r_eq_k", "r_eq_d"), doc="which limit of rTop-k")},
     check=_check_vector,
 )
 def rtopk_limits(params, rng, backend):
@@ -117,7 +120,8 @@ def _check_model(p):
         raise ValueError(f"s = {p['s']:g} exceeds d = {p['d']}; use s <= d")
     bits = (p["d"] - 1).bit_length()
     if p["k"] < bits:
-        raise ValueError(f"bit budget k = {p['k']} is smaller than one index ({bits} bits for d = {p['d']}); use k >= {bits}")
+        raise ValueError(f"bit budget k = {p['k']} is smaller than one index ({bits} bits for d = {p['d']}); "
+                         f"use k >= {bits}")
 
 
 def _profile(d, s, alpha, support):
@@ -169,7 +173,8 @@ def _check_scaling(p):
     "mean_estimation_scaling",
     params={
         **_MODEL,
-        "axis": Param("str", default="n", choices=_AXES, doc="quantity multiplied by x: n, the bit budget k (so k'), s, or log2 d"),
+        "axis": Param("str", default="n", choices=_AXES,
+                      doc="quantity multiplied by x: n, the bit budget k (so k'), s, or log2 d"),
         "x": Param("int", default=1, low=1, doc="multiplier of the swept quantity"),
     },
     check=_check_scaling,

@@ -171,7 +171,8 @@ def sample_bernoulli(model: SparseSkewedModel, n: int, *, rng, size: tuple = ())
     return rng.random(tuple(size) + (int(n), model.d)) < model.theta
 
 
-def sparse_heavy_tailed(d: int, nnz: int, *, alpha: float = 1.0, profile: str = "pareto", rng, size: tuple = ()) -> np.ndarray:
+def sparse_heavy_tailed(d: int, nnz: int, *, alpha: float = 1.0, profile: str = "pareto", rng,
+                        size: tuple = ()) -> np.ndarray:
     r"""Continuous sparse skewed vectors for operator-level experiments.
 
     ``nnz`` coordinates at uniformly random positions carry random signs and magnitudes:
@@ -219,7 +220,10 @@ def sparse_heavy_tailed(d: int, nnz: int, *, alpha: float = 1.0, profile: str = 
         mags = np.broadcast_to(np.arange(1, nnz + 1, dtype=np.float64) ** (-float(alpha)), (rows, nnz))
     signs = np.where(rng.random((rows, nnz)) < 0.5, -1.0, 1.0)
     # Random positions: the nnz smallest of d uniform keys per row (a random nnz-subset).
-    pos = np.argpartition(rng.random((rows, d)), nnz - 1, axis=1)[:, :nnz] if nnz < d else np.tile(np.arange(d), (rows, 1))
+    if nnz < d:
+        pos = np.argpartition(rng.random((rows, d)), nnz - 1, axis=1)[:, :nnz]
+    else:
+        pos = np.tile(np.arange(d), (rows, 1))
     x = np.zeros((rows, d))
     np.put_along_axis(x, pos, mags * signs, axis=1)
     return x.reshape(shape + (d,))
