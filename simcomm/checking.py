@@ -37,6 +37,16 @@ def select_specs(claim_ids=(), *, quick: bool = True, seed: int | None = None, f
     return chosen
 
 
+def _context(spec: Spec, res: Results) -> Judgement | None:
+    """The claim judged on every row (no ``where``), to draw what lies outside its range."""
+    if not spec.claim.where or spec.claim.kind not in ("upper", "lower", "equal"):
+        return None
+    try:
+        return judge(dataclasses.replace(spec.claim, where={}), res.table, cell_params=set(spec.grid) | set(spec.params))
+    except (UserError, ValueError, TypeError):
+        return None
+
+
 @dataclass
 class CheckOutcome:
     """Everything a check produced, for the CLI to print and write."""
@@ -58,7 +68,7 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
                        executor=executor)
     judgements, figures = [], {}
     for spec, res in zip(specs, results):
-        j = judge(spec.claim, res.table)
+        j = judge(spec.claim, res.table, cell_params=set(spec.grid) | set(spec.params))
         judgements.append(j)
-        figures[spec.claim.id] = bound_vs_empirical(j, spec.plot)
+        figures[spec.claim.id] = bound_vs_empirical(j, spec.plot, _context(spec, res))
     return CheckOutcome(results, judgements, figures)

@@ -226,7 +226,7 @@ def _judge_slope(claim, rows, fn) -> tuple[pd.DataFrame, list]:
     return pd.DataFrame(out), by
 
 
-def _judge_order(claim, rows) -> tuple[pd.DataFrame, list]:
+def _judge_order(claim, rows, paired: bool) -> tuple[pd.DataFrame, list]:
     col = claim.compare
     if col not in rows:
         raise SpecError(f"claim {claim.id}: 'compare' names column '{col}' that the table does not have")
@@ -238,9 +238,12 @@ def _judge_order(claim, rows) -> tuple[pd.DataFrame, list]:
     out = []
     for params, grp in _groups(rows, by):
         key = grp[col].astype(str)
-        a = grp[key == claim.lower].groupby("replicate")["value"].mean().to_numpy()
+        a_s = grp[key == claim.lower].groupby("replicate")["value"].mean()
+        a = a_s.to_numpy()
         for other in claim.higher:
-            b = grp[key == other].groupby("replicate")["value"].mean().to_numpy()
+            b_s = grp[key == other].groupby("replicate")["value"].mean()
+            b = b_s.to_numpy()
+            pair = paired and len(a) >= 2 and a_s.index.equals(b_s.index)
             ma, mb = float(np.mean(a)), float(np.mean(b))
             note = _notes(grp)
             if not (math.isfinite(ma) and math.isfinite(mb)):
@@ -251,7 +254,12 @@ def _judge_order(claim, rows) -> tuple[pd.DataFrame, list]:
                 note = (note + "; " if note else "") + "non-finite value (diverged?)"
             else:
                 d = ma - mb
-                if len(a) >= 2 and len(b) >= 2:
+                if pair:
+                    # Both methods ran in the same cell on the same replicate streams: the
+                    # differences are paired (common random numbers), so their t-interval applies.
+                    d, dlo, dhi = mean_ci(a - b, claim.confidence)
+                    half = (dhi - dlo) / 2
+                elif len(a) >= 2 and len(b) >= 2:
                     # Welch interval for the difference of means (valid paired or not).
                     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
                     se = math.sqrt(va + vb)
@@ -266,9 +274,12 @@ def _judge_order(claim, rows) -> tuple[pd.DataFrame, list]:
                     verdict = Verdict.VIOLATED
                 else:
                     verdict = Verdict.INCONCLUSIVE
+            _, a_lo, a_hi = mean_ci(a, claim.confidence)
+            _, b_lo, b_hi = mean_ci(b, claim.confidence)
             out.append({**params, "other": other, "n": min(len(a), len(b)), "mean": ma, "other_mean": mb,
-                        "ci_low": lo, "ci_high": hi, "ratio": ma / mb if mb not in (0.0,) else math.nan,
-                        "verdict": verdict.value, "note": note})
+                        "ci_low": lo, "ci_high": hi, "ratio": ma / mb if mb != 0 else math.nan,
+                        "verdict": verdict.value, "note": note, "mean_lo": a_lo, "mean_hi": a_hi,
+                        "other_lo": b_lo, "other_hi": b_hi})
     return pd.DataFrame(out), by
 
 
@@ -283,8 +294,12 @@ def _tightest(kind: str, ratios: pd.Series) -> float:
     return float(r.iloc[int(np.argmax(np.abs(r.to_numpy() - 1.0)))])
 
 
-def judge(claim: ClaimSpec, table: pd.DataFrame) -> Judgement:
+def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=()) -> Judgement:
     """Judge ``claim`` on a long-format results table.
+
+    ``cell_params`` names the spec's parameters (grid and fixed). An ``order`` claim whose
+    ``compare`` column is not one of them was emitted inside each cell, so its methods share
+    replicate streams and are compared by paired differences; otherwise by Welch's interval.
 
     Examples
     --------
@@ -298,7 +313,7 @@ def judge(claim: ClaimSpec, table: pd.DataFrame) -> Judgement:
     """
     rows = _select(claim, table)
     if claim.kind == "order":
-        cells, by = _judge_order(claim, rows)
+        cells, by = _judge_order(claim, rows, paired=claim.compare not in set(cell_params))
         provenance = claim.provenance or "?"
     else:
         fn = resolve(claim.bound, f"claim {claim.id}")

@@ -60,12 +60,14 @@ def _scales(ax, plot: dict, y: np.ndarray) -> None:
     logy = plot.get("logy")
     if logy is None:  # log axes when the quantity spans decades and is positive
         pos = y[np.isfinite(y) & (y > 0)]
-        logy = pos.size == y[np.isfinite(y)].size and pos.size > 1 and pos.max() / pos.min() > 30
+        # Spanning more than 8 decades means some values are zero up to rounding: stay linear.
+        span = pos.max() / pos.min() if pos.size > 1 else 1.0
+        logy = pos.size == y[np.isfinite(y)].size and 30 < span < 1e8
     if logy:
         ax.set_yscale("log")
 
 
-def bound_vs_empirical(j: Judgement, plot: dict | None = None):
+def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgement | None = None):
     """Draw a judgement: empirical means with CI bars next to the bound (or the compared method).
 
     Parameters
@@ -74,6 +76,9 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None):
         From :func:`simcomm.claims.judge`.
     plot : dict, optional
         The spec's ``[plot]`` table (``x``, ``hue``, ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title``).
+    context : Judgement, optional
+        The same claim judged without its ``where`` filter: cells outside the claim's range are drawn
+        in grey (measured, not judged), so a reader sees where the statement stops holding.
 
     Returns
     -------
@@ -88,7 +93,7 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None):
     elif kind == "order":
         _draw_order(ax, j, plot)
     else:
-        _draw_bound(ax, j, plot)
+        _draw_bound(ax, j, plot, context)
     ax.set_title(_title(j, plot), fontsize=9.5, color=_VERDICT_COLOR[j.verdict], loc="left")
     ax.grid(True, which="major", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
@@ -102,8 +107,14 @@ def _errorbar(ax, x, m, lo, hi, color, label, marker="o"):
     ax.errorbar(x, m, yerr=yerr, fmt=marker, ms=4, capsize=3, color=color, label=label, lw=1)
 
 
-def _draw_bound(ax, j: Judgement, plot: dict) -> None:
+def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) -> None:
     x, hue = _pick_axes(j, plot)
+    if context is not None and x in context.cells and x in j.cells:
+        extra = context.cells[~context.cells[x].isin(j.cells[x])]
+        if len(extra):
+            _errorbar(ax, extra[x].to_numpy(), extra["mean"].to_numpy(float), extra["ci_low"].to_numpy(float),
+                      extra["ci_high"].to_numpy(float), "#8c959f", "measured outside the claim's range (not judged)",
+                      marker="D")
     colors = plt.cm.tab10.colors
     ys = []
     reps = int(j.cells["n"].max()) if len(j.cells) else 1
@@ -152,22 +163,26 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
     colors = plt.cm.tab10.colors
     names = [j.claim.lower, *j.claim.higher]
     ys = []
+    flagged = False
     for params, grp in _series(cells, hue):
         tag = f" [{_label(params)}]" if params else ""
         lower = grp.drop_duplicates(subset=[x] if x else None).sort_values(x) if x else grp.iloc[:1]
         xs = lower[x].to_numpy() if x else np.zeros(len(lower))
-        ax.plot(xs, lower["mean"].to_numpy(float), "o-", color=colors[0], lw=1.6, ms=4,
-                label=f"{j.claim.compare}={names[0]}{tag}")
+        ax.plot(xs, lower["mean"].to_numpy(float), "-", color=colors[0], lw=1.6)
+        _errorbar(ax, xs, lower["mean"].to_numpy(float), lower["mean_lo"].to_numpy(float),
+                  lower["mean_hi"].to_numpy(float), colors[0], f"{j.claim.compare}={names[0]}{tag}")
         ys.append(lower["mean"].to_numpy(float))
         for k, other in enumerate(j.claim.higher, start=1):
             g = grp[grp["other"] == other].sort_values(x) if x else grp[grp["other"] == other]
             xs_o = g[x].to_numpy() if x else np.zeros(len(g))
-            ax.plot(xs_o, g["other_mean"].to_numpy(float), "s--", color=colors[k % 10], lw=1.2, ms=4,
-                    label=f"{j.claim.compare}={other}{tag}")
+            ax.plot(xs_o, g["other_mean"].to_numpy(float), "--", color=colors[k % 10], lw=1.2)
+            _errorbar(ax, xs_o, g["other_mean"].to_numpy(float), g["other_lo"].to_numpy(float),
+                      g["other_hi"].to_numpy(float), colors[k % 10], f"{j.claim.compare}={other}{tag}", marker="s")
             bad = (g["verdict"] != Verdict.HOLDS.value).to_numpy()
             if bad.any():
-                ax.scatter(xs_o[bad], g["mean"].to_numpy(float)[bad], s=90, facecolors="none", edgecolors="#cf222e",
-                           lw=1.5, zorder=5)
+                ax.scatter(xs_o[bad], g["mean"].to_numpy(float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
+                           lw=1.5, zorder=5, label=None if flagged else f"order not shown ({j.claim.confidence:.0%} CI)")
+                flagged = True
             ys.append(g["other_mean"].to_numpy(float))
         if len(hue) and len(list(_series(cells, hue))) > 4:
             break  # keep the figure readable: the table in the report lists every cell

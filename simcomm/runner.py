@@ -62,14 +62,19 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
 
     if module is not None:
         importlib.import_module(module)
+    from threadpoolctl import threadpool_limits
+
     exp = get_experiment(experiment)
     be = get_backend(backend)
     cid = cell_id(params)
     rows = []
-    for rep in range(replicates):
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
-        for row in exp.func(dict(params), rng, be):
-            rows.append({**params, "replicate": rep, **row})
+    # One BLAS thread per cell: cells are the unit of parallelism, and multithreaded BLAS on small
+    # matrices is slower (and oversubscribes the cores when several cells run at once).
+    with threadpool_limits(limits=1):
+        for rep in range(replicates):
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
+            for row in exp.func(dict(params), rng, be):
+                rows.append({**params, "replicate": rep, **row})
     return rows
 
 

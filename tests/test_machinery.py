@@ -210,3 +210,19 @@ def test_toy_claim_end_to_end_holds():
     # would be a bug, and the seed is fixed, so the outcome is deterministic.
     assert j.verdict is Verdict.HOLDS
     assert j.summary()["n_cells"] == 3 and j.summary()["verdict"] == "holds"
+
+
+def test_order_paired_when_methods_share_a_cell():
+    # b = a + 0.1 + small noise per replicate, with a large spread between replicates: the paired
+    # interval sees the constant shift, Welch's does not.
+    rng = np.random.default_rng(5)
+    base = rng.normal(0, 1.0, 8)
+    rows = []
+    for r in range(8):
+        rows += [{"replicate": r, "metric": "m", "method": "a", "value": base[r]},
+                 {"replicate": r, "metric": "m", "method": "b", "value": base[r] + 0.1 + 0.001 * rng.normal()}]
+    t = pd.DataFrame(rows)
+    c = ClaimSpec(id="o", paper="rtopk", statement="a<b", kind="order", observable="m", compare="method",
+                  lower="a", higher=("b",), provenance="N")
+    assert judge(c, t).verdict is Verdict.HOLDS  # 'method' is not a spec parameter: paired
+    assert judge(c, t, cell_params={"method"}).verdict is Verdict.INCONCLUSIVE  # independent cells: Welch

@@ -41,7 +41,8 @@ def plot(folder, output):
         claim = ClaimSpec(**{**spec["claim"], "higher": tuple(spec["claim"].get("higher", ()))})
     except TypeError as exc:
         raise UserError(f"'{folder}/meta.json' comes from an incompatible simcomm version ({exc}); re-run the spec") from None
-    fig = bound_vs_empirical(judge(claim, res.table), spec.get("plot", {}))
+    cell_params = set(spec.get("grid", {})) | set(spec.get("params", {}))
+    fig = bound_vs_empirical(judge(claim, res.table, cell_params), spec.get("plot", {}))
     target = Path(output) if output else folder / "figure.png"
     fig.savefig(target, dpi=110)
     plt.close(fig)
