@@ -78,8 +78,10 @@ def shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndar
     out = np.empty_like(X2)
     sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
     w = np.asarray(weights, dtype=np.float64).astype(X2.dtype)
-    kernel = _shift_mix if X2.size >= PARALLEL_MIN else _shift_mix_serial
-    return kernel(np.ascontiguousarray(X2), sh, w, out).reshape(X.shape)
+    X2 = np.ascontiguousarray(X2)
+    if X2.size < PARALLEL_MIN:
+        return _shift_mix_serial(X2, sh, w, out).reshape(X.shape)
+    return _shift_mix(X2, sh, w, out).reshape(X.shape)
 
 
 def csr_mix(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np.ndarray) -> np.ndarray:
