@@ -93,12 +93,13 @@ def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.r
         if kprime >= m:
             sent = X
         else:
-            # A uniform min(k', |S_i|)-subset of S_i: the k' smallest of i.i.d. uniform keys, with the
-            # keys of coordinates outside S_i pushed above 1 so they are picked only when |S_i| < k'.
-            keys = np.where(X, rng.random(X.shape) if keys is None else keys, 2.0)
-            idx = np.argpartition(keys, kprime - 1, axis=-1)[..., :kprime]
-            sent = np.zeros_like(X)
-            np.put_along_axis(sent, idx, np.take_along_axis(X, idx, axis=-1), axis=-1)
+            # A uniform min(k', |S_i|)-subset of S_i: the entries of S_i whose i.i.d. uniform keys are
+            # among the k' smallest, with keys outside S_i >= 1 so they only fill rows with |S_i| < k'
+            # (and are masked by X). Keys are continuous, so ties have probability ~0.
+            if keys is None:
+                keys = np.where(X, rng.random(X.shape), 2.0)
+            kth = np.partition(keys, kprime - 1, axis=-1)[..., kprime - 1 : kprime]
+            sent = X & (keys <= kth)
         scale = size / np.maximum(np.minimum(kprime, size), 1)
         return np.einsum("rnm,rn->rm", sent, scale, dtype=np.float64) / n
     if scheme == "top_k":
@@ -237,7 +238,8 @@ def mean_estimation_mse(theta, n: int, k: int, *, replicates: int, rng, d: int |
         u = rng.random((b - a, n, m))
         X = u < th
         # Given X_ij = 1, u_ij / theta_j is uniform on (0, 1) and independent across (i, j) and of
-        # the rest of X: it serves as rtop_k's subset keys without drawing a second array.
+        # the rest of X, and u_ij / theta_j >= 1 exactly where X_ij = 0: rtop_k's subset keys
+        # without drawing a second array.
         with np.errstate(divide="ignore", invalid="ignore"):  # th = [0] only when theta is all zero
             keys = u / th
         for s in schemes:
