@@ -93,7 +93,7 @@ class Topology:
     matrix: object | None = field(default=None, repr=False)
     edges: np.ndarray | None = field(default=None, repr=False)
     layers: tuple | None = field(default=None, repr=False)
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
