@@ -55,7 +55,7 @@ class Judgement:
         Tightest ratio empirical/bound (upper: max, lower: min, equal: farthest from 1, slope:
         fitted/predicted farthest from 1, order: max of lower/higher); NaN when undefined.
     cells : pandas.DataFrame
-        One row per cell: its parameters, ``n``, ``mean``, ``ci_low``, ``ci_high``, ``bound`` (or
+        One row per cell: its parameters, ``n_rep`` (replicates) or ``n_points`` (slope), ``mean``, ``ci_low``, ``ci_high``, ``bound`` (or
         ``predicted``/``other``), ``ratio``, ``verdict``, ``note``.
     provenance : str
         Tag of the bound (or of the claim when it has no bound).
@@ -175,7 +175,7 @@ def _judge_bound(claim, rows, fn) -> tuple[pd.DataFrame, list]:
         else:
             verdict = _compare_bound(claim.kind, lo, hi, b, claim)
         ratio = m / b if b != 0 else math.nan
-        out.append({**params, "n": len(per_rep), "mean": m, "ci_low": lo, "ci_high": hi, "bound": b,
+        out.append({**params, "n_rep": len(per_rep), "mean": m, "ci_low": lo, "ci_high": hi, "bound": b,
                     "ratio": ratio, "verdict": verdict.value, "note": note})
     return pd.DataFrame(out), by
 
@@ -198,7 +198,7 @@ def _judge_slope(claim, rows, fn) -> tuple[pd.DataFrame, list]:
         note = _notes(grp)
         bad = (means <= 0).any() and claim.slope_space == "loglog"
         if len(means) < 2 or not np.all(np.isfinite(means)) or bad:
-            out.append({**params, "n": len(means), "mean": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+            out.append({**params, "n_points": len(means), "mean": math.nan, "ci_low": math.nan, "ci_high": math.nan,
                         "predicted": pred, "ratio": math.nan, "verdict": Verdict.VIOLATED.value,
                         "note": note or "fewer than 2 finite positive points to fit a slope"})
             continue
@@ -221,7 +221,7 @@ def _judge_slope(claim, rows, fn) -> tuple[pd.DataFrame, list]:
             verdict = Verdict.VIOLATED
         else:
             verdict = Verdict.INCONCLUSIVE
-        out.append({**params, "n": len(means), "mean": m, "ci_low": lo, "ci_high": hi, "predicted": pred,
+        out.append({**params, "n_points": len(means), "mean": m, "ci_low": lo, "ci_high": hi, "predicted": pred,
                     "ratio": m / pred if pred != 0 else math.nan, "verdict": verdict.value, "note": note})
     return pd.DataFrame(out), by
 
@@ -276,7 +276,7 @@ def _judge_order(claim, rows, paired: bool) -> tuple[pd.DataFrame, list]:
                     verdict = Verdict.INCONCLUSIVE
             _, a_lo, a_hi = mean_ci(a, claim.confidence)
             _, b_lo, b_hi = mean_ci(b, claim.confidence)
-            out.append({**params, "other": other, "n": min(len(a), len(b)), "mean": ma, "other_mean": mb,
+            out.append({**params, "other": other, "n_rep": min(len(a), len(b)), "mean": ma, "other_mean": mb,
                         "ci_low": lo, "ci_high": hi, "ratio": ma / mb if mb != 0 else math.nan,
                         "verdict": verdict.value, "note": note, "mean_lo": a_lo, "mean_hi": a_hi,
                         "other_lo": b_lo, "other_hi": b_hi})

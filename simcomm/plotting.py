@@ -117,8 +117,8 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
                       marker="D")
     colors = plt.cm.tab10.colors
     ys = []
-    reps = int(j.cells["n"].max()) if len(j.cells) else 1
-    ci = f" ({int(j.claim.confidence * 100)}% CI, {reps} replicates)" if reps > 1 else ""
+    reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
+    ci = f" ({j.claim.confidence:.1%} CI, {reps} replicates)".replace(".0%", "%") if reps > 1 else ""
     for i, (params, grp) in enumerate(_series(j.cells, hue)):
         grp = grp.sort_values(x) if x else grp
         xs = grp[x].to_numpy() if x else np.arange(len(grp))
@@ -144,7 +144,7 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
-              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope ({int(j.claim.confidence * 100)}% CI)")
+              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope ({j.claim.confidence:.1%} CI)".replace(".0%", "%"))
     tol = j.claim.slope_tol
     for i, p in enumerate(cells["predicted"].to_numpy(float)):
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
@@ -181,7 +181,7 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
             bad = (g["verdict"] != Verdict.HOLDS.value).to_numpy()
             if bad.any():
                 ax.scatter(xs_o[bad], g["mean"].to_numpy(float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
-                           lw=1.5, zorder=5, label=None if flagged else f"order not shown ({j.claim.confidence:.0%} CI)")
+                           lw=1.5, zorder=5, label=None if flagged else f"order not shown ({j.claim.confidence:.1%} CI)".replace(".0%", "%"))
                 flagged = True
             ys.append(g["other_mean"].to_numpy(float))
         if len(hue) and len(list(_series(cells, hue))) > 4:

@@ -226,3 +226,9 @@ def test_order_paired_when_methods_share_a_cell():
                   lower="a", higher=("b",), provenance="N")
     assert judge(c, t).verdict is Verdict.HOLDS  # 'method' is not a spec parameter: paired
     assert judge(c, t, cell_params={"method"}).verdict is Verdict.INCONCLUSIVE  # independent cells: Welch
+
+
+def test_cell_table_keeps_a_parameter_called_n():
+    # Regression: the per-cell replicate count once overwrote a grid parameter named 'n'.
+    j = judge(claim(kind="upper"), table({4: [1.0, 1.1], 9: [2.0, 2.1]}))
+    assert sorted(j.cells["n"]) == [4, 9] and list(j.cells["n_rep"]) == [2, 2]
