@@ -37,8 +37,12 @@ def _title(j: Judgement, plot: dict) -> str:
 def _pick_axes(j: Judgement, plot: dict, exclude=()) -> tuple[str | None, list[str]]:
     cols = [c for c in j.columns if c not in exclude]
     x = plot.get("x")
-    if x is None or x not in j.cells.columns:
+    if x is None or x not in cols:
+        # The spec's x does not vary in this run (e.g. a quick grid with one n): fall back to the
+        # first varying column, drawn as categories without the spec's axis label and log scale.
         x = cols[0] if cols else None
+        for key in ("xlabel", "logx"):
+            plot.pop(key, None)
     hue = [c for c in cols if c != x]
     if plot.get("hue") in hue:
         hue = [plot["hue"]] + [c for c in hue if c != plot["hue"]]
@@ -55,7 +59,7 @@ def _series(cells: pd.DataFrame, hue: list[str]):
 
 
 def _scales(ax, plot: dict, y: np.ndarray) -> None:
-    if plot.get("logx"):
+    if plot.get("logx") and ax.xaxis.get_scale() == "linear" and not ax.xaxis.units:
         ax.set_xscale("log")
     logy = plot.get("logy")
     if logy is None:  # log axes when the quantity spans decades and is positive
