@@ -243,7 +243,8 @@ def _claim(table: dict, where: str, columns: set) -> ClaimSpec:
         raise SpecError(f"{where}: paper '{table['paper']}' is unknown{closest(table['paper'], PAPERS)}; use one of {', '.join(PAPERS)}")
     kind = table["kind"]
     if kind in ("upper", "lower", "equal", "slope") and "bound" not in table:
-        raise SpecError(f"{where}: a '{kind}' claim needs 'bound' = \"theory.module:function\"")
+        article = "an" if kind in ("upper", "equal") else "a"
+        raise SpecError(f"{where}: {article} '{kind}' claim needs 'bound' = \"theory.module:function\"")
     if kind == "slope" and ("slope_in" not in table or "slope_tol" not in table):
         raise SpecError(f"{where}: a 'slope' claim needs 'slope_in' (a grid parameter) and 'slope_tol'")
     if kind == "order" and not {"compare", "lower", "higher"} <= set(table):

@@ -1,0 +1,90 @@
+"""Bad input corpus: every row is one bad command line or one out-of-domain parameter.
+
+Each must give exit code 2, exactly one line that names the problem (and usually the fix), no
+traceback and no files left behind. Adding a case is one line in tests/data/bad_cli.txt.
+"""
+
+import math
+import shlex
+from pathlib import Path
+
+import pytest
+
+import tests._toy  # noqa: F401  (the bad specs use the toy experiment)
+from simcomm import SpecError
+from simcomm.spec import find_specs, load
+from tests.test_cli import _run
+
+DATA = Path(__file__).parent / "data"
+SIMS = Path(__file__).resolve().parents[1] / "sims"
+
+
+def _cases():
+    for line in (DATA / "bad_cli.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            args, _, needle = line.partition(" ==> ")
+            yield pytest.param(args, needle.strip(), id=args[:60])
+
+
+@pytest.mark.parametrize("args, needle", list(_cases()))
+def test_bad_command_line(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file.txt").write_text("x")
+    argv = [a.replace("OUT", str(tmp_path)).replace("DATA", str(DATA)).replace("SIMS", str(SIMS))
+            for a in shlex.split(args)]
+    if argv[0] in ("check", "run") and "--out" not in argv:
+        argv += ["--out", str(tmp_path / "out")]
+    r = _run(argv)
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2, r.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.output
+    assert needle in lines[0], lines[0]
+    # Nothing half-written: at most the empty output folder created by the writability probe.
+    left = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "file.txt"]
+    assert not left, left
+
+
+def _bad_values(p):
+    """Values outside a declared parameter's domain, as TOML literals."""
+    if p.kind in ("int", "float"):
+        yield '"text"'
+        yield "true"
+        if p.low is not None:
+            yield repr(p.low if p.low_open else (p.low - 1 if p.kind == "int" else p.low - abs(p.low) * 0.5 - 1.0))
+        if p.high is not None:
+            yield repr(p.high if p.high_open else (p.high + 1 if p.kind == "int" else p.high * 1.5 + 1.0))
+        if p.kind == "int":
+            yield "1.5"
+        else:
+            yield "nan"
+    elif p.kind == "str":
+        yield "3"
+        if p.choices:
+            yield '"no_such_choice"'
+    elif p.kind == "bool":
+        yield '"yes"'
+
+
+def _param_cases():
+    from simcomm.experiments import get_experiment
+
+    seen = set()
+    for path in find_specs(SIMS):
+        spec = load(path, quick=True)
+        if spec.experiment in seen:
+            continue
+        seen.add(spec.experiment)
+        for key, p in get_experiment(spec.experiment).params.items():
+            for bad in _bad_values(p):
+                if p.low is not None and bad != '"text"' and bad not in ("true", "1.5", "nan"):
+                    if not math.isfinite(float(bad)):
+                        continue
+                yield pytest.param(path, key, bad, id=f"{spec.experiment}:{key}={bad}")
+
+
+@pytest.mark.parametrize("path, key, bad", list(_param_cases()))
+def test_out_of_domain_parameter_is_one_line(path, key, bad):
+    with pytest.raises(SpecError) as err:
+        load(path, quick=True, overrides=(f"{key}={bad}",))
+    msg = str(err.value)
+    assert "\n" not in msg and f"'{key}'" in msg, msg
