@@ -13,5 +13,5 @@ __all__ = [
 __all__ += ["PROBLEMS", "Problem", "logistic", "make_problem", "nonconvex", "quadratic", "ridge"]
 from simcomm.models._sparse_skewed import SparseSkewedModel, sample_bernoulli, skewed_profile, sparse_heavy_tailed, sparse_skewed_model  # noqa: E402,F401
 __all__ += ["SparseSkewedModel", "sample_bernoulli", "skewed_profile", "sparse_heavy_tailed", "sparse_skewed_model"]
-from simcomm.models._decentralized import NODE_PROBLEMS, NodeProblem, global_gradient, global_loss, heterogeneity, heterogeneous_least_squares, logistic_problem, make_node_problem, node_gradients, suboptimality  # noqa: E402,F401
-__all__ += ["NODE_PROBLEMS", "NodeProblem", "global_gradient", "global_loss", "heterogeneity", "heterogeneous_least_squares", "logistic_problem", "make_node_problem", "node_gradients", "suboptimality"]
+from simcomm.models._decentralized import NODE_PROBLEMS, NodeProblem, global_gradient, global_loss, global_gradients, heterogeneity, heterogeneous_least_squares, logistic_problem, make_node_problem, node_gradients, suboptimality  # noqa: E402,F401
+__all__ += ["NODE_PROBLEMS", "NodeProblem", "global_gradient", "global_loss", "global_gradients", "heterogeneity", "heterogeneous_least_squares", "logistic_problem", "make_node_problem", "node_gradients", "suboptimality"]

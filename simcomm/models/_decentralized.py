@@ -38,6 +38,7 @@ __all__ = [
     "node_gradients",
     "global_loss",
     "global_gradient",
+    "global_gradients",
     "suboptimality",
     "heterogeneity",
     "NODE_PROBLEMS",
@@ -209,6 +210,35 @@ def global_gradient(problem: NodeProblem, x: np.ndarray) -> np.ndarray:
         # grad f(x) = H (x - x*): exact, O(p^2), no cancellation near the optimum
         return problem.H @ (x - problem.x_star)
     return node_gradients(problem, np.broadcast_to(x, (problem.n, problem.d)).copy()).mean(axis=0)
+
+
+def global_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
+    r""":math:`\nabla f(x_i)` of the GLOBAL objective at every node's own iterate (rows of ``X``).
+
+    ``mean_i ||grad f(x_i)||^2`` measures the models the nodes actually hold; for least squares it
+    equals :math:`\|\nabla f(\bar x)\|^2 + \frac1n\sum_i\|H(x_i-\bar x)\|^2` (consensus enters directly).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prob = heterogeneous_least_squares(4, 3, b=1.0, rng=0)
+    >>> bool(np.abs(global_gradients(prob, np.tile(prob.x_star, (4, 1)))).max() < 1e-12)
+    True
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if problem.kind == "least_squares" and problem.H is not None:
+        return (X - problem.x_star) @ problem.H
+    n, m, p = problem.A.shape
+    C = problem.n_classes
+    A = problem.A.reshape(n * m, p)
+    y = problem.y.reshape(1, n * m)
+    Z = np.matmul(A[None], X.reshape(-1, p, C))  # (points, N, C)
+    Z -= Z.max(axis=2, keepdims=True)
+    P = np.exp(Z)
+    P /= P.sum(axis=2, keepdims=True)
+    P -= _onehot(np.broadcast_to(y, (X.shape[0], n * m)), C)
+    G = np.matmul(A.T[None], P) / (n * m)
+    return G.reshape(X.shape[0], p * C) + problem.l2 * X
 
 
 def suboptimality(problem: NodeProblem, x: np.ndarray) -> float:

@@ -79,6 +79,8 @@ class DSGDTrace(NamedTuple):
         :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`.
     grad_norm_sq : ndarray
         :math:`\|\nabla f(\bar x)\|^2`.
+    node_grad_norm_sq : ndarray
+        :math:`\frac1n\sum_i\|\nabla f(x_i)\|^2`: the global gradient at the models the nodes hold.
     subopt : ndarray
         :math:`f(\bar x) - f^\star`.
     messages : ndarray
@@ -94,6 +96,7 @@ class DSGDTrace(NamedTuple):
     steps: np.ndarray
     consensus: np.ndarray
     grad_norm_sq: np.ndarray
+    node_grad_norm_sq: np.ndarray
     subopt: np.ndarray
     messages: np.ndarray
     bytes: np.ndarray
@@ -343,18 +346,19 @@ class _Noise:
 
 
 def _measure(problem, X):
-    from simcomm.models._decentralized import global_gradient, suboptimality
+    from simcomm.models._decentralized import global_gradient, global_gradients, suboptimality
 
     xbar = X.mean(axis=0)
     D = X - xbar
     cons = float(np.sum(D * D) / X.shape[0])
     g = global_gradient(problem, xbar)
-    return cons, float(g @ g), suboptimality(problem, xbar)
+    G = global_gradients(problem, X)
+    return cons, float(g @ g), float(np.sum(G * G) / X.shape[0]), suboptimality(problem, xbar)
 
 
 def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
              schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
-             backend=None) -> DSGDTrace:
+             x0=None, backend=None) -> DSGDTrace:
     r"""Run DmSGD (or parallel SGD with ``topology="parallel"``) on a :class:`~simcomm.models.NodeProblem`.
 
     Parameters
@@ -384,6 +388,8 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
         Divergence: non-finite state, or :math:`\|\nabla f(\bar x)\|^2` or the consensus error above
         ``blowup`` times its initial value (plus 1). The run stops and records
         ``diverged_at``; it never raises.
+    x0 : ndarray, shape (d,), optional
+        Common starting point (default ``problem.x0``).
     backend : str or module, optional
         ``"numpy"`` or ``"numba"`` (default).
 
@@ -420,14 +426,14 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
     bpm = _bytes_per_message(topo, n, d)
     noise = _Noise(seed, n, d, steps) if sigma > 0 else None
 
-    state = dsgd_init(problem.x0, n)
+    state = dsgd_init(problem.x0 if x0 is None else x0, n)
     X, M = state.x, state.m
     out = np.empty_like(X)
     rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
     T = len(rec)
-    cons, gns, sub = (np.full(T, np.nan) for _ in range(3))
+    cons, gns, ngs, sub = (np.full(T, np.nan) for _ in range(4))
     msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec])
-    cons[0], gns[0], sub[0] = _measure(problem, X)
+    cons[0], gns[0], ngs[0], sub[0] = _measure(problem, X)
     lim_g, lim_c = blowup * (1.0 + gns[0]), blowup * (1.0 + cons[0])
     diverged, j = None, 1
     with np.errstate(all="ignore"):
@@ -438,10 +444,10 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
             out = _apply(plans[k % len(plans)], X, M, G, step_size(gamma, k, schedule, k0), float(beta), out, be)
             X, out = out, X
             if j < T and rec[j] == k + 1:
-                c, g, s = _measure(problem, X)
-                if not (math.isfinite(c) and math.isfinite(g) and math.isfinite(s)) or g > lim_g or c > lim_c:
+                c, g, gi, s = _measure(problem, X)
+                if not all(map(math.isfinite, (c, g, gi, s))) or g > lim_g or c > lim_c:
                     diverged = k + 1
                     break
-                cons[j], gns[j], sub[j] = c, g, s
+                cons[j], gns[j], ngs[j], sub[j] = c, g, gi, s
                 j += 1
-    return DSGDTrace(np.asarray(rec), cons, gns, sub, msgs, msgs * bpm, diverged, X)
+    return DSGDTrace(np.asarray(rec), cons, gns, ngs, sub, msgs, msgs * bpm, diverged, X)

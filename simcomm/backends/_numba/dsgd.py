@@ -20,8 +20,7 @@ def _block(n: int, d: int) -> int:
     return int(max(16, min(d, _SCRATCH_FLOATS // max(n, 1))))
 
 
-@njit(cache=True, parallel=True)
-def _atc_shift(X, M, G, gamma, beta, shifts, weights, out, block):
+def _atc_shift_py(X, M, G, gamma, beta, shifts, weights, out, block):
     n, d = X.shape
     nt = shifts.shape[0]
     nblocks = (d + block - 1) // block
@@ -46,8 +45,7 @@ def _atc_shift(X, M, G, gamma, beta, shifts, weights, out, block):
     return out
 
 
-@njit(cache=True, parallel=True)
-def _atc_csr(X, M, G, gamma, beta, indptr, indices, data, out, block):
+def _atc_csr_py(X, M, G, gamma, beta, indptr, indices, data, out, block):
     n, d = X.shape
     nblocks = (d + block - 1) // block
     for b in prange(nblocks):
@@ -71,6 +69,15 @@ def _atc_csr(X, M, G, gamma, beta, indptr, indices, data, out, block):
     return out
 
 
+# One body, two compilations: threads only pay off on large steps (thread start-up costs ~100 us,
+# far more than a small step); prange is a plain range in the serial build, so the arithmetic is identical.
+_atc_shift_par = njit(cache=True, parallel=True)(_atc_shift_py)
+_atc_shift_ser = njit(cache=True)(_atc_shift_py)
+_atc_csr_par = njit(cache=True, parallel=True)(_atc_csr_py)
+_atc_csr_ser = njit(cache=True)(_atc_csr_py)
+_PARALLEL_MIN = 1 << 18  # elements n*d from which the threaded kernel is used
+
+
 def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
     r"""ATC momentum step with a 1-D circulant ``W``; see the numpy backend.
 
@@ -84,7 +91,8 @@ def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
     n, d = X.shape
     sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
     w = np.asarray(weights, dtype=np.float64).astype(X.dtype)
-    return _atc_shift(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), sh, w, out, _block(n, d))
+    kernel = _atc_shift_par if n * d >= _PARALLEL_MIN else _atc_shift_ser
+    return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), sh, w, out, _block(n, d))
 
 
 def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
@@ -100,5 +108,6 @@ def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
     """
     n, d = X.shape
     w = np.asarray(data, dtype=np.float64).astype(X.dtype)
-    return _atc_csr(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), np.asarray(indptr, dtype=np.int64),
+    kernel = _atc_csr_par if n * d >= _PARALLEL_MIN else _atc_csr_ser
+    return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), np.asarray(indptr, dtype=np.int64),
                     np.asarray(indices, dtype=np.int64), w, out, _block(n, d))

@@ -1,0 +1,300 @@
+r"""Experiments for decentralized (momentum) SGD over exponential graphs (papers/exponential_graph.md C3-C5, (f)6-7).
+
+Problem: heterogeneous least squares (:func:`simcomm.models.heterogeneous_least_squares`, exact
+:math:`x^\star, f^\star, L`), Gaussian gradient noise ``sigma``. Every comparison uses COMMON RANDOM
+NUMBERS: parallel SGD (W = J) and every topology see the same problem and the same per-node noise
+streams, so differences come from the topology, not from the draw.
+
+Transient iterations (empirical definition used here) [N, after papers (f)6 and C5 [R]]
+---------------------------------------------------------------------------------------
+Run parallel SGD and DmSGD from the optimum :math:`x^\star` (the deterministic term
+:math:`(f(x_0)-f^\star)/(\gamma T)` of C3 is the same for every topology, so starting at the
+optimum isolates the terms that differ) with the step :math:`\gamma_k = \gamma\sqrt{n}/\sqrt{1+k}`:
+the :math:`\sqrt{n/T}` scaling of the tuned step of C3 (linear speedup; BlueFog also multiplies the
+learning rate by the number of nodes [C]), made a schedule so that one run stands for all horizons.
+Let :math:`e_k = \frac1n\sum_i\|\nabla f(x_i^{(k)})\|^2` (the global gradient at the models the
+nodes hold; averaged over ``inner`` noise seeds) and :math:`r(T) = \frac1T\sum_{k=1}^{T} e_k`. The
+transient iterations are the smallest ``T`` such that :math:`r_{dec}(T') \le` ``factor`` :math:`\cdot\,
+r_{par}(T')` for EVERY :math:`T' \ge T` up to the horizon. A run that is not within the factor at the
+horizon is censored: its value is the horizon (a lower bound) and the row says so in ``note``.
+``factor`` only rescales every transient by the same constant (the excess decays like
+:math:`\gamma_k`), so it does not change orders or slopes; 1.25 keeps the full grids within minutes.
+(The theory module's ``theory.expgraph:transient_iterations`` is the rate-based shape [R+N]; this
+is the measurement it is compared with.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simcomm.experiments._registry import Param, experiment
+from simcomm.models._decentralized import heterogeneous_least_squares
+from simcomm.optim._decentralized import messages_per_step, run_dsgd
+
+__all__ = ["transient_iterations", "running_mean", "checkpoints"]
+
+TOPOLOGIES = ("exponential", "one_peer_exponential", "torus", "ring", "grid", "star", "hypercube", "erdos_renyi")
+
+
+def running_mean(e: np.ndarray) -> np.ndarray:
+    r""":math:`r(T) = \frac1T\sum_{k=1}^{T} e_k` for ``T = 1..len(e)-1`` (``e[0]`` is the start, excluded).
+
+    Examples
+    --------
+    >>> running_mean(np.array([9.0, 1.0, 3.0]))
+    array([1., 2.])
+    """
+    e = np.asarray(e, dtype=float)[1:]
+    return np.cumsum(e) / np.arange(1, e.size + 1)
+
+
+def checkpoints(horizon: int, per_octave: int = 4) -> np.ndarray:
+    """Geometric checkpoints ``T`` in ``[1, horizon]`` (``per_octave`` per doubling, always the horizon).
+
+    Examples
+    --------
+    >>> checkpoints(16, 1).tolist()
+    [1, 2, 4, 8, 16]
+    """
+    k = int(math.floor(per_octave * math.log2(max(horizon, 1))))
+    return np.unique(np.concatenate([np.round(2.0 ** (np.arange(k + 1) / per_octave)).astype(int), [horizon]]))
+
+
+def transient_iterations(r_dec: np.ndarray, r_par: np.ndarray, factor: float, per_octave: int = 4) -> tuple[int, bool]:
+    r"""First checkpoint ``T`` from which ``r_dec <= factor * r_par`` at every later checkpoint; censoring flag.
+
+    ``r_dec[T-1]``, ``r_par[T-1]`` are the running means at horizon ``T``; they are compared at the
+    geometric :func:`checkpoints` (the theory's horizons are geometric too, and a sparse grid keeps
+    a single noisy step from moving the answer). Returns ``(T, censored)``; censored means the last
+    checkpoint (the horizon ``len(r_dec)``) is still outside the factor, and then ``T`` is the
+    horizon, a lower bound.
+
+    Examples
+    --------
+    >>> transient_iterations(np.array([3.0, 2.0, 1.0, 1.0]), np.ones(4), 1.5, per_octave=2)
+    (3, False)
+    >>> transient_iterations(np.array([1.0, 2.0]), np.ones(2), 1.5)
+    (2, True)
+    """
+    T = len(r_dec)
+    ks = checkpoints(T, per_octave)
+    ok = np.asarray(r_dec)[ks - 1] <= factor * np.asarray(r_par)[ks - 1]
+    bad = np.nonzero(~ok)[0]
+    if bad.size == 0:
+        return 1, False
+    if bad[-1] == ks.size - 1:
+        return T, True
+    return int(ks[bad[-1] + 1]), False
+
+
+_COMMON = {
+    "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),
+    "b": Param("float", default=0.0, low=0.0, doc="heterogeneity at the optimum (0: every f_i minimised at x*)"),
+    "sigma": Param("float", default=1.0, low=0.0, low_open=True, doc="gradient noise std per coordinate"),
+    "gamma": Param("float", default=0.01, low=0.0, low_open=True, doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k)"),
+    "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
+    "inner": Param("int", default=2, low=1, doc="noise seeds averaged inside one replicate"),
+    "backend_name": Param("str", default="numba", choices=("numpy", "numba"), doc="kernel backend"),
+}
+
+
+def _curves(prob, topologies, *, steps, gamma, beta, sigma, inner, seed0, x0, schedule, k0, backend):
+    """Mean over ``inner`` seeds of e_k (node gradient norm), per topology, with divergence notes."""
+    out, notes = {}, {}
+    for topo in topologies:
+        acc = np.zeros(steps + 1)
+        note = ""
+        for s in range(inner):
+            tr = run_dsgd(prob, topo, steps=steps, gamma=gamma, beta=beta, sigma=sigma, seed=seed0 + s,
+                          schedule=schedule, k0=k0, x0=x0, backend=backend)
+            if tr.diverged_at is not None:
+                note = tr.note
+                acc[:] = np.inf
+                break
+            acc += tr.node_grad_norm_sq
+        out[topo] = acc / inner
+        notes[topo] = note
+    return out, notes
+
+
+def _transient_rows(params, rng, topologies):
+    n = params["n"]
+    prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
+    seed0 = int(rng.integers(2**62))
+    gamma = params["gamma"] * math.sqrt(n)
+    curves, notes = _curves(prob, ("parallel",) + tuple(topologies), steps=params["horizon"], gamma=gamma,
+                            beta=params["beta"], sigma=params["sigma"], inner=params["inner"], seed0=seed0,
+                            x0=prob.x_star, schedule="inv_sqrt", k0=1.0, backend=params["backend_name"])
+    r_par = running_mean(curves["parallel"])
+    rows, values = [], {}
+    for topo in topologies:
+        if notes[topo]:
+            T, note = math.inf, notes[topo]
+        else:
+            T, cens = transient_iterations(running_mean(curves[topo]), r_par, params["factor"])
+            note = f"censored at horizon {params['horizon']}" if cens else ""
+        values[topo] = T
+        rows.append(dict(metric="transient", value=float(T), topology=topo, note=note))
+        rows.append(dict(metric="final_ratio", value=float(running_mean(curves[topo])[-1] / r_par[-1]), topology=topo))
+    return rows, values
+
+
+_TRANSIENT = {
+    **_COMMON,
+    "horizon": Param("int", default=4000, low=10, doc="iterations run (censoring point)"),
+    "factor": Param("float", default=1.25, low=1.0, low_open=True, doc="within-factor of parallel SGD that ends the transient"),
+}
+
+
+@experiment("dsgd_transient", params={
+    **_TRANSIENT,
+    "n": Param("int", default=16, low=4, doc="number of nodes"),
+    "topology": Param("str", default="exponential", choices=TOPOLOGIES, doc="topology compared with parallel SGD"),
+})
+def dsgd_transient(params, rng, backend):
+    """Transient iterations of DmSGD on one topology against parallel SGD (module doc)."""
+    rows, _ = _transient_rows(params, rng, (params["topology"],))
+    for r in rows:
+        r.pop("topology")
+    return rows
+
+
+def _check_chain(params):
+    chain = [t.strip() for t in params["chain"].split(",")]
+    bad = [t for t in chain if t not in TOPOLOGIES]
+    if bad or len(chain) < 2:
+        raise ValueError(f"chain must list >= 2 topologies from {', '.join(TOPOLOGIES)}, got {params['chain']!r}")
+
+
+@experiment("dsgd_transient_chain", check=_check_chain, params={
+    **_TRANSIENT,
+    "n": Param("int", default=16, low=4, doc="number of nodes"),
+    "chain": Param("str", default="exponential,torus,ring", doc="topologies expected in increasing transient order"),
+})
+def dsgd_transient_chain(params, rng, backend):
+    """Transient iterations of several topologies on the same noise; ``transient_order`` rows pair neighbours.
+
+    For each adjacent pair ``a<=b`` of ``chain`` two rows: ``side="lower"`` (a's value) and
+    ``side="higher"`` (b's), with ``pair="a<=b"``, so an order claim with ``compare = "side"``
+    checks the whole chain.
+    """
+    chain = [t.strip() for t in params["chain"].split(",")]
+    rows, values = _transient_rows(params, rng, chain)
+    for a, b in zip(chain, chain[1:]):
+        rows.append(dict(metric="transient_order", value=float(values[a]), pair=f"{a}<={b}", side="lower"))
+        rows.append(dict(metric="transient_order", value=float(values[b]), pair=f"{a}<={b}", side="higher"))
+    return rows
+
+
+# --------------------------------------------------------------------------- tracking from x0
+
+
+def _tracking_runs(params, rng, n, topologies):
+    prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
+    seed0 = int(rng.integers(2**62))
+    curves, notes = {}, {}
+    subs = {}
+    for topo in ("parallel",) + tuple(topologies):
+        acc_e = np.zeros(params["steps"] + 1)
+        acc_s = np.zeros(params["steps"] + 1)
+        note = ""
+        for s in range(params["inner"]):
+            tr = run_dsgd(prob, topo, steps=params["steps"], gamma=params["gamma"] * math.sqrt(n), beta=params["beta"],
+                          sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"],
+                          backend=params["backend_name"])
+            if tr.diverged_at is not None:
+                note = tr.note
+                acc_e[:] = np.inf
+                acc_s[:] = np.inf
+                break
+            acc_e += tr.node_grad_norm_sq
+            acc_s += tr.subopt
+        curves[topo] = acc_e / params["inner"]
+        subs[topo] = acc_s / params["inner"]
+        notes[topo] = note
+    return prob, curves, subs, notes
+
+
+def _tail(x: np.ndarray, frac: float = 0.1) -> float:
+    k = max(1, int(round(frac * (len(x) - 1))))
+    return float(np.mean(x[-k:]))
+
+
+_TRACK = {
+    **_COMMON,
+    "steps": Param("int", default=2000, low=10, doc="iterations T"),
+    "k0": Param("float", default=100.0, low=0.0, low_open=True, doc="decay scale of gamma_k = gamma sqrt(n)/sqrt(1+k/k0)"),
+    "early": Param("int", default=50, low=1, doc="tracking is measured from this step on"),
+}
+_TRACK["beta"] = Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="momentum (DmSGD)")
+_TRACK["gamma"] = Param("float", default=0.002, low=0.0, low_open=True, doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k/k0)")
+
+
+@experiment("dsgd_tracking", params={
+    **_TRACK,
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "topology": Param("str", default="exponential", choices=TOPOLOGIES, doc="topology compared with parallel SGD"),
+})
+def dsgd_tracking(params, rng, backend):
+    r"""DmSGD from :math:`x_0 = 0` against parallel SGD on the same noise: worst ratio of running means.
+
+    ``tracking_ratio`` = :math:`\max_{T \ge \text{early}} r_{dec}(T)/r_{par}(T)` with
+    :math:`r(T) = \frac1T\sum_{k\le T}\frac1n\sum_i\|\nabla f(x_i^{(k)})\|^2`;
+    ``subopt_ratio`` = tail (last 10%) mean of :math:`f(\bar x)-f^\star`, decentralized / parallel.
+    """
+    n, topo = params["n"], params["topology"]
+    _, curves, subs, notes = _tracking_runs(params, rng, n, (topo,))
+    r_par, r_dec = running_mean(curves["parallel"]), running_mean(curves[topo])
+    ratio = r_dec[params["early"] - 1:] / r_par[params["early"] - 1:]
+    return [
+        dict(metric="tracking_ratio", value=float(np.max(ratio)), note=notes[topo]),
+        dict(metric="subopt_ratio", value=_tail(subs[topo]) / _tail(subs["parallel"]), note=notes[topo]),
+    ]
+
+
+@experiment("dsgd_one_peer", params={
+    **_TRACK,
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+})
+def dsgd_one_peer(params, rng, backend):
+    r"""One-peer against static exponential graph at the same step count, on the same noise.
+
+    Metrics: ``loss_ratio`` = tail (last 10%) mean of :math:`f(\bar x)-f^\star`, one-peer / static;
+    ``message_ratio`` = messages per node sent by static / by one-peer over the run (deterministic,
+    :math:`\tau = \lceil\log_2 n\rceil`); ``tau``.
+    """
+    n = params["n"]
+    _, curves, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"))
+    T = params["steps"]
+    m_static = float(np.sum(messages_per_step("exponential", n)) * T)
+    per = messages_per_step("one_peer_exponential", n)
+    m_one = float(per[np.arange(T) % len(per)].sum())
+    note = notes["one_peer_exponential"] or notes["exponential"]
+    return [
+        dict(metric="loss_ratio", value=_tail(subs["one_peer_exponential"]) / _tail(subs["exponential"]), note=note),
+        dict(metric="message_ratio", value=m_static / m_one),
+        dict(metric="tau", value=float((n - 1).bit_length())),
+    ]
+
+
+@experiment("dsgd_one_peer_pow2", params={
+    **_TRACK,
+    "p": Param("int", default=4, low=3, high=10, doc="compares n = 2^p with n = 3 * 2^(p-2) (e.g. 16 with 12)"),
+})
+def dsgd_one_peer_pow2(params, rng, backend):
+    r"""One-peer's edge over the static exponential graph at a power of two and at a nearby non-power.
+
+    Rows ``metric="one_peer_loss_ratio"`` with ``nodes = "power_of_2"`` (n = 2^p) or
+    ``"not_power_of_2"`` (n = 3 2^{p-2}); value = tail mean of :math:`f(\bar x)-f^\star`, one-peer /
+    static (smaller is a bigger edge). Both sizes in one cell, so an order claim compares them.
+    """
+    p = params["p"]
+    rows = []
+    for label, n in (("power_of_2", 1 << p), ("not_power_of_2", 3 << (p - 2))):
+        _, _, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"))
+        note = notes["one_peer_exponential"] or notes["exponential"]
+        rows.append(dict(metric="one_peer_loss_ratio", value=_tail(subs["one_peer_exponential"]) / _tail(subs["exponential"]),
+                         nodes=label, sizes=f"{3 << (p - 2)} vs {1 << p}", note=note))
+    return rows
