@@ -65,7 +65,7 @@ def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: 
 
 
 def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: int, delay: str = "constant",
-                        x0=None, replicates: int = 1, record_every: int = 1, track_grad: bool = False, rng=None,
+                        x0=None, replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                         backend=None) -> Trace:
     r"""Asynchronous compressed gradient descent with delays bounded by ``tau``.
 
@@ -81,7 +81,7 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
         Delay bound, ``>= 0`` (``0`` is :func:`~simcomm.optim.compressed_gd` with ``mode="workers"``).
     delay : {"constant", "uniform", "adversarial"}
         Delay model (module docstring).
-    x0, replicates, record_every, track_grad, rng, backend
+    x0, replicates, record_every, track_grad, stop_gap, rng, backend
         As in :func:`~simcomm.optim.compressed_gd`.
 
     Returns
@@ -108,7 +108,7 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
-    mon = Monitor(problem, x, steps, record_every, track_grad)
+    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     per_step = N * quantizer.bits(d)
     idx = np.tile(np.arange(N), R)
     rows = np.arange(R)[:, None]
@@ -124,6 +124,8 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
         U = quantizer.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
         x = x - gamma * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
+        if mon.done:
+            break
         fresh = x.copy()
         if not mon.alive.all():  # a frozen replicate restarts its history from x0
             buf[~mon.alive] = x[~mon.alive, None, :]

@@ -24,7 +24,7 @@ IAG_ORDERS = ("cyclic", "random")
 
 
 def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str = "cyclic", x0=None,
-                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, rng=None,
+                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                    backend=None) -> Trace:
     r"""Compressed IAG: one worker refreshes its quantized gradient per step.
 
@@ -38,7 +38,7 @@ def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str =
         Number of master iterations (each carries one message, plus ``N`` messages at start).
     order : {"cyclic", "random"}
         Which worker communicates at each step.
-    x0, replicates, record_every, track_grad, rng, backend
+    x0, replicates, record_every, track_grad, stop_gap, rng, backend
         As in :func:`~simcomm.optim.compressed_gd`.
 
     Returns
@@ -62,7 +62,7 @@ def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str =
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
-    mon = Monitor(problem, x, steps, record_every, track_grad)
+    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     b = quantizer.bits(d)
     rows = np.arange(R)
     # table of the last quantized gradient of every worker, all computed at x0
@@ -79,6 +79,8 @@ def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str =
             S = U.sum(axis=1)
         x = x - gamma * mon.alive[:, None] * (S / N)
         x = mon.check(k + 1, x, (N + k + 1) * b)
+        if mon.done:
+            break
         if not mon.alive.all():  # frozen replicates: keep their table finite
             U[~mon.alive] = 0.0
             S[~mon.alive] = 0.0

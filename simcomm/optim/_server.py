@@ -92,8 +92,11 @@ def check_steps(steps) -> int:
 class Monitor:
     """Records a run and detects divergence (shared by every optimiser of this package)."""
 
-    def __init__(self, problem, x0: np.ndarray, steps: int, record_every: int, track_grad: bool):
+    def __init__(self, problem, x0: np.ndarray, steps: int, record_every: int, track_grad: bool,
+                 stop_gap: float | None = None):
         self.p = problem
+        self.stop_gap = stop_gap
+        self.done = False
         self.steps_ = np.unique(np.r_[np.arange(0, steps + 1, max(int(record_every), 1)), steps])
         self.R = x0.shape[0]
         T = self.steps_.size
@@ -130,13 +133,17 @@ class Monitor:
             self.f_gap[a, self._j] = self.p.value(x[a]) - self.p.f_star if a.any() else []
             self.grad2[a, self._j] = g2[a]
             self.bits[self._j] = bits
+            if self.stop_gap is not None and np.all(~self.alive | (self.f_gap[:, self._j] <= self.stop_gap)):
+                self.done = True  # every replicate reached the target (or diverged): stop early
             self._j += 1
         return x
 
     def trace(self, x: np.ndarray) -> Trace:
-        K = self.steps_[-1]
-        g2m = np.where(self.alive, self.g2sum / K, np.inf) if self.track_grad else np.full(self.R, np.nan)
-        return Trace(self.steps_, self.f_gap, self.dist2, self.grad2, g2m, self.bits, self.diverged_at, x)
+        j = self._j  # records made (fewer than planned after an early stop)
+        K = self.steps_[j - 1]
+        g2m = np.where(self.alive, self.g2sum / max(K, 1), np.inf) if self.track_grad else np.full(self.R, np.nan)
+        return Trace(self.steps_[:j], self.f_gap[:, :j], self.dist2[:, :j], self.grad2[:, :j], g2m, self.bits[:j],
+                     self.diverged_at, x)
 
 
 def start(problem, x0, replicates: int) -> np.ndarray:
@@ -150,7 +157,7 @@ def start(problem, x0, replicates: int) -> np.ndarray:
 
 
 def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "workers", x0=None,
-                  replicates: int = 1, record_every: int = 1, track_grad: bool = False, rng=None,
+                  replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                   backend=None) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
 
@@ -175,6 +182,9 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
         Record the trace every this many steps (and at 0 and ``steps``).
     track_grad : bool
         Accumulate :math:`\|\nabla f(x_k)\|^2` at every step (for ``Trace.grad2_mean``).
+    stop_gap : float, optional
+        Stop at the first recorded step where every replicate has :math:`f(x_k) - f^\star \le` ``stop_gap``
+        (or has diverged); the trace then ends there.
     rng : numpy.random.Generator or seed, optional
     backend : str, optional
         Backend of the quantizer kernels.
@@ -199,7 +209,7 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
-    mon = Monitor(problem, x, steps, record_every, track_grad)
+    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     per_step = (N if mode == "workers" else 1) * quantizer.bits(d)
     idx = np.tile(np.arange(N), R)
     x = mon.check(0, x, 0.0)
@@ -211,4 +221,6 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
             U = quantizer.apply(problem.full_grad(x), rng=rng, backend=backend)
         x = x - gamma * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
+        if mon.done:
+            break
     return mon.trace(x)

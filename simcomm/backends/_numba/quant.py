@@ -30,6 +30,7 @@ _S30 = np.uint64(30)
 _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 _BLOCK = 1 << 15  # elements per parallel chunk: large enough to amortise scheduling, fits in L2
+_SERIAL_MAX = 1 << 17  # below this many elements the kernels run on one thread
 
 
 @njit(inline="always")
@@ -96,9 +97,21 @@ def _row_norms(x):
     return out
 
 
+@njit(cache=True)
+def _row_norms_serial(x):
+    rows, d = x.shape
+    out = np.empty(rows, np.float64)
+    for r in range(rows):
+        acc = 0.0
+        for lo in range(0, d, _BLOCK):  # same blocking and order as the parallel kernel
+            acc += _sumsq(x, r, lo, min(lo + _BLOCK, d))
+        out[r] = np.sqrt(acc)
+    return out
+
+
 def row_norms(x: np.ndarray) -> np.ndarray:
     """Euclidean norm of each row, accumulated in float64 (agrees with numpy within rounding)."""
-    return _row_norms(x)
+    return _row_norms_serial(x) if x.size <= _SERIAL_MAX else _row_norms(x)
 
 
 @njit(cache=True, parallel=True)
@@ -122,9 +135,23 @@ def _row_absmax(x):
     return out
 
 
+@njit(cache=True)
+def _row_absmax_serial(x):
+    rows, d = x.shape
+    out = np.zeros(rows, np.float64)
+    for r in range(rows):
+        m = 0.0
+        for j in range(d):
+            v = abs(np.float64(x[r, j]))
+            if v > m:
+                m = v
+        out[r] = m
+    return out
+
+
 def row_absmax(x: np.ndarray) -> np.ndarray:
     """Infinity norm of each row as float64 (exact)."""
-    return _row_absmax(x)
+    return _row_absmax_serial(x) if x.size <= _SERIAL_MAX else _row_absmax(x)
 
 
 @njit(inline="always")
@@ -161,26 +188,47 @@ def _segment(xf, of, lo, hi, m, a, key, kind, bits32):
             of[i] = (v / a) * np.float64(_uniform(key, i, bits32) < a)
 
 
+@njit(inline="always")
+def _block(xf, of, scales, a, key, kind, bits32, b, d, n):
+    lo = b * _BLOCK
+    hi = min(lo + _BLOCK, n)
+    while lo < hi:  # split the block at row boundaries
+        r = lo // d
+        seg = min(hi, (r + 1) * d)
+        _segment(xf, of, lo, seg, scales[r], a, key, kind, bits32)
+        lo = seg
+
+
 # kind: 0 qsgd (a = s), 1 ternary, 2 stochastic rounding (a = delta), 3 bernoulli (a = p)
 @njit(cache=True, parallel=True)
-def _quantize(x, scales, a, key, kind, bits32, out):
+def _quantize_parallel(x, scales, a, key, kind, bits32, out):
     rows, d = x.shape
     n = rows * d
     xf = x.reshape(n)
     of = out.reshape(n)
-    nb = (n + _BLOCK - 1) // _BLOCK
-    for b in prange(nb):
-        lo = b * _BLOCK
-        hi = min(lo + _BLOCK, n)
-        while lo < hi:  # split the block at row boundaries
-            r = lo // d
-            seg = min(hi, (r + 1) * d)
-            _segment(xf, of, lo, seg, scales[r], a, key, kind, bits32)
-            lo = seg
+    for b in prange((n + _BLOCK - 1) // _BLOCK):
+        _block(xf, of, scales, a, key, kind, bits32, b, d, n)
     return out
 
 
-_ONE = np.ones(1, np.float64)
+@njit(cache=True)
+def _quantize_serial(x, scales, a, key, kind, bits32, out):
+    rows, d = x.shape
+    n = rows * d
+    xf = x.reshape(n)
+    of = out.reshape(n)
+    for b in range((n + _BLOCK - 1) // _BLOCK):
+        _block(xf, of, scales, a, key, kind, bits32, b, d, n)
+    return out
+
+
+def _quantize(x, scales, a, key, kind, bits32, out):
+    # small batches (one optimiser step) run serially: a parallel launch costs more than the work
+    if x.size <= _SERIAL_MAX:
+        return _quantize_serial(x, scales, a, key, kind, bits32, out)
+    return _quantize_parallel(x, scales, a, key, kind, bits32, out)
+
+
 
 
 def _bits32(x):

@@ -1,0 +1,324 @@
+"""Experiments for the URQ / delay / IAG paper (papers/urq_delay.md; bounds in theory/urq.py).
+
+Each function is pure: all randomness comes from ``rng`` (the vector a quantizer is tested on comes
+from the fixed ``v_seed`` so that every replicate estimates the same expectation).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simcomm.compress import quantizer as make_quantizer
+from simcomm.experiments._registry import Param, experiment
+from simcomm.models import make_problem
+from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag, largest_stable_step
+
+QUANTIZER_NAMES = ("none", "qsgd", "ternary", "stochastic_round", "bernoulli", "rand_k")
+
+_Q = {
+    "quantizer": Param("str", default="qsgd", choices=QUANTIZER_NAMES, doc="unbiased random quantizer"),
+    "s": Param("int", default=4, low=1, doc="QSGD levels"),
+    "p": Param("float", default=0.25, low=0.0, low_open=True, high=1.0, doc="Bernoulli keep probability"),
+    "k": Param("int", default=4, low=1, doc="rand_k kept coordinates (scaled by d/k)"),
+    "delta": Param("float", default=0.1, low=0.0, low_open=True, doc="stochastic rounding grid step"),
+}
+
+
+def _quantizer(params):
+    name = params["quantizer"]
+    key = {"qsgd": "s", "bernoulli": "p", "rand_k": "k", "stochastic_round": "delta"}.get(name)
+    return make_quantizer(name, params[key] if key else None)
+
+
+def _check_k(params):
+    if params.get("quantizer") == "rand_k" and params["k"] > params["d"]:
+        raise ValueError(f"k = {params['k']} > d = {params['d']}; use k <= d")
+
+
+def _vector(kind: str, d: int, seed: int) -> np.ndarray:
+    g = np.random.default_rng(seed)
+    if kind == "gaussian":
+        return g.standard_normal(d)
+    if kind == "sparse":  # 10% non-zeros
+        v = np.zeros(d)
+        idx = g.choice(d, max(1, d // 10), replace=False)
+        v[idx] = g.standard_normal(idx.size)
+        return v
+    if kind == "heavy":  # Student t with 1.5 degrees of freedom: a few huge coordinates
+        return g.standard_t(1.5, d)
+    return np.ones(d) * np.where(g.random(d) < 0.5, -1.0, 1.0)  # "equal": QSGD/ternary worst cases
+
+
+@experiment(
+    "urq_quantizer",
+    params={
+        **_Q,
+        "d": Param("int", default=100, low=1, doc="dimension"),
+        "vector": Param("str", default="gaussian", choices=("gaussian", "sparse", "heavy", "equal"), doc="test vector v"),
+        "v_seed": Param("int", default=20180618, low=0, doc="seed of the fixed test vector (same in every replicate)"),
+        "draws": Param("int", default=2000, low=2, doc="quantizations of v per replicate"),
+    },
+    check=_check_k,
+)
+def urq_quantizer(params, rng, backend):
+    """Monte Carlo moments of Q(v) for a fixed v (urq.unbiased, urq.variance).
+
+    Metrics: ``bias`` = <mean Q(v) - v, w>/(|v| |w|) for ``direction`` w = v and w = a fixed random
+    sign vector (expectation 0); ``variance_ratio`` = mean |Q(v) - v|^2 / exact closed form (1);
+    ``variance_over_norm2`` = mean |Q(v) - v|^2 / |v|^2 (at most beta(d)); ``beta`` (worst case) and
+    ``bits`` per message are reported alongside.
+    """
+    q = _quantizer(params)
+    d = params["d"]
+    v = _vector(params["vector"], d, params["v_seed"])
+    w = np.where(np.random.default_rng(params["v_seed"] + 1).random(d) < 0.5, -1.0, 1.0)
+    M = params["draws"]
+    chunk = max(1, min(M, 2_000_000 // d))
+    qsum = np.zeros(d)
+    err2 = 0.0
+    for lo in range(0, M, chunk):
+        m = min(chunk, M - lo)
+        Q = np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng, backend=backend), dtype=np.float64)
+        qsum += Q.sum(axis=0)
+        err2 += float(((Q - v) ** 2).sum())
+    mean = qsum / M
+    nv = float(np.linalg.norm(v))
+    exact = float(q.variance(v))
+    emp = err2 / M
+    rows = [
+        dict(metric="bias", value=float((mean - v) @ v) / nv**2, direction="v"),
+        dict(metric="bias", value=float((mean - v) @ w) / (nv * math.sqrt(d)), direction="sign"),
+        dict(metric="variance_over_norm2", value=emp / nv**2),
+        dict(metric="beta", value=float(q.beta(d))),
+        dict(metric="bits", value=float(q.bits(d))),
+    ]
+    if exact > 0:
+        rows.append(dict(metric="variance_ratio", value=emp / exact))
+    return rows
+
+
+_PROBLEM = {
+    "problem": Param("str", default="quadratic", choices=("quadratic", "ridge", "logistic_breast_cancer", "logistic_digits"),
+                     doc="strongly convex problem with known L, mu, f*"),
+    "d": Param("int", default=50, low=1, doc="dimension (quadratic, ridge)"),
+    "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness (quadratic, ridge)"),
+    "mu": Param("float", default=0.1, low=0.0, low_open=True, doc="strong convexity (quadratic, ridge)"),
+}
+
+
+def _check_problem(params):
+    if params["mu"] > params["L"]:
+        raise ValueError(f"mu = {params['mu']} > L = {params['L']}; use mu <= L")
+    _check_k(params)
+
+
+def _check_nonconvex(params):
+    _check_k(params)
+    if not params["f0_gap"] < params["d"] * params["L"] / 2:
+        raise ValueError(f"f0_gap = {params['f0_gap']} must be < d*L/2 = {params['d'] * params['L'] / 2:g}")
+
+
+def _check_floor(params):
+    _check_problem(params)
+    if not params["K1"] < params["K"]:
+        raise ValueError(f"K1 = {params['K1']} must be < K = {params['K']}")
+
+
+_QUAD = {**_PROBLEM, "problem": Param("str", default="quadratic", choices=("quadratic", "ridge"),
+                                      doc="strongly convex problem whose L and mu are the cell's parameters")}
+
+
+@experiment(
+    "urq_rate",
+    params={**_Q, **_QUAD,
+            "target": Param("float", default=1e-4, low=0.0, low_open=True, high=1.0, high_open=True,
+                            doc="run until the bound predicts gap ratio 'target' (sets K)")},
+    check=_check_problem,
+)
+def urq_rate(params, rng, backend):
+    """Single-stream compressed GD at gamma = 1/(alpha L) (D1): the per-step rate of f - f*.
+
+    ``rate`` = ((f(x_K) - f*)/(f(x_0) - f*))**(1/K), with K = ln(1/target)/(mu/(alpha L)) so the
+    bound predicts a gap ratio ``target``; ``alpha`` uses the worst-case beta(d).
+    """
+    q = _quantizer(params)
+    p = make_problem(params["problem"], N=1, d=params["d"], L=params["L"], mu=params["mu"], rotate=True, rng=rng) \
+        if params["problem"] == "quadratic" else make_problem(params["problem"], N=1, d=params["d"], L=params["L"],
+                                                              mu=params["mu"], rng=rng)
+    a = q.alpha(p.d)
+    K = max(1, math.ceil(math.log(1.0 / params["target"]) * a * p.L / p.mu))
+    tr = compressed_gd(p, q, 1.0 / (a * p.L), K, mode="aggregate", record_every=K, rng=rng, backend=backend)
+    g0, gK = tr.f_gap[0, 0], tr.f_gap[0, -1]
+    rate = (max(gK, 0.0) / g0) ** (1.0 / K) if math.isfinite(gK) else math.inf
+    note = tr.notes()[0]
+    return [dict(metric="rate", value=rate, K=K, alpha=a, note=note),
+            dict(metric="rate_bound_ratio", value=math.log(rate) / math.log(1 - p.mu / (a * p.L)) if rate > 0 else math.inf,
+                 K=K, alpha=a, note=note)]
+
+
+@experiment(
+    "urq_nonconvex",
+    params={**_Q,
+            "d": Param("int", default=100, low=1, doc="dimension"),
+            "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness"),
+            "f0_gap": Param("float", default=20.0, low=0.0, low_open=True, doc="f(x0) - f*, < d L / 2"),
+            "K": Param("int", default=200, low=1, doc="iterations")},
+    check=lambda prm: _check_nonconvex(prm),
+)
+def urq_nonconvex(params, rng, backend):
+    """Single-stream compressed GD at gamma = 1/(alpha L) on a smooth non-convex sum (D1, non-convex).
+
+    ``avg_grad_norm2`` = (1/K) sum_{k<K} |grad f(x_k)|^2.
+    """
+    q = _quantizer(params)
+    p = make_problem("nonconvex", N=1, d=params["d"], L=params["L"], f0_gap=params["f0_gap"], rng=rng)
+    a = q.alpha(p.d)
+    tr = compressed_gd(p, q, 1.0 / (a * p.L), params["K"], mode="aggregate", record_every=params["K"],
+                       track_grad=True, rng=rng, backend=backend)
+    return [dict(metric="avg_grad_norm2", value=float(tr.grad2_mean[0]), alpha=a, note=tr.notes()[0])]
+
+
+@experiment(
+    "urq_floor",
+    params={**_Q,
+            "d": Param("int", default=20, low=1, doc="dimension"),
+            "N": Param("int", default=8, low=1, doc="workers"),
+            "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness of every f_i"),
+            "mu": Param("float", default=0.5, low=0.0, low_open=True, doc="strong convexity"),
+            "gamma": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
+            "sigma2": Param("float", default=1.0, low=0.0, doc="(1/N) sum |grad f_i(x*)|^2 (0: identical workers)"),
+            "e0": Param("float", default=1.0, low=0.0, low_open=True, doc="|x0 - x*|^2"),
+            "K1": Param("int", default=400, low=0, doc="first iteration of the plateau average"),
+            "K": Param("int", default=1000, low=1, doc="last iteration")},
+    check=lambda prm: _check_floor(prm),
+)
+def urq_floor(params, rng, backend):
+    """N workers quantize local gradients (D2): plateau = mean of |x_k - x*|^2 over K1 <= k <= K."""
+    q = _quantizer(params)
+    p = make_problem("quadratic", N=params["N"], d=params["d"], L=params["L"], mu=params["mu"],
+                     sigma2=params["sigma2"], e0=params["e0"], rotate=True, rng=rng)
+    tr = compressed_gd(p, q, params["gamma"], params["K"], mode="workers", rng=rng, backend=backend)
+    plateau = float(tr.dist2[0, params["K1"]:].mean())
+    return [dict(metric="plateau", value=plateau, note=tr.notes()[0])]
+
+
+_STEPS = {
+    "d": Param("int", default=20, low=1, doc="dimension"),
+    "N": Param("int", default=4, low=1, doc="workers"),
+    "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness"),
+    "mu": Param("float", default=0.1, low=0.0, low_open=True, doc="strong convexity"),
+    "tau": Param("int", default=4, low=0, high=64, doc="delay bound"),
+    "delay": Param("str", default="constant", choices=("constant", "uniform", "adversarial"), doc="delay model"),
+    "steps": Param("int", default=600, low=10, doc="iterations per stability test (plus 20 per unit of tau)"),
+    "iters": Param("int", default=10, low=1, doc="bisection halvings (log scale)"),
+}
+
+
+@experiment("delay_threshold", params={**_Q, **_STEPS}, check=_check_problem)
+def delay_threshold(params, rng, backend):
+    """Largest stable step of async compressed GD with delay bound tau, by geometric bisection.
+
+    A step is stable when the run does not diverge and the mean of |x_k - x*|^2 over its last 10% of
+    iterations is at most |x_0 - x*|^2. Identical workers (no floor), diagonal quadratic with spectrum in
+    [mu, L]. ``gamma_max`` is in the problem's units (multiply by L for the dimensionless value).
+    """
+    q = _quantizer(params)
+    tau = params["tau"]
+    p = make_problem("quadratic", N=params["N"], d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
+    K = params["steps"] + 20 * tau
+    stream = int(rng.integers(2**63))  # common random numbers for every gamma of the bisection
+
+    def stable(gamma):
+        tr = async_compressed_gd(p, q, gamma, K, tau=tau, delay=params["delay"], record_every=1,
+                                 rng=np.random.default_rng([stream, int(gamma * 2**40)]), backend=backend)
+        if tr.diverged_at[0] >= 0:
+            return False
+        tail = tr.dist2[0, -max(1, K // 10):]
+        return bool(np.isfinite(tail).all() and tail.mean() <= tr.dist2[0, 0])
+
+    g = largest_stable_step(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, iters=params["iters"])
+    return [dict(metric="gamma_max", value=g, alpha=q.alpha(p.d)),
+            dict(metric="gamma_max_L", value=g * p.L, alpha=q.alpha(p.d))]
+
+
+def _b_step(alpha, L, tau):
+    # the seed summary's condition [B] with L -> alpha L: gamma = 2 / [alpha L (1 + sqrt(1 + 8 tau (tau+1)))]
+    return 2.0 / (alpha * L * (1.0 + math.sqrt(1.0 + 8.0 * tau * (tau + 1))))
+
+
+@experiment(
+    "iag_vs_gd",
+    params={**_Q, **_PROBLEM,
+            "N": Param("int", default=8, low=1, doc="workers"),
+            "eps": Param("float", default=1e-2, low=0.0, low_open=True, high=1.0, high_open=True,
+                         doc="target (f - f*) / (f(x0) - f*)"),
+            "max_steps": Param("int", default=20000, low=1, doc="iteration budget per method"),
+            "heterogeneous": Param("bool", default=True, doc="different data on each worker")},
+    check=_check_problem,
+)
+def iag_vs_gd(params, rng, backend):
+    """Iterations and uplink bits to reach (f - f*) <= eps (f(x0) - f*): sync compressed GD vs compressed IAG.
+
+    Step sizes: GD gamma = 1/(alpha L) (D1); IAG (cyclic and random order) the seed summary's condition
+    with tau = N - 1 (the cyclic staleness) and L -> alpha L. Not reaching eps within ``max_steps``
+    gives ``nan`` with a note (so an order claim cannot pass on it).
+    """
+    q = _quantizer(params)
+    N = params["N"]
+    kw = dict(rotate=True) if params["problem"] == "quadratic" else {}
+    if params["problem"] == "quadratic":
+        kw["sigma2"] = 1.0
+    p = make_problem(params["problem"], N=N, d=params["d"], L=params["L"], mu=params["mu"],
+                     heterogeneous=params["heterogeneous"], rng=rng, **kw)
+    a = q.alpha(p.d)
+    K = params["max_steps"]
+    rows = []
+    stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
+    kw = dict(stop_gap=stop, rng=rng, backend=backend)
+    runs = {
+        "gd": lambda: compressed_gd(p, q, 1.0 / (a * p.L), K, mode="workers", **kw),
+        "iag_cyclic": lambda: compressed_iag(p, q, _b_step(a, p.L, N - 1), K, order="cyclic", **kw),
+        "iag_random": lambda: compressed_iag(p, q, _b_step(a, p.L, N - 1), K, order="random", **kw),
+    }
+    for method, run in runs.items():
+        tr = run()
+        it = float(tr.first_below(stop)[0])
+        reached = math.isfinite(it)
+        note = tr.notes()[0] or ("" if reached else f"did not reach eps in {K} steps")
+        bits = float(tr.bits[int(it)]) if reached else math.nan
+        rows += [dict(metric="iterations_to_eps", value=it, method=method, note=note),
+                 dict(metric="bits_to_eps", value=bits, method=method, note=note),
+                 dict(metric="final_gap_ratio", value=float(tr.f_gap[0, -1] / tr.f_gap[0, 0]), method=method, note=note)]
+    return rows
+
+
+@experiment(
+    "urq_bits",
+    params={**_Q, **_PROBLEM,
+            "eps": Param("float", default=1e-3, low=0.0, low_open=True, high=1.0, high_open=True,
+                         doc="target (f - f*) / (f(x0) - f*)"),
+            "max_steps": Param("int", default=50000, low=1, doc="iteration budget")},
+    check=_check_problem,
+)
+def urq_bits(params, rng, backend):
+    """Bits to reach (f - f*) <= eps (f(x0) - f*) with single-stream compressed GD at gamma = 1/(alpha L).
+
+    Metrics: ``bits_to_eps``, ``iterations_to_eps`` and the D1 prediction ``predicted_bits`` =
+    K(eps) b(Q) with K(eps) = ln(1/eps) / -ln(1 - mu/(alpha L)).
+    """
+    q = _quantizer(params)
+    p = make_problem(params["problem"], N=1, d=params["d"], L=params["L"], mu=params["mu"], rng=rng)
+    a = q.alpha(p.d)
+    stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
+    tr = compressed_gd(p, q, 1.0 / (a * p.L), params["max_steps"], mode="aggregate", stop_gap=stop, rng=rng,
+                       backend=backend)
+    it = float(tr.first_below(stop)[0])
+    reached = math.isfinite(it)
+    note = tr.notes()[0] or ("" if reached else f"did not reach eps in {params['max_steps']} steps")
+    b = q.bits(p.d)
+    K_pred = math.ceil(math.log(1 / params["eps"]) / -math.log(1 - p.mu / (a * p.L)))
+    return [dict(metric="bits_to_eps", value=it * b if reached else math.nan, note=note),
+            dict(metric="iterations_to_eps", value=it, note=note),
+            dict(metric="predicted_bits", value=float(K_pred * b), note=note)]

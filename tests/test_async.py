@@ -1,0 +1,105 @@
+"""Synchronous / asynchronous compressed GD: ring buffer against a full-history oracle, divergence, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.naive_quantize import async_naive
+from simcomm import UserError
+from simcomm.compress import quantizer
+from simcomm.models import logistic, nonconvex, quadratic, ridge
+from simcomm.optim import async_compressed_gd, compressed_gd, largest_stable_step
+
+
+@pytest.mark.parametrize("delay", ["constant", "uniform", "adversarial"])
+@pytest.mark.parametrize("tau", [0, 1, 3, 7])
+def test_ring_buffer_matches_full_history_oracle(delay, tau):
+    p = quadratic(3, 6, L=1.0, mu=0.2, sigma2=0.5, rotate=True, rng=12345)
+    q = quantizer("qsgd", 2)
+    steps = 25
+    tr = async_compressed_gd(p, q, 0.3, steps, tau=tau, delay=delay, rng=np.random.default_rng(12345),
+                             backend="numpy")
+    hist = async_naive(p, q, 0.3, steps, tau, delay, np.random.default_rng(12345))
+    want = ((hist - p.x_star) ** 2).sum(axis=1)
+    np.testing.assert_allclose(tr.dist2[0], want, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(tr.x[0], hist[-1], rtol=1e-10, atol=1e-14)
+
+
+def test_tau_zero_equals_synchronous():
+    p = quadratic(4, 5, L=1.0, mu=0.5, sigma2=1.0, rng=12345)
+    q = quantizer("bernoulli", 0.5)
+    a = async_compressed_gd(p, q, 0.2, 30, tau=0, rng=7, backend="numpy")
+    s = compressed_gd(p, q, 0.2, 30, rng=7, backend="numpy")
+    np.testing.assert_allclose(a.x, s.x, rtol=1e-12)
+
+
+def test_exact_delay_threshold_on_identity_hessian():
+    """x_{k+1} - x* = (x_k - x*) - gamma (x_{k-tau} - x*): stable iff gamma < 2 sin(pi / (2 (2 tau + 1))).
+
+    Closed form: the roots of z^{tau+1} - z^tau + gamma = 0 leave the unit circle at that gamma.
+    """
+    p = quadratic(1, 3, L=1.0, mu=1.0, rng=12345)
+    for tau in (1, 2, 4):
+        g_star = 2 * math.sin(math.pi / (2 * (2 * tau + 1)))
+        below = async_compressed_gd(p, quantizer("none"), 0.95 * g_star, 3000, tau=tau, record_every=100)
+        above = async_compressed_gd(p, quantizer("none"), 1.05 * g_star, 3000, tau=tau, record_every=100)
+        assert below.diverged_at[0] == -1 and below.dist2[0, -1] < below.dist2[0, 0]
+        assert above.diverged_at[0] > 0
+
+
+def test_divergence_recorded_not_raised():
+    p = quadratic(2, 4, L=1.0, mu=0.5, rng=12345)
+    tr = async_compressed_gd(p, quantizer("qsgd", 1), 50.0, 200, tau=4, replicates=3, rng=1)
+    assert (tr.diverged_at > 0).all()
+    assert tr.notes()[0].startswith("diverged at step ")
+    assert np.isfinite(tr.x).all()  # frozen at x0
+    assert np.isinf(tr.dist2[:, -1]).all()
+
+
+def test_replicates_are_independent_and_vectorised():
+    p = quadratic(4, 8, L=1.0, mu=0.2, sigma2=1.0, rng=12345)
+    tr = async_compressed_gd(p, quantizer("ternary"), 0.2, 50, tau=2, delay="uniform", replicates=5, rng=3)
+    assert tr.dist2.shape == (5, 51)
+    assert len(np.unique(tr.x[:, 0])) == 5
+
+
+def test_largest_stable_step_bisection():
+    assert largest_stable_step(lambda g: g < 0.123, 1.0, 2.0, iters=40) == pytest.approx(0.123, rel=1e-6)
+
+
+def test_stop_gap_truncates_trace():
+    p = quadratic(1, 5, L=1.0, mu=0.5, rng=12345)
+    tr = compressed_gd(p, quantizer("none"), 1.0, 1000, stop_gap=1e-6)
+    assert tr.steps[-1] < 1000 and tr.f_gap[0, -1] <= 1e-6 < tr.f_gap[0, -2]
+
+
+def test_problems_constants():
+    r = ridge(3, 8, L=2.0, mu=0.1, rng=12345)
+    H = np.stack([r.grad(np.eye(8)[j : j + 1], np.array([0]))[0] - r.grad(np.zeros((1, 8)), np.array([0]))[0]
+                  for j in range(8)])
+    ev = np.linalg.eigvalsh((H + H.T) / 2)
+    assert ev[0] == pytest.approx(0.1) and ev[-1] == pytest.approx(2.0)
+    lg = logistic(4, data="digits")
+    assert np.linalg.norm(lg.full_grad(lg.x_star)) < 1e-9 and lg.mu == 0.01
+    nc = nonconvex(3, 10, L=1.0, spread=0.5, rng=12345)
+    assert np.abs(nc.full_grad(nc.x_star)).max() < 1e-9
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda p: async_compressed_gd(p, quantizer("none"), 0.1, 10, tau=-1), "tau >= 0"),
+        (lambda p: async_compressed_gd(p, quantizer("none"), 0.0, 10, tau=1), "gamma > 0"),
+        (lambda p: async_compressed_gd(p, quantizer("none"), -1.0, 10, tau=1), "gamma > 0"),
+        (lambda p: async_compressed_gd(p, quantizer("none"), 0.1, 10, tau=1, delay="constnat"), "did you mean 'constant'"),
+        (lambda p: compressed_gd(p, quantizer("none"), 0.1, 10, mode="all"), "workers"),
+    ],
+)
+def test_bad_input(call, match):
+    p = quadratic(2, 3, rng=0)
+    with pytest.raises(UserError, match=match) as exc:
+        call(p)
+    assert "\n" not in str(exc.value)
