@@ -216,16 +216,13 @@ _STEPS = {
 }
 
 
-@experiment("delay_threshold", params={**_Q, **_STEPS}, check=_check_problem)
-def delay_threshold(params, rng, backend):
-    """Largest stable step of async compressed GD with delay bound tau, by geometric bisection.
+def _check_scaling(params):
+    _check_problem({**params, "quantizer": "bernoulli"})
+    if params["axis"] == "tau" and params["tau0"] * params["x"] > 64:
+        raise ValueError(f"tau = tau0 * x = {params['tau0'] * params['x']} > 64; use tau0 * x <= 64")
 
-    A step is stable when the run does not diverge and the mean of |x_k - x*|^2 over its last 10% of
-    iterations is at most |x_0 - x*|^2. Identical workers (no floor), diagonal quadratic with spectrum in
-    [mu, L]. ``gamma_max`` is in the problem's units (multiply by L for the dimensionless value).
-    """
-    q = _quantizer(params)
-    tau = params["tau"]
+
+def _gamma_max(params, q, tau, rng, backend) -> float:
     p = make_problem("quadratic", N=params["N"], d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
     K = params["steps"] + 20 * tau
     stream = int(rng.integers(2**63))  # common random numbers for every gamma of the bisection
@@ -238,9 +235,45 @@ def delay_threshold(params, rng, backend):
         tail = tr.dist2[0, -max(1, K // 10):]
         return bool(np.isfinite(tail).all() and tail.mean() <= tr.dist2[0, 0])
 
-    g = largest_stable_step(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, iters=params["iters"])
-    return [dict(metric="gamma_max", value=g, alpha=q.alpha(p.d)),
-            dict(metric="gamma_max_L", value=g * p.L, alpha=q.alpha(p.d))]
+    return largest_stable_step(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, iters=params["iters"])
+
+
+@experiment("delay_threshold", params={**_Q, **_STEPS}, check=_check_problem)
+def delay_threshold(params, rng, backend):
+    """Largest stable step of async compressed GD with delay bound tau, by geometric bisection.
+
+    A step is stable when the run (``steps + 20 tau`` iterations) does not diverge and the mean of
+    |x_k - x*|^2 over its last 10% is at most |x_0 - x*|^2: a finite-horizon test, so the threshold is
+    slightly overestimated where growth is slow (a few % on delayed GD, whose exact threshold is
+    2 sin(pi/(2(2 tau + 1)))/L). Identical workers (no floor), diagonal quadratic with spectrum in
+    [mu, L]. ``gamma_max`` in the problem's units; ``gamma_max_L`` = gamma_max * L.
+    """
+    q = _quantizer(params)
+    g = _gamma_max(params, q, params["tau"], rng, backend)
+    a = q.alpha(params["d"])
+    return [dict(metric="gamma_max", value=g, alpha=a), dict(metric="gamma_max_L", value=g * params["L"], alpha=a)]
+
+
+@experiment(
+    "delay_scaling",
+    params={**{k: v for k, v in _STEPS.items() if k != "tau"},
+            "axis": Param("str", default="tau", choices=("tau", "alpha"), doc="which quantity is multiplied by x"),
+            "x": Param("int", default=1, low=1, doc="multiplier of tau0 (axis tau) or of alpha0 (axis alpha)"),
+            "tau0": Param("int", default=2, low=0, high=64, doc="base delay bound"),
+            "alpha0": Param("float", default=1.0, low=1.0, doc="base URQ parameter alpha (Bernoulli p = 1/alpha)")},
+    check=lambda prm: _check_scaling(prm),
+)
+def delay_scaling(params, rng, backend):
+    """gamma_max (as in ``delay_threshold``) when tau = tau0 x (axis tau) or alpha = alpha0 x (axis alpha).
+
+    The URQ is Bernoulli sparsification with p = 1/alpha (alpha = 1/p exactly, for every vector).
+    """
+    x = params["x"]
+    tau = params["tau0"] * x if params["axis"] == "tau" else params["tau0"]
+    a = params["alpha0"] * x if params["axis"] == "alpha" else params["alpha0"]
+    q = make_quantizer("bernoulli", 1.0 / a)
+    g = _gamma_max(params, q, tau, rng, backend)
+    return [dict(metric="gamma_max", value=g)]
 
 
 def _b_step(alpha, L, tau):
