@@ -137,7 +137,9 @@ def _transient_rows(params, rng, topologies):
             note = f"censored at horizon {params['horizon']}" if cens else ""
         values[topo] = T
         rows.append(dict(metric="transient", value=float(T), topology=topo, note=note))
-        rows.append(dict(metric="final_ratio", value=float(running_mean(curves[topo])[-1] / r_par[-1]), topology=topo))
+        with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN, and the note says why
+            final = float(running_mean(curves[topo])[-1] / r_par[-1])
+        rows.append(dict(metric="final_ratio", value=final, topology=topo, note=note))
     return rows, values
 
 

@@ -1,0 +1,64 @@
+"""The decentralized experiments: transient definition, message accounting, small runs."""
+
+import numpy as np
+import pytest
+
+from simcomm.experiments import get_experiment
+from simcomm.experiments.dsgd import checkpoints, running_mean, transient_iterations
+
+
+def _run(name, **params):
+    exp = get_experiment(name)
+    return exp.func(exp.validate(params, "test"), np.random.default_rng(12345), None)
+
+
+def test_transient_definition():
+    r_par = np.ones(64)
+    r_dec = 1.0 + 4.0 / np.arange(1, 65)  # within 1.25 from T = 16 on
+    T, cens = transient_iterations(r_dec, r_par, 1.25, per_octave=64)
+    assert (T, cens) == (16, False)
+    assert transient_iterations(np.full(8, 2.0), np.ones(8), 1.25) == (8, True)
+    assert transient_iterations(np.ones(8), np.ones(8), 1.25) == (1, False)
+    assert checkpoints(1000)[-1] == 1000 and checkpoints(1000)[0] == 1
+    np.testing.assert_allclose(running_mean(np.array([5.0, 1.0, 2.0, 3.0])), [1.0, 1.5, 2.0])
+
+
+@pytest.mark.parametrize("n", [8, 12, 16])
+def test_message_ratio_is_tau(n):
+    rows = {r["metric"]: r["value"] for r in _run("dsgd_one_peer", n=n, steps=30, inner=1)}
+    tau = (n - 1).bit_length()
+    assert rows["tau"] == tau
+    assert rows["message_ratio"] == tau  # static sends tau messages per step, one-peer sends 1
+
+
+def test_chain_rows_pair_neighbours():
+    rows = _run("dsgd_transient_chain", n=8, horizon=60, inner=1)
+    order = [r for r in rows if r["metric"] == "transient_order"]
+    assert [(r["pair"], r["side"]) for r in order] == [
+        ("exponential<=torus", "lower"), ("exponential<=torus", "higher"),
+        ("torus<=ring", "lower"), ("torus<=ring", "higher")]
+    trans = {r["topology"]: r["value"] for r in rows if r["metric"] == "transient"}
+    assert order[0]["value"] == trans["exponential"] and order[3]["value"] == trans["ring"]
+    assert all(1 <= v <= 60 for v in trans.values())
+
+
+def test_tracking_and_pow2_rows():
+    rows = _run("dsgd_tracking", n=8, steps=60, inner=1, early=5)
+    assert {r["metric"] for r in rows} == {"tracking_ratio", "subopt_ratio"}
+    assert all(np.isfinite(r["value"]) and r["value"] > 0 for r in rows)
+    rows = _run("dsgd_one_peer_pow2", p=3, steps=40, inner=1)
+    assert [r["nodes"] for r in rows] == ["power_of_2", "not_power_of_2"]
+    assert rows[0]["sizes"] == "6 vs 8"
+
+
+def test_divergence_becomes_a_note():
+    rows = _run("dsgd_transient", n=8, horizon=50, inner=1, gamma=5.0)
+    t = [r for r in rows if r["metric"] == "transient"][0]
+    assert t["value"] == np.inf and t["note"].startswith("diverged at step")
+
+
+def test_bad_chain():
+    from simcomm import SpecError
+
+    with pytest.raises(SpecError, match="chain"):
+        get_experiment("dsgd_transient_chain").validate({"chain": "exponential,moebius"}, "test")
