@@ -9,6 +9,7 @@ array (cache-resident) and combines from there, so a step reads ``X, M, G`` once
 from __future__ import annotations
 
 import numpy as np
+import numba
 from numba import njit, prange
 
 __all__ = ["atc_shift_step", "atc_csr_step"]
@@ -16,11 +17,16 @@ __all__ = ["atc_shift_step", "atc_csr_step"]
 _SCRATCH_FLOATS = 32768  # 256 KiB of float64 scratch per block (about an L2 cache)
 
 
+def _scratch(n: int, block: int, dtype) -> np.ndarray:
+    # one (n, block) slab per thread; get_thread_id() is 0 in the serial build
+    return np.empty((numba.get_num_threads(), n, block), dtype=dtype)
+
+
 def _block(n: int, d: int) -> int:
     return int(max(16, min(d, _SCRATCH_FLOATS // max(n, 1))))
 
 
-def _atc_shift_py(X, M, G, gamma, beta, shifts, weights, out, block):
+def _atc_shift_py(X, M, G, gamma, beta, shifts, weights, out, block, scratch):
     n, d = X.shape
     nt = shifts.shape[0]
     nblocks = (d + block - 1) // block
@@ -28,44 +34,54 @@ def _atc_shift_py(X, M, G, gamma, beta, shifts, weights, out, block):
         c0 = b * block
         c1 = min(d, c0 + block)
         w = c1 - c0
-        Y = np.empty((n, w), dtype=X.dtype)
+        # per-thread scratch allocated once by the caller: a fresh 256 KiB array per block would be
+        # an mmap + page faults every time
+        Y = scratch[numba.get_thread_id()]
         for i in range(n):
+            # 1-D contiguous views let LLVM vectorise the loops (2-D indexing did not)
+            xi, mi, gi, yi = X[i, c0:c1], M[i, c0:c1], G[i, c0:c1], Y[i]
             for c in range(w):
-                mm = beta * M[i, c0 + c] + G[i, c0 + c]
-                M[i, c0 + c] = mm
-                Y[i, c] = X[i, c0 + c] - gamma * mm
+                mm = beta * mi[c] + gi[c]
+                mi[c] = mm
+                yi[c] = xi[c] - gamma * mm
         for i in range(n):
+            oi = out[i, c0:c1]
             for c in range(w):
-                out[i, c0 + c] = 0.0
+                oi[c] = 0.0
             for t in range(nt):
-                j = (i + shifts[t]) % n
+                yj = Y[(i + shifts[t]) % n]
                 wt = weights[t]
                 for c in range(w):
-                    out[i, c0 + c] += wt * Y[j, c]
+                    oi[c] += wt * yj[c]
     return out
 
 
-def _atc_csr_py(X, M, G, gamma, beta, indptr, indices, data, out, block):
+def _atc_csr_py(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch):
     n, d = X.shape
     nblocks = (d + block - 1) // block
     for b in prange(nblocks):
         c0 = b * block
         c1 = min(d, c0 + block)
         w = c1 - c0
-        Y = np.empty((n, w), dtype=X.dtype)
+        # per-thread scratch allocated once by the caller: a fresh 256 KiB array per block would be
+        # an mmap + page faults every time
+        Y = scratch[numba.get_thread_id()]
         for i in range(n):
+            # 1-D contiguous views let LLVM vectorise the loops (2-D indexing did not)
+            xi, mi, gi, yi = X[i, c0:c1], M[i, c0:c1], G[i, c0:c1], Y[i]
             for c in range(w):
-                mm = beta * M[i, c0 + c] + G[i, c0 + c]
-                M[i, c0 + c] = mm
-                Y[i, c] = X[i, c0 + c] - gamma * mm
+                mm = beta * mi[c] + gi[c]
+                mi[c] = mm
+                yi[c] = xi[c] - gamma * mm
         for i in range(n):
+            oi = out[i, c0:c1]
             for c in range(w):
-                out[i, c0 + c] = 0.0
+                oi[c] = 0.0
             for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
+                yj = Y[indices[p]]
                 wt = data[p]
                 for c in range(w):
-                    out[i, c0 + c] += wt * Y[j, c]
+                    oi[c] += wt * yj[c]
     return out
 
 
@@ -92,7 +108,8 @@ def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
     sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
     w = np.asarray(weights, dtype=np.float64).astype(X.dtype)
     kernel = _atc_shift_par if n * d >= _PARALLEL_MIN else _atc_shift_ser
-    return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), sh, w, out, _block(n, d))
+    blk = _block(n, d)
+    return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), sh, w, out, blk, _scratch(n, blk, X.dtype))
 
 
 def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
@@ -109,5 +126,6 @@ def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
     n, d = X.shape
     w = np.asarray(data, dtype=np.float64).astype(X.dtype)
     kernel = _atc_csr_par if n * d >= _PARALLEL_MIN else _atc_csr_ser
+    blk = _block(n, d)
     return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), np.asarray(indptr, dtype=np.int64),
-                    np.asarray(indices, dtype=np.int64), w, out, _block(n, d))
+                    np.asarray(indices, dtype=np.int64), w, out, blk, _scratch(n, blk, X.dtype))
