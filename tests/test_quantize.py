@@ -185,3 +185,25 @@ def test_bad_input_one_line(call, match):
     with pytest.raises(UserError, match=match) as exc:
         call()
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("d", [10, 300_000])  # serial and parallel kernels
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_detected_by_the_row_reduction(backend, d, bad):
+    x = np.ones((2, d))
+    x[1, 5] = bad
+    for call in (lambda: qsgd(x, 2, rng=0, backend=backend), lambda: ternary(x, rng=0, backend=backend),
+                 lambda: bernoulli_sparsify(x, 0.5, rng=0, backend=backend)):
+        with pytest.raises(UserError, match="NaN or inf"):
+            call()
+
+
+def test_out_argument():
+    x = np.random.default_rng(12345).standard_normal((3, 50)).astype(np.float32)
+    buf = np.empty_like(x)
+    res = qsgd(x, 4, rng=5, out=buf)
+    np.testing.assert_array_equal(res, qsgd(x, 4, rng=5))
+    assert np.shares_memory(res, buf)
+    with pytest.raises(UserError, match="out must be"):
+        qsgd(x, 4, rng=5, out=np.empty((3, 50)))

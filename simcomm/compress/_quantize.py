@@ -33,18 +33,33 @@ from simcomm._errors import UserError
 __all__ = ["qsgd", "ternary", "stochastic_round", "bernoulli_sparsify", "quantizer", "Quantizer", "QUANTIZERS"]
 
 
-def _prepare(x, name: str):
-    """Return ``(x2d, shape)``: a C-contiguous float32/float64 (rows, d) view, rejecting NaN/inf."""
+def _prepare(x, name: str, check: bool = True):
+    """Return ``(x2d, shape)``: a C-contiguous float32/float64 (rows, d) view, rejecting NaN/inf.
+
+    ``check=False`` when the caller detects non-finite input itself from a row reduction (no extra pass).
+    """
     a = np.asarray(x)
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
     if a.ndim == 0:
         raise UserError(f"{name}: x must have at least one axis (got a scalar); pass a 1-D vector or a batch")
-    if not np.isfinite(a).all():
-        raise UserError(f"{name}: x contains NaN or inf; quantize finite vectors only")
+    if check and not np.isfinite(a).all():
+        _nonfinite(name)
     shape = a.shape
     d = shape[-1]
     return np.ascontiguousarray(a.reshape(-1, d)), shape
+
+
+def _nonfinite(name):
+    raise UserError(f"{name}: x contains NaN or inf; quantize finite vectors only")
+
+
+def _out(out, a, shape):
+    if out is None:
+        return np.empty_like(a)
+    if out.shape != shape or out.dtype != a.dtype or not out.flags.c_contiguous:
+        raise UserError(f"out must be a C-contiguous {a.dtype} array of shape {shape}, got {out.dtype} {out.shape}")
+    return out.reshape(a.shape)
 
 
 def _backend(backend):
@@ -82,7 +97,7 @@ def _frac_var(t: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- QSGD
-def qsgd(x, s: int, *, rng=None, backend=None) -> np.ndarray:
+def qsgd(x, s: int, *, rng=None, backend=None, out=None) -> np.ndarray:
     r"""QSGD with ``s`` levels (Alistarh et al. 2017), 2-norm scaled.
 
     .. math:: Q(v)_i = \|v\|_2\,\mathrm{sign}(v_i)\,\ell_i/s,\qquad
@@ -101,6 +116,8 @@ def qsgd(x, s: int, *, rng=None, backend=None) -> np.ndarray:
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default); both give identical results for the same ``rng``.
+    out : numpy.ndarray, optional
+        Preallocated C-contiguous result of the same shape and dtype (saves the allocation).
 
     Returns
     -------
@@ -127,11 +144,14 @@ def qsgd(x, s: int, *, rng=None, backend=None) -> np.ndarray:
     (2.5, 432)
     """
     s = _check_s(s)
-    a, shape = _prepare(x, "qsgd")
+    a, shape = _prepare(x, "qsgd", check=False)
     be = _backend(backend)
-    out = np.empty_like(a)
-    be.qsgd_quantize(a, be.row_norms(a), s, _key(rng), out)
-    return out.reshape(shape)
+    norms = be.row_norms(a)
+    if not np.isfinite(norms).all():  # NaN/inf anywhere in a row makes its norm non-finite
+        _nonfinite("qsgd")
+    res = _out(out, a, shape)
+    be.qsgd_quantize(a, norms, s, _key(rng), res)
+    return res.reshape(shape)
 
 
 def _qsgd_variance(v, s: int) -> np.ndarray:
@@ -149,7 +169,7 @@ qsgd.bits = lambda d, s: 32 + d * math.ceil(math.log2(2 * s + 1))
 
 
 # ------------------------------------------------------------------------------------------ ternary
-def ternary(x, *, rng=None, backend=None) -> np.ndarray:
+def ternary(x, *, rng=None, backend=None, out=None) -> np.ndarray:
     r"""Ternary quantization scaled by the infinity norm (TernGrad-type, no clipping).
 
     .. math:: Q(v)_i = \|v\|_\infty\,\mathrm{sign}(v_i)\,\xi_i,\qquad \xi_i\sim\mathrm{Bern}(|v_i|/\|v\|_\infty).
@@ -166,6 +186,8 @@ def ternary(x, *, rng=None, backend=None) -> np.ndarray:
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default).
+    out : numpy.ndarray, optional
+        Preallocated C-contiguous result of the same shape and dtype.
 
     Returns
     -------
@@ -185,11 +207,14 @@ def ternary(x, *, rng=None, backend=None) -> np.ndarray:
     >>> ternary.bits(10)
     48
     """
-    a, shape = _prepare(x, "ternary")
+    a, shape = _prepare(x, "ternary", check=False)
     be = _backend(backend)
-    out = np.empty_like(a)
-    be.ternary_quantize(a, be.row_absmax(a), _key(rng), out)
-    return out.reshape(shape)
+    scales = be.row_absmax(a)
+    if not np.isfinite(scales).all():  # row_absmax is nan for a row holding NaN or inf
+        _nonfinite("ternary")
+    res = _out(out, a, shape)
+    be.ternary_quantize(a, scales, _key(rng), res)
+    return res.reshape(shape)
 
 
 def _ternary_variance(v, param=None) -> np.ndarray:
@@ -203,7 +228,7 @@ ternary.bits = lambda d, param=None: 32 + 8 * math.ceil(d / 5)
 
 
 # -------------------------------------------------------------------------------- stochastic rounding
-def stochastic_round(x, delta: float, *, rng=None, backend=None) -> np.ndarray:
+def stochastic_round(x, delta: float, *, rng=None, backend=None, out=None) -> np.ndarray:
     r"""Unbiased stochastic rounding to the grid :math:`\delta\mathbb{Z}`.
 
     .. math:: Q(v)_i = \delta\bigl(\lfloor v_i/\delta\rfloor + \mathrm{Bern}(v_i/\delta - \lfloor v_i/\delta\rfloor)\bigr).
@@ -223,6 +248,8 @@ def stochastic_round(x, delta: float, *, rng=None, backend=None) -> np.ndarray:
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default).
+    out : numpy.ndarray, optional
+        Preallocated C-contiguous result of the same shape and dtype.
 
     Returns
     -------
@@ -246,9 +273,9 @@ def stochastic_round(x, delta: float, *, rng=None, backend=None) -> np.ndarray:
     delta = _check_delta(delta)
     a, shape = _prepare(x, "stochastic_round")
     be = _backend(backend)
-    out = np.empty_like(a)
-    be.stochastic_round_quantize(a, delta, _key(rng), out)
-    return out.reshape(shape)
+    res = _out(out, a, shape)
+    be.stochastic_round_quantize(a, delta, _key(rng), res)
+    return res.reshape(shape)
 
 
 def _sr_variance(v, delta: float) -> np.ndarray:
@@ -269,7 +296,7 @@ stochastic_round.bits = _sr_bits
 
 
 # ---------------------------------------------------------------------------- Bernoulli sparsification
-def bernoulli_sparsify(x, p: float, *, rng=None, backend=None) -> np.ndarray:
+def bernoulli_sparsify(x, p: float, *, rng=None, backend=None, out=None) -> np.ndarray:
     r"""Bernoulli sparsification (Wangni et al. 2018) with a common keep probability ``p``, scaled by 1/p.
 
     .. math:: Q(v)_i = v_i\,\xi_i/p,\qquad \xi_i\sim\mathrm{Bern}(p)\ \text{i.i.d.}
@@ -286,6 +313,8 @@ def bernoulli_sparsify(x, p: float, *, rng=None, backend=None) -> np.ndarray:
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default).
+    out : numpy.ndarray, optional
+        Preallocated C-contiguous result of the same shape and dtype.
 
     Returns
     -------
@@ -309,9 +338,9 @@ def bernoulli_sparsify(x, p: float, *, rng=None, backend=None) -> np.ndarray:
     p = _check_p(p)
     a, shape = _prepare(x, "bernoulli_sparsify")
     be = _backend(backend)
-    out = np.empty_like(a)
-    be.bernoulli_quantize(a, p, _key(rng), out)
-    return out.reshape(shape)
+    res = _out(out, a, shape)
+    be.bernoulli_quantize(a, p, _key(rng), res)
+    return res.reshape(shape)
 
 
 def _bern_variance(v, p: float) -> np.ndarray:

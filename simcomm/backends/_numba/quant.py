@@ -124,14 +124,15 @@ def _row_absmax(x):
         lo = (b - r * nb) * _BLOCK
         hi = min(lo + _BLOCK, d)
         m = 0.0
+        z = 0.0  # stays 0 unless a NaN or inf is met (v - v is NaN for those): same result as numpy's max
         for j in range(lo, hi):
             v = abs(np.float64(x[r, j]))
-            if v > m:
-                m = v
-        part[r, b - r * nb] = m
+            z += v - v
+            m = max(m, v)
+        part[r, b - r * nb] = m if z == 0 else np.nan
     out = np.empty(rows, np.float64)
     for r in range(rows):
-        out[r] = part[r].max()
+        out[r] = np.nan if np.isnan(part[r]).any() else part[r].max()
     return out
 
 
@@ -141,16 +142,17 @@ def _row_absmax_serial(x):
     out = np.zeros(rows, np.float64)
     for r in range(rows):
         m = 0.0
+        z = 0.0
         for j in range(d):
             v = abs(np.float64(x[r, j]))
-            if v > m:
-                m = v
-        out[r] = m
+            z += v - v
+            m = max(m, v)
+        out[r] = m if z == 0 else np.nan
     return out
 
 
 def row_absmax(x: np.ndarray) -> np.ndarray:
-    """Infinity norm of each row as float64 (exact)."""
+    """Infinity norm of each row as float64 (exact); ``nan`` for a row holding NaN or inf."""
     return _row_absmax_serial(x) if x.size <= _SERIAL_MAX else _row_absmax(x)
 
 

@@ -69,8 +69,11 @@ def row_norms(x: np.ndarray) -> np.ndarray:
 
 
 def row_absmax(x: np.ndarray) -> np.ndarray:
-    """Infinity norm of each row as float64 of shape ``(rows,)`` (exact, so backends agree bitwise)."""
-    return np.abs(x).max(axis=1).astype(np.float64) if x.shape[1] else np.zeros(x.shape[0])
+    """Infinity norm of each row as float64, shape ``(rows,)``: exact, so backends agree bitwise; ``nan`` for a row holding NaN or inf."""
+    if not x.shape[1]:
+        return np.zeros(x.shape[0])
+    m = np.abs(x).max(axis=1).astype(np.float64)
+    return np.where(np.isfinite(m), m, np.nan)
 
 
 def qsgd_quantize(x: np.ndarray, norms: np.ndarray, s: int, key: int, out: np.ndarray) -> np.ndarray:
