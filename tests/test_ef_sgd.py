@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from simcomm._errors import UserError
 from simcomm.compress import message_bits, rand_k, rtop_k, top_k, with_error_feedback
 from simcomm.experiments import get_experiment
-from simcomm.models import gradient, init_params, load_dataset, logistic_regression, mlp, per_example_gradients
+from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_gradients
 from simcomm.optim import ef_compress_rows, ef_init, ef_learning_rate, ef_sgd, ef_update, worker_gradients
 from tests.naive_ef import naive_ef_sgd, numpy_loop_epoch
 
@@ -70,7 +70,8 @@ def test_update_equals_library_error_feedback(comp):
     rng = np.random.default_rng(12345)
     n, D, k, r = 3, 200, 5, 20
     st_ = ef_init(np.zeros(D), n)
-    fns = {"top_k": partial(top_k, k=k), "rand_k": partial(rand_k, k=k, scale=False), "rtop_k": partial(rtop_k, k=k, r=r)}
+    fns = {"top_k": partial(top_k, k=k), "rand_k": partial(rand_k, k=k, scale=False),
+           "rtop_k": partial(rtop_k, k=k, r=r)}
     ef = with_error_feedback(fns[comp])
     lib = [ef.init(np.zeros(D)) for _ in range(n)]
     crng, lrng = np.random.default_rng(5), np.random.default_rng(5)
@@ -281,11 +282,13 @@ def test_ef_sgd_sweep_rows_and_selection():
     e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, r_max_over_k=8)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     finals = {r["method"]: r["value"] for r in rows if r["metric"] == "final_train_loss"}
-    assert set(finals) == {"sgd", "top_k", "rtop_k r/k=2", "rtop_k r/k=4", "rtop_k r/k=8", "rand_k", "best_intermediate"}
+    assert set(finals) == {"sgd", "top_k", "rtop_k r/k=2", "rtop_k r/k=4", "rtop_k r/k=8", "rand_k",
+                           "best_intermediate"}
     chosen = int(next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k"))
     assert finals["best_intermediate"] == finals[f"rtop_k r/k={chosen}"]
     # final rows carry no column that varies besides method (the order judge would split cells)
-    keys = {frozenset(k for k in r if k not in ("metric", "value", "note")) for r in rows if r["metric"] == "final_train_loss"}
+    keys = {frozenset(k for k in r if k not in ("metric", "value", "note"))
+            for r in rows if r["metric"] == "final_train_loss"}
     assert keys == {frozenset({"method"})}
     e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, select="fixed",
                      r_fixed=4)

@@ -9,8 +9,18 @@ import pytest
 
 from simcomm._errors import UserError
 from simcomm.experiments import get_experiment
-from simcomm.models import (capture_gradients, fit_sparse_skewed, init_params, load_dataset, logistic_regression,
-                            minibatch_gradient, mlp, operator_errors, skew_stats, sparse_heavy_tailed)
+from simcomm.models import (
+    capture_gradients,
+    fit_sparse_skewed,
+    init_params,
+    load_dataset,
+    logistic_regression,
+    minibatch_gradient,
+    mlp,
+    operator_errors,
+    skew_stats,
+    sparse_heavy_tailed,
+)
 
 N_SIGMA = 5  # statistical tolerances: 5 standard errors
 

@@ -169,7 +169,8 @@ def ef_sgd_sweep(params, rng, backend):
         tr = ef_sgd(model, X, y, compressor=comp, k=k, r=r, theta0=theta0, rng=sub, batch_rng=batch_seed, **common)
         rr = {"sgd": 0, "top_k": 1, "rand_k": D // k}.get(name, (r or 0) // k)
         for s, b, tl, ta in zip(tr.step, tr.bits, tr.train_loss, tr.test_accuracy):
-            rows.append(dict(metric="train_loss", value=float(tl), method=name, r_over_k=rr, step=int(s), bits=float(b)))
+            rows.append(dict(metric="train_loss", value=float(tl), method=name, r_over_k=rr, step=int(s),
+                             bits=float(b)))
             rows.append(dict(metric="test_accuracy", value=float(ta), method=name, r_over_k=rr, step=int(s),
                              bits=float(b)))
         edges = tr.step
@@ -236,7 +237,7 @@ def real_grad_stats(params, rng, backend):
             "model_draws": Param("int", default=4, low=1, doc="model vectors per captured gradient")},
 )
 def real_grad_operators(params, rng, backend):
-    """Errors ||g - C(g)||^2/||g||^2 of top-k, rTop-k, rand-k (unscaled) on real gradients and on the model fitted to them.
+    """Errors ||g - C(g)||^2/||g||^2 of top-k, rTop-k, rand-k (unscaled): real gradients vs the fitted model.
 
     Rows: ``rel_err`` per ``method`` and ``source`` (``real`` / ``model``); ``model_over_real`` per
     ``method``; fitted ``model_alpha`` and ``model_nnz_fraction``. For the ranking claim:

@@ -195,7 +195,8 @@ def fit_sparse_skewed(G, *, profile: str = "pareto", tail_fraction: float = 0.1)
     profile : {"pareto", "powerlaw"}, default "pareto"
         ``"pareto"`` (default): i.i.d. Pareto magnitudes with the median Hill tail index;
         ``"powerlaw"``: sorted magnitudes :math:`\propto j^{-\alpha}`, with :math:`\alpha` the mean over rows
-        of the least-squares slope of :math:`-\log|g|_{(j)}` on :math:`\log j`, ``j = 1..nnz`` (a poor fit on MLP gradients: the
+        of the least-squares slope of :math:`-\log|g|_{(j)}` on :math:`\log j`, ``j = 1..nnz``
+        (a poor fit on MLP gradients: the
         regression is dominated by the many small ranks and puts almost all the norm in the head).
     tail_fraction : float, default 0.1
         Hill's share of the largest magnitudes (``"pareto"``).

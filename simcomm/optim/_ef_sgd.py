@@ -408,7 +408,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     >>> ds = load_dataset("digits", rng=0); m = logistic_regression(64, 10)
     >>> tr = ef_sgd(m, ds.X_train, ds.y_train, n_workers=4, steps=50, lr=0.5, compressor="rtop_k", k=20, r=80,
     ...             rng=1, X_test=ds.X_test, y_test=ds.y_test)
-    >>> bool(tr.train_loss[-1] < tr.train_loss[0]), tr.bits[-1] == 50 * tr.bits_per_step
+    >>> bool(tr.train_loss[-1] < tr.train_loss[0]), int(tr.bits[-1]) == 50 * tr.bits_per_step
     (True, True)
     """
     rng = np.random.default_rng(rng)
