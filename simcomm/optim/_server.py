@@ -122,6 +122,8 @@ class Monitor:
             self.diverged_at[bad] = k
             self.alive &= ~bad
             x[bad] = self.x0[bad]  # freeze: keeps later arithmetic finite
+            if not self.alive.any():
+                self.done = True  # nothing left to simulate
         recording = self._j < self.steps_.size and self.steps_[self._j] == k
         if self.track_grad or recording:
             g2 = (self.p.full_grad(x) ** 2).sum(axis=1)
@@ -192,6 +194,7 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
     Returns
     -------
     Trace
+        Ends early (at the step of the last divergence) when every replicate has diverged.
 
     Examples
     --------
