@@ -96,7 +96,10 @@ def _print_table(judgements) -> None:
     table = Table(title="simcomm check", show_lines=False)
     for col in ("claim", "paper", "statement", "prov.", "verdict", "ratio"):
         table.add_column(col, overflow="fold", max_width=60 if col == "statement" else None)
+    from rich.markup import escape
+
     for row in verdict_rows(judgements):
+        row = [escape(cell) for cell in row]  # statements such as E[f - f*] are text, not markup
         row[4] = f"[{colors[row[4]]}]{row[4]}[/]"
         table.add_row(*row)
     Console(width=160 if not sys.stdout.isatty() else None).print(table)
