@@ -229,15 +229,28 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, 
         upd = grads.mean(axis=0)
         return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
                 EFStepInfo(None, None, np.zeros(n), upd))
-    P = np.ascontiguousarray(state.memory + grads)  # p_i = g_i + m_i (a fresh array: the state stays intact)
-    idx, vals = ef_compress_rows(P, compressor, k, r, rng=rng, backend=backend)
+    be = get_backend(backend)
+    fused = getattr(be, "ef_accumulate_topr", None)
+    if compressor != "rand_k" and fused is not None:
+        # One kernel writes p_i = g_i + m_i (a fresh array: the state stays intact), ||p_i||^2 and the
+        # top-r set (ascending, ties to the lower index: the selection of simcomm.compress.top_k).
+        P, idx, tot = fused(grads, state.memory, r)
+        if compressor == "rtop_k":  # a Floyd k-subset of the top-r set, on the uniforms rtop_k draws
+            rng = np.random.default_rng(rng)
+            idx = np.take_along_axis(idx, be.floyd_sample(rng.random((n, k)), r), axis=1)
+        vals = np.take_along_axis(P, idx, axis=1)
+    else:
+        P = np.ascontiguousarray(state.memory + grads)
+        idx, vals = ef_compress_rows(P, compressor, k, r, rng=rng, backend=be)
+        tot = np.einsum("ij,ij->i", P, P)
     sent = np.einsum("ij,ij->i", vals, vals)
     # m_i' = p_i - C(p_i): zero the sent entries in place; every coordinate of p_i ends up in exactly
     # one of the message and the residual, so p_i = C(p_i) + m_i' holds bit for bit.
     np.put_along_axis(P, idx, 0.0, axis=1)
-    res = np.einsum("ij,ij->i", P, P)
-    tot = res + sent
+    res = np.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
     err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
+    if not np.all(np.isfinite(tot)):
+        err = np.full(n, np.nan)  # non-finite gradients or memory: the caller records divergence
     upd = np.bincount(idx.ravel(), weights=vals.ravel(), minlength=D) / n  # server: sum of sparse messages
     return EFState(state.theta - lr * upd, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
@@ -455,6 +468,12 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
                 on_step(t, G, state, new, info)
             state = new
             cerr[t] = float(info.comp_error.mean())
+            if math.isnan(cerr[t]):  # p is not finite: stop here, the loss is recorded as diverged
+                ev_step.append(t + 1)
+                ev_loss.append(math.inf)
+                ev_acc.append(math.nan)
+                diverged = t + 1
+                break
             if (t + 1) % eval_every == 0 or t + 1 == steps:
                 tl, ta = monitor(state.theta)
                 ev_step.append(t + 1)

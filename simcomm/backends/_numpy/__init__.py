@@ -1,10 +1,11 @@
 """The ``numpy`` backend: kernels grouped by domain, all re-exported here under one namespace."""
 
-import numpy as xp
+import numpy as xp  # noqa: F401  (the array namespace of this backend)
 
 from simcomm.backends._numpy.gossip import *  # noqa: F401,F403
 from simcomm.backends._numpy.dsgd import *  # noqa: F401,F403
 from simcomm.backends._numpy.quant import *  # noqa: F401,F403
 from simcomm.backends._numpy.select import *  # noqa: F401,F403
+from simcomm.backends._numpy.ef import *  # noqa: F401,F403
 
 NAME = "numpy"
