@@ -15,7 +15,7 @@ from theory import bound
     "shape": Param("str", default="normal", choices=("normal", "exp")),
     "delay": Param("float", default=0.0, low=0.0, doc="seconds to sleep (to interrupt a sweep in tests)"),
 })
-def toy_mean(params, rng, backend):
+def toy_mean_experiment(params, rng, backend):
     """Sample mean of n draws with mean mu; also the mean of 2n draws, for order claims."""
     n, mu = params["n"], params["mu"]
     time.sleep(params["delay"])

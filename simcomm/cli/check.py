@@ -10,8 +10,14 @@ import click
 
 from simcomm._errors import UserError
 from simcomm.cli import cli
-from simcomm.cli._common import (backend_option, ensure_writable, jobs_option, progress_bar, scheduler_option,
-                                 seed_option)
+from simcomm.cli._common import (
+    backend_option,
+    ensure_writable,
+    jobs_option,
+    progress_bar,
+    scheduler_option,
+    seed_option,
+)
 
 
 @cli.command()

@@ -7,8 +7,14 @@ import sys
 import click
 
 from simcomm.cli import cli
-from simcomm.cli._common import (backend_option, ensure_writable, jobs_option, progress_bar, scheduler_option,
-                                 seed_option)
+from simcomm.cli._common import (
+    backend_option,
+    ensure_writable,
+    jobs_option,
+    progress_bar,
+    scheduler_option,
+    seed_option,
+)
 
 
 @cli.command()
@@ -42,7 +48,8 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out):
         spec = dataclasses.replace(spec, seed=seed)
     with progress_bar(f"running {spec.name}", enabled=sys.stderr.isatty()) as bar:
         if spec.claim is None:
-            from simcomm.runner import make_map, run as run_spec
+            from simcomm.runner import make_map
+            from simcomm.runner import run as run_spec
 
             mapper, executor = make_map(jobs, scheduler)
             res = run_spec(spec, map=mapper, backend=backend, cache_dir=out / "results" / ".cache",
