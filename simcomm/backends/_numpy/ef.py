@@ -35,7 +35,7 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int):
     --------
     >>> P, top, sq = ef_accumulate_topr(np.array([[1.0, -3.0, 0.5]]), np.array([[0.0, 0.0, 2.0]]), 2)
     >>> top.tolist(), sq.tolist()
-    ([[1, 2]], [15.25])
+    ([[1, 2]], [16.25])
     """
     P = G + M
     return P, topk_indices(P, int(r)), np.einsum("ij,ij->i", P, P)
