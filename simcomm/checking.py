@@ -14,7 +14,7 @@ from simcomm._errors import UserError
 from simcomm.claims import Judgement, judge
 from simcomm.experiments._registry import closest
 from simcomm.results import Results
-from simcomm.runner import make_map, run_many
+from simcomm.runner import make_map, run_many, threads_for
 from simcomm.spec import Spec, find_specs, load
 
 __all__ = ["select_specs", "evaluate", "CheckOutcome"]
@@ -65,7 +65,7 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
 
     mapper, executor = make_map(jobs, scheduler)
     results = run_many(specs, map=mapper, backend=backend, cache_dir=cache_dir, progress=progress,
-                       executor=executor)
+                       executor=executor, threads_per_cell=threads_for(jobs, scheduler))
     judgements, figures = [], {}
     for spec, res in zip(specs, results):
         j = judge(spec.claim, res.table, cell_params=set(spec.grid) | set(spec.params))

@@ -20,7 +20,7 @@ from simcomm.experiments._registry import get_experiment
 from simcomm.results import Results, atomic_write_text, git_commit, versions
 from simcomm.spec import Spec, content_hash
 
-__all__ = ["run", "run_many", "run_cell", "cell_id", "code_version", "make_map"]
+__all__ = ["run", "run_many", "run_cell", "cell_id", "code_version", "make_map", "threads_for"]
 
 Map = Callable[[Callable, Iterable], Iterable]
 
@@ -47,11 +47,13 @@ def code_version() -> str:
 
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
-             module: str | None = None) -> list[dict]:
+             module: str | None = None, threads: int | None = None) -> list[dict]:
     """Run every replicate of one cell; pure apart from the experiment's own computation.
 
     ``module`` is where the experiment is defined; a worker process imports it first, so experiments
     registered outside :mod:`simcomm.experiments` (a user's script, a test) run on any executor.
+    ``threads`` caps numba's threads inside the cell (several cells running at once would otherwise
+    oversubscribe the cores, and numba's parallel kernels collapse under oversubscription).
 
     Returns rows with the cell's parameters and ``replicate`` added. An exception inside the
     experiment is a bug, not a numerical fault, and propagates; numerical faults come back as rows.
@@ -66,6 +68,10 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
 
     exp = get_experiment(experiment)
     be = get_backend(backend)
+    if threads is not None:
+        import numba
+
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     cid = cell_id(params)
     rows = []
     # One BLAS thread per cell: cells are the unit of parallelism, and multithreaded BLAS on small
@@ -80,6 +86,15 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
 
 def _cell_task(args: tuple) -> list[dict]:
     return run_cell(*args)
+
+
+def threads_for(jobs: int, scheduler: str | None = None) -> int | None:
+    """Numba threads per cell so that concurrent cells do not oversubscribe this machine's cores."""
+    import os
+
+    if scheduler:
+        return 1
+    return None if jobs == 1 else max(1, (os.cpu_count() or 1) // jobs)
 
 
 def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
@@ -107,7 +122,7 @@ def _cache_path(cache_dir: Path, key: str) -> Path:
 
 def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numba",
              cache_dir: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
-             executor: str = "serial") -> list[Results]:
+             executor: str = "serial", threads_per_cell: int | None = None) -> list[Results]:
     """Run several specs through one ``map`` call (cells of all specs are pooled).
 
     Parameters
@@ -122,6 +137,8 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         version) is already there is not recomputed, so an interrupted run resumes.
     progress : callable, optional
         ``progress(done, total)`` after each cell.
+    threads_per_cell : int, optional
+        Numba threads inside each cell (see :func:`run_cell`); ``None`` leaves numba's default.
     """
     cache_dir = None if cache_dir is None else Path(cache_dir)
     version = code_version()
@@ -137,7 +154,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                 except (OSError, ValueError):
                     pass  # unreadable cache entry: recompute it
             module = get_experiment(spec.experiment).func.__module__
-            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module))
+            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell))
             keys.append(key)
             owners.append((s, c))
     total = len(tasks) + len(cached)

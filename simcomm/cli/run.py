@@ -48,12 +48,12 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out):
         spec = dataclasses.replace(spec, seed=seed)
     with progress_bar(f"running {spec.name}", enabled=sys.stderr.isatty()) as bar:
         if spec.claim is None:
-            from simcomm.runner import make_map
+            from simcomm.runner import make_map, threads_for
             from simcomm.runner import run as run_spec
 
             mapper, executor = make_map(jobs, scheduler)
             res = run_spec(spec, map=mapper, backend=backend, cache_dir=out / "results" / ".cache",
-                           progress=bar.update, executor=executor)
+                           progress=bar.update, executor=executor, threads_per_cell=threads_for(jobs, scheduler))
             folder = res.write(out / "results" / spec.name / spec.hash)
             click.echo(f"results: {folder}")
             return

@@ -18,6 +18,8 @@ except Exception as exc:  # pragma: no cover - CUDA driver missing
 if _n_devices < 1:  # pragma: no cover - needs a GPU
     raise ImportError("CuPy is installed but no CUDA device is visible")
 
+from simcomm.backends._cupy.dsgd import *  # noqa: F401,F403,E402
+from simcomm.backends._cupy.ef import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.gossip import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.quant import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.select import *  # noqa: F401,F403,E402
