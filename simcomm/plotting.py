@@ -107,6 +107,7 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
 
 
 def _errorbar(ax, x, m, lo, hi, color, label, marker="o"):
+    m, lo, hi = (np.asarray(v, dtype=float) for v in (m, lo, hi))
     yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
     ax.errorbar(x, m, yerr=yerr, fmt=marker, ms=4, capsize=3, color=color, label=label, lw=1)
 
@@ -163,33 +164,83 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
 
 def _draw_order(ax, j: Judgement, plot: dict) -> None:
     x, hue = _pick_axes(j, plot, exclude=("other",))
+    series = list(_series(j.cells, hue))
+    if x is None:
+        _draw_order_single(ax, j, plot)
+    elif len(series) > 3:
+        _draw_order_ratios(ax, j, plot, x, series)
+    else:
+        _draw_order_lines(ax, j, plot, x, series)
+
+
+def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
+    """Circle the points where the order is not shown at the claim's confidence."""
+    if bad.any():
+        label = None if flagged else f"order not shown ({j.claim.confidence:.1%} CI)".replace(".0%", "%")
+        ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
+                   lw=1.5, zorder=5, label=label)
+        return True
+    return flagged
+
+
+def _draw_order_single(ax, j: Judgement, plot: dict) -> None:
+    # One cell: each method at its own position, with its CI.
     cells = j.cells
     colors = plt.cm.tab10.colors
-    names = [j.claim.lower, *j.claim.higher]
+    first = cells.iloc[0]
+    _errorbar(ax, [0], [first["mean"]], [first["mean_lo"]], [first["mean_hi"]], colors[0], None)
+    flagged = False
+    for k, (_, row) in enumerate(cells.iterrows(), start=1):
+        _errorbar(ax, [k], [row["other_mean"]], [row["other_lo"]], [row["other_hi"]], colors[k % 10], None, marker="s")
+        flagged = _flag(ax, [0], [first["mean"]], np.array([row["verdict"] != Verdict.HOLDS.value]), j, flagged)
+    ax.set_xticks(range(len(cells) + 1), [j.claim.lower, *cells["other"].astype(str)])
+    ax.set_xlim(-0.6, len(cells) + 0.6)
+    ax.set_xlabel(j.claim.compare)
+    ax.set_ylabel(plot.get("ylabel", j.claim.observable))
+
+
+def _draw_order_lines(ax, j: Judgement, plot: dict, x: str, series) -> None:
+    colors = plt.cm.tab10.colors
+    styles = ["-", "-.", ":"]
     ys = []
     flagged = False
-    for params, grp in _series(cells, hue):
+    for s_i, (params, grp) in enumerate(series):
         tag = f" [{_label(params)}]" if params else ""
-        lower = grp.drop_duplicates(subset=[x] if x else None).sort_values(x) if x else grp.iloc[:1]
-        xs = lower[x].to_numpy() if x else np.zeros(len(lower))
-        ax.plot(xs, lower["mean"].to_numpy(float), "-", color=colors[0], lw=1.6)
+        ls = styles[s_i % len(styles)]
+        lower = grp.drop_duplicates(subset=[x]).sort_values(x)
+        xs = lower[x].to_numpy()
+        ax.plot(xs, lower["mean"].to_numpy(float), ls, color=colors[0], lw=1.6)
         _errorbar(ax, xs, lower["mean"].to_numpy(float), lower["mean_lo"].to_numpy(float),
-                  lower["mean_hi"].to_numpy(float), colors[0], f"{j.claim.compare}={names[0]}{tag}")
+                  lower["mean_hi"].to_numpy(float), colors[0], f"{j.claim.compare}={j.claim.lower}{tag}")
         ys.append(lower["mean"].to_numpy(float))
         for k, other in enumerate(j.claim.higher, start=1):
-            g = grp[grp["other"] == other].sort_values(x) if x else grp[grp["other"] == other]
-            xs_o = g[x].to_numpy() if x else np.zeros(len(g))
-            ax.plot(xs_o, g["other_mean"].to_numpy(float), "--", color=colors[k % 10], lw=1.2)
+            g = grp[grp["other"] == other].sort_values(x)
+            xs_o = g[x].to_numpy()
+            ax.plot(xs_o, g["other_mean"].to_numpy(float), ls, color=colors[k % 10], lw=1.2)
             _errorbar(ax, xs_o, g["other_mean"].to_numpy(float), g["other_lo"].to_numpy(float),
                       g["other_hi"].to_numpy(float), colors[k % 10], f"{j.claim.compare}={other}{tag}", marker="s")
-            bad = (g["verdict"] != Verdict.HOLDS.value).to_numpy()
-            if bad.any():
-                ax.scatter(xs_o[bad], g["mean"].to_numpy(float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
-                           lw=1.5, zorder=5, label=None if flagged else f"order not shown ({j.claim.confidence:.1%} CI)".replace(".0%", "%"))
-                flagged = True
+            flagged = _flag(ax, xs_o, g["mean"], (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
             ys.append(g["other_mean"].to_numpy(float))
-        if len(hue) and len(list(_series(cells, hue))) > 4:
-            break  # keep the figure readable: the table in the report lists every cell
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
-    ax.set_xlabel(plot.get("xlabel", x or ""))
+    ax.set_xlabel(plot.get("xlabel", x))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
+
+
+def _draw_order_ratios(ax, j: Judgement, plot: dict, x: str, series) -> None:
+    # Many cells: one thin line per cell and competitor, showing lower/higher; below 1 = order holds.
+    colors = plt.cm.tab10.colors
+    flagged = False
+    ys = []
+    for params, grp in series:
+        for k, other in enumerate(j.claim.higher, start=1):
+            g = grp[grp["other"] == other].sort_values(x)
+            xs, r = g[x].to_numpy(), g["ratio"].to_numpy(float)
+            ax.plot(xs, r, "o-", color=colors[k % 10], lw=0.8, ms=3, alpha=0.7)
+            flagged = _flag(ax, xs, r, (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
+            ys.append(r)
+    for k, other in enumerate(j.claim.higher, start=1):
+        ax.plot([], [], "o-", color=colors[k % 10], label=f"{j.claim.lower} / {other} (one line per cell)")
+    ax.axhline(1.0, color="k", lw=1, ls="--", label="equal (order holds below)")
+    _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    ax.set_xlabel(plot.get("xlabel", x))
+    ax.set_ylabel(f"ratio of {j.claim.observable}: {j.claim.lower} / other")
