@@ -96,7 +96,6 @@ _COMMON = {
     "gamma": Param("float", default=0.01, low=0.0, low_open=True, doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k)"),
     "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
     "inner": Param("int", default=2, low=1, doc="noise seeds averaged inside one replicate"),
-    "backend_name": Param("str", default="numba", choices=("numpy", "numba"), doc="kernel backend"),
 }
 
 
@@ -119,14 +118,14 @@ def _curves(prob, topologies, *, steps, gamma, beta, sigma, inner, seed0, x0, sc
     return out, notes
 
 
-def _transient_rows(params, rng, topologies):
+def _transient_rows(params, rng, topologies, backend):
     n = params["n"]
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
     gamma = params["gamma"] * math.sqrt(n)
     curves, notes = _curves(prob, ("parallel",) + tuple(topologies), steps=params["horizon"], gamma=gamma,
                             beta=params["beta"], sigma=params["sigma"], inner=params["inner"], seed0=seed0,
-                            x0=prob.x_star, schedule="inv_sqrt", k0=1.0, backend=params["backend_name"])
+                            x0=prob.x_star, schedule="inv_sqrt", k0=1.0, backend=backend)
     r_par = running_mean(curves["parallel"])
     rows, values = [], {}
     for topo in topologies:
@@ -157,7 +156,7 @@ _TRANSIENT = {
 })
 def dsgd_transient(params, rng, backend):
     """Transient iterations of DmSGD on one topology against parallel SGD (module doc)."""
-    rows, _ = _transient_rows(params, rng, (params["topology"],))
+    rows, _ = _transient_rows(params, rng, (params["topology"],), backend)
     for r in rows:
         r.pop("topology")
     return rows
@@ -183,7 +182,7 @@ def dsgd_transient_chain(params, rng, backend):
     checks the whole chain.
     """
     chain = [t.strip() for t in params["chain"].split(",")]
-    rows, values = _transient_rows(params, rng, chain)
+    rows, values = _transient_rows(params, rng, chain, backend)
     for a, b in zip(chain, chain[1:]):
         rows.append(dict(metric="transient_order", value=float(values[a]), pair=f"{a}<={b}", side="lower"))
         rows.append(dict(metric="transient_order", value=float(values[b]), pair=f"{a}<={b}", side="higher"))
@@ -193,7 +192,7 @@ def dsgd_transient_chain(params, rng, backend):
 # --------------------------------------------------------------------------- tracking from x0
 
 
-def _tracking_runs(params, rng, n, topologies):
+def _tracking_runs(params, rng, n, topologies, backend):
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
     curves, notes = {}, {}
@@ -205,7 +204,7 @@ def _tracking_runs(params, rng, n, topologies):
         for s in range(params["inner"]):
             tr = run_dsgd(prob, topo, steps=params["steps"], gamma=params["gamma"] * math.sqrt(n), beta=params["beta"],
                           sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"],
-                          backend=params["backend_name"])
+                          backend=backend)
             if tr.diverged_at is not None:
                 note = tr.note
                 acc_e[:] = np.inf
@@ -247,7 +246,7 @@ def dsgd_tracking(params, rng, backend):
     ``subopt_ratio`` = tail (last 10%) mean of :math:`f(\bar x)-f^\star`, decentralized / parallel.
     """
     n, topo = params["n"], params["topology"]
-    _, curves, subs, notes = _tracking_runs(params, rng, n, (topo,))
+    _, curves, subs, notes = _tracking_runs(params, rng, n, (topo,), backend)
     r_par, r_dec = running_mean(curves["parallel"]), running_mean(curves[topo])
     ratio = r_dec[params["early"] - 1:] / r_par[params["early"] - 1:]
     return [
@@ -268,7 +267,7 @@ def dsgd_one_peer(params, rng, backend):
     :math:`\tau = \lceil\log_2 n\rceil`); ``tau``.
     """
     n = params["n"]
-    _, curves, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"))
+    _, curves, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
     T = params["steps"]
     m_static = float(np.sum(messages_per_step("exponential", n)) * T)
     per = messages_per_step("one_peer_exponential", n)
@@ -295,7 +294,7 @@ def dsgd_one_peer_pow2(params, rng, backend):
     p = params["p"]
     rows = []
     for label, n in (("power_of_2", 1 << p), ("not_power_of_2", 3 << (p - 2))):
-        _, _, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"))
+        _, _, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
         note = notes["one_peer_exponential"] or notes["exponential"]
         rows.append(dict(metric="one_peer_loss_ratio", value=_tail(subs["one_peer_exponential"]) / _tail(subs["exponential"]),
                          nodes=label, sizes=f"{3 << (p - 2)} vs {1 << p}", note=note))
