@@ -27,8 +27,6 @@ TOPOS = {
 @pytest.mark.parametrize("name", sorted(TOPOS))
 @pytest.mark.parametrize("n", [4, 6, 8])
 def test_run_matches_naive_oracle(name, n, backend):
-    if backend.NAME not in ("numpy", "numba"):
-        pytest.skip("run_dsgd drives CPU kernels")
     topo = TOPOS[name](n)
     prob = heterogeneous_least_squares(n, 3, b=1.0, rng=np.random.default_rng(12345))
     steps, gamma, beta, sigma, seed = 7, 0.05, 0.9, 0.5, 11

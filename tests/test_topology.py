@@ -249,8 +249,6 @@ TOPOLOGIES = [ring(9), exponential(13), one_peer_exponential(10), torus(3, 4), h
 
 @pytest.mark.parametrize("topo", TOPOLOGIES, ids=lambda t: t.name)
 def test_mix_equals_dense_product(topo, backend):
-    if backend.NAME == "cupy":
-        pytest.skip("gossip kernels are CPU-only in this issue")
     rng = np.random.default_rng(12345)
     X = rng.standard_normal((topo.n, 5))
     for k in range(3):
