@@ -69,6 +69,15 @@ class Judgement:
     cells: pd.DataFrame
     provenance: str
     columns: list
+    excluded: int = 0
+
+    def scope(self) -> str:
+        """Words for the claim's ``where`` filter, e.g. "judged where period in [1, 4, 16]; 2 cells not judged"."""
+        if not self.claim.where:
+            return ""
+        cond = ", ".join(f"{k} in {v}" if isinstance(v, list) else f"{k} = {v}" for k, v in self.claim.where.items())
+        return f"judged where {cond}" + (f"; {self.excluded} measured cells outside it are not judged"
+                                         if self.excluded else "")
 
     def summary(self) -> dict:
         """The ``--json`` object of this claim."""
@@ -88,6 +97,17 @@ def mean_ci(values, confidence: float = 0.99) -> tuple[float, float, float]:
         return m, m, m
     half = stats.t.ppf(0.5 + confidence / 2, v.size - 1) * float(np.std(v, ddof=1)) / math.sqrt(v.size)
     return m, m - half, m + half
+
+
+def _excluded_cells(claim: ClaimSpec, table: pd.DataFrame, kept: pd.DataFrame) -> int:
+    """How many cells of the observable the claim's ``where`` leaves out (0 without ``where``)."""
+    if not claim.where:
+        return 0
+    rows = table[table["metric"] == claim.observable]
+    by = _varying(rows)
+    if not by:
+        return 0
+    return int(rows.groupby(by, dropna=False).ngroups - kept.groupby(by, dropna=False).ngroups)
 
 
 def _select(claim: ClaimSpec, table: pd.DataFrame) -> pd.DataFrame:
@@ -134,7 +154,10 @@ def _call_bound(fn, claim: ClaimSpec, params: dict) -> float:
                 f"claim {claim.id}: bound '{claim.bound}' needs '{name}', which is not a parameter of the "
                 f"cells; add it to [params] or [claim.bound_args]"
             )
-    return float(fn(**kwargs))
+    try:
+        return float(fn(**kwargs))
+    except (ValueError, ZeroDivisionError, OverflowError) as exc:
+        raise SpecError(f"claim {claim.id}: bound '{claim.bound}' cannot be evaluated at {kwargs}: {exc}") from None
 
 
 def _notes(grp: pd.DataFrame) -> str:
@@ -157,8 +180,15 @@ def _compare_bound(kind: str, lo: float, hi: float, b: float, claim: ClaimSpec) 
         if lo > line or (lo >= line and not claim.strict):
             return Verdict.HOLDS
         return Verdict.VIOLATED if hi <= line else Verdict.INCONCLUSIVE
-    # equal: the interval overlaps the band b +- slack
-    return Verdict.HOLDS if (hi >= b - slack and lo <= b + slack) else Verdict.VIOLATED
+    # equal. With a tolerance band (slack > 0) this is two one-sided tests: the interval must lie
+    # inside b +- slack to hold, outside it to be violated; an interval wider than the band, or
+    # straddling an edge, is inconclusive (noise never counts as agreement). Without a band the
+    # claim is an exact identity: it holds when the interval covers b.
+    if hi < b - slack or lo > b + slack:
+        return Verdict.VIOLATED
+    if slack == 0 or (b - slack <= lo and hi <= b + slack):
+        return Verdict.HOLDS
+    return Verdict.INCONCLUSIVE
 
 
 def _judge_bound(claim, rows, fn) -> tuple[pd.DataFrame, list]:
@@ -208,7 +238,16 @@ def _judge_slope(claim, rows, fn) -> tuple[pd.DataFrame, list]:
             slopes = []
             for _, g in grp.groupby("replicate"):
                 per = g.groupby(claim.slope_in)["value"].mean()
-                slopes.append(_fit_slope(per.index, per.to_numpy(), claim.slope_space)[0])
+                ok = np.all(np.isfinite(per.to_numpy())) and (claim.slope_space == "logx" or (per > 0).all())
+                slopes.append(_fit_slope(per.index, per.to_numpy(), claim.slope_space)[0] if ok else math.nan)
+            if not np.all(np.isfinite(slopes)):
+                bad_reps = int(np.sum(~np.isfinite(slopes)))
+                out.append({**params, "n_points": len(means), "mean": math.nan, "ci_low": math.nan,
+                            "ci_high": math.nan, "predicted": pred, "ratio": math.nan,
+                            "verdict": Verdict.VIOLATED.value,
+                            "note": (note + "; " if note else "") + f"{bad_reps} replicate(s) with non-finite "
+                                    "or non-positive values: no slope"})
+                continue
             m, lo, hi = mean_ci(slopes, claim.confidence)
         else:
             m, se, dof = _fit_slope(means.index, means.to_numpy(), claim.slope_space)
@@ -317,7 +356,8 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=()) -> Judgement:
         provenance = claim.provenance or "?"
     else:
         fn = resolve(claim.bound, f"claim {claim.id}")
-        provenance = claim.provenance or fn.info.provenance
+        provenance = fn.info.provenance  # the spec may repeat it, never contradict it (checked at load)
         cells, by = (_judge_slope if claim.kind == "slope" else _judge_bound)(claim, rows, fn)
     verdict = worst(cells["verdict"]) if len(cells) else Verdict.INCONCLUSIVE
-    return Judgement(claim, verdict, _tightest(claim.kind, cells["ratio"]), cells, provenance, by)
+    return Judgement(claim, verdict, _tightest(claim.kind, cells["ratio"]), cells, provenance, by,
+                     _excluded_cells(claim, table, rows))

@@ -22,8 +22,8 @@ def _ratio(r: float) -> str:
 
 def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
     """Rows of the verdict table: id, paper, statement, provenance, verdict, tightest ratio."""
-    return [[j.claim.id, j.claim.paper, j.claim.statement, j.provenance, j.verdict.value, _ratio(j.ratio)]
-            for j in judgements]
+    return [[j.claim.id, j.claim.paper, j.claim.statement + (f" ({j.scope()})" if j.scope() else ""), j.provenance,
+             j.verdict.value, _ratio(j.ratio)] for j in judgements]
 
 
 def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
@@ -69,7 +69,7 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         c = j.claim
         lines += ["", f"## {c.id}", "",
                   f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
-                  f"**Statement.** {c.statement}", "",
+                  f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",
                   f"**Verdict: {j.verdict.value}**; tightest ratio empirical/bound {_ratio(j.ratio)}; "
                   f"{len(j.cells)} cells; confidence {c.confidence:g}, rtol {c.rtol:g}, atol {c.atol:g}."]
         if c.id in figures:

@@ -8,7 +8,9 @@ execution order, on the executor, on the rest of the grid, or on which cells wer
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Callable, Iterable
@@ -30,26 +32,36 @@ def cell_id(params: dict) -> int:
     return int(content_hash(params)[:8], 16)
 
 
-_CODE_VERSION: str | None = None
-
-
 # Sources that never change a results table (judging, drawing, reporting, the CLI, other executors):
-# editing them keeps the cell cache valid. Everything else in simcomm/ invalidates it.
+# editing them keeps the cell cache valid.
 _NOT_IN_TABLES = {"cli", "mpi", "plotting.py", "report.py", "claims.py", "checking.py", "scaling.py", "_dask.py",
                   "results.py"}
 
 
-def code_version() -> str:
-    """Hash of the simcomm sources that produce results tables: a change invalidates cached cells."""
-    global _CODE_VERSION
-    if _CODE_VERSION is None:
-        root = Path(__file__).resolve().parent
-        digest = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            if path.relative_to(root).parts[0] not in _NOT_IN_TABLES:
-                digest.update(path.read_bytes())
-        _CODE_VERSION = digest.hexdigest()[:16]
-    return _CODE_VERSION
+@functools.lru_cache(maxsize=None)
+def code_version(module: str | None = None) -> str:
+    """Hash of the sources that can change the table of an experiment defined in ``module``.
+
+    The library (every simcomm module that computes), plus the experiment's own module; the other
+    experiment modules are left out, so editing one paper's experiments keeps the other papers'
+    cached cells. An experiment defined outside simcomm (a user's script) adds its own file.
+    """
+    root = Path(__file__).resolve().parent
+    own = None
+    if module is not None:
+        spec = importlib.util.find_spec(module)
+        own = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).parts
+        if rel[0] in _NOT_IN_TABLES:
+            continue
+        if rel[0] == "experiments" and not rel[-1].startswith("_") and path.resolve() != own:
+            continue
+        digest.update(path.read_bytes())
+    if own is not None and root not in own.parents:
+        digest.update(own.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
@@ -147,10 +159,11 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         Numba threads inside each cell (see :func:`run_cell`); ``None`` leaves numba's default.
     """
     cache_dir = None if cache_dir is None else Path(cache_dir)
-    version = code_version()
     tasks, keys, owners = [], [], []
     cached: dict[tuple[int, int], list[dict]] = {}
     for s, spec in enumerate(specs):
+        module = get_experiment(spec.experiment).func.__module__
+        version = code_version(module)
         for c, params in enumerate(spec.cells()):
             key = content_hash([spec.experiment, params, spec.seed, spec.replicates, backend, version])
             if cache_dir is not None and _cache_path(cache_dir, key).is_file():
@@ -159,7 +172,6 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                     continue
                 except (OSError, ValueError):
                     pass  # unreadable cache entry: recompute it
-            module = get_experiment(spec.experiment).func.__module__
             tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell))
             keys.append(key)
             owners.append((s, c))
@@ -183,7 +195,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
             spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params)",
             cells=[{"params": p, "cell_id": cell_id(p)} for p in spec.cells()],
             backend=backend, executor=executor, versions=versions(), git_commit=git_commit(),
-            code_version=version,
+            code_version=code_version(get_experiment(spec.experiment).func.__module__),
         )
         out.append(Results(table, meta))
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import itertools
 import json
 import tomllib
@@ -228,11 +229,11 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
             params[key] = value
     claim = None
     if "claim" in raw:
-        claim = _claim(raw["claim"], f"{where} [claim]", set(grid) | set(params))
+        claim = _claim(raw["claim"], f"{where} [claim]", set(grid))
     return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick)
 
 
-def _claim(table: dict, where: str, columns: set) -> ClaimSpec:
+def _claim(table: dict, where: str, grid_axes: set) -> ClaimSpec:
     _check_table(table, _CLAIM_KEYS, where)
     for key in ("id", "paper", "statement", "kind", "observable"):
         if key not in table:
@@ -247,12 +248,23 @@ def _claim(table: dict, where: str, columns: set) -> ClaimSpec:
         raise SpecError(f"{where}: {article} '{kind}' claim needs 'bound' = \"theory.module:function\"")
     if kind == "slope" and ("slope_in" not in table or "slope_tol" not in table):
         raise SpecError(f"{where}: a 'slope' claim needs 'slope_in' (a grid parameter) and 'slope_tol'")
+    if kind == "slope" and table["slope_in"] not in grid_axes:
+        raise SpecError(f"{where}: slope_in '{table['slope_in']}' is not a grid axis"
+                        f"{closest(table['slope_in'], grid_axes)}; grid axes: {', '.join(sorted(grid_axes)) or 'none'}")
     if kind == "order" and not {"compare", "lower", "higher"} <= set(table):
         raise SpecError(f"{where}: an 'order' claim needs 'compare', 'lower' and 'higher'")
     if "bound" in table:
         fn = resolve(table["bound"], where)
         if not hasattr(fn, "info"):
             raise SpecError(f"{where}: '{table['bound']}' is not a registered bound (decorate it with @theory.bound)")
+        if "provenance" in table and table["provenance"] != fn.info.provenance:
+            raise SpecError(f"{where}: provenance '{table['provenance']}' contradicts the bound's tag "
+                            f"'{fn.info.provenance}'; drop the key or fix the bound's @bound(provenance=...)")
+        accepted = set(inspect.signature(fn).parameters)
+        for key in table.get("bound_args", {}):
+            if key not in accepted:
+                raise SpecError(f"{where}: bound_args key '{key}' is not an argument of '{table['bound']}'"
+                                f"{closest(key, accepted)}; arguments: {', '.join(sorted(accepted)) or 'none'}")
     elif "provenance" not in table:
         raise SpecError(f"{where}: a claim without 'bound' needs 'provenance' (a tag from papers/: P, C, N, B, R)")
     if not 0.5 <= table.get("confidence", 0.99) < 1:

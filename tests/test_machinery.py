@@ -151,8 +151,8 @@ def claim(**kw):
 def test_upper_lower_equal_verdicts():
     t = table({4: [1.90, 1.91, 1.92], 9: [2.0, 2.5, 2.9]})  # sqrt(4)=2 (99% CI high 1.97), sqrt(9)=3
     j = judge(claim(kind="upper"), t)
-    assert j.verdict is Verdict.HOLDS or j.verdict is Verdict.INCONCLUSIVE
-    assert list(j.cells.verdict)[0] == "holds"
+    assert j.verdict is Verdict.INCONCLUSIVE  # cell n=9: CI [1.2, 3.8] straddles 3
+    assert list(j.cells.verdict) == ["holds", "inconclusive"]
     above = table({4: [2.5, 2.6, 2.7]})
     assert judge(claim(kind="upper"), above).verdict is Verdict.VIOLATED
     assert judge(claim(kind="lower"), above).verdict is Verdict.HOLDS
@@ -184,7 +184,11 @@ def test_slope_verdicts():
     # Replicated noisy data: the CI of per-replicate slopes decides.
     rng = np.random.default_rng(3)
     t3 = table({n: list(math.sqrt(n) * np.exp(rng.normal(0, 0.5, 4))) for n in ns})
-    assert judge(c, t3).verdict in (Verdict.INCONCLUSIVE, Verdict.VIOLATED)
+    assert judge(c, t3).verdict is Verdict.INCONCLUSIVE  # slope CI much wider than +-0.05 around 0.5
+    # A replicate with a non-positive value has no log-log slope: the cell is violated, with a note.
+    t4 = table({n: [math.sqrt(n), -1.0 if n == 16 else math.sqrt(n)] for n in ns})
+    j4 = judge(c, t4)
+    assert j4.verdict is Verdict.VIOLATED and "non-positive" in j4.cells.note[0]
 
 
 def test_order_verdicts():
@@ -232,3 +236,58 @@ def test_cell_table_keeps_a_parameter_called_n():
     # Regression: the per-cell replicate count once overwrote a grid parameter named 'n'.
     j = judge(claim(kind="upper"), table({4: [1.0, 1.1], 9: [2.0, 2.1]}))
     assert sorted(j.cells["n"]) == [4, 9] and list(j.cells["n_rep"]) == [2, 2]
+
+
+def test_code_version_ignores_other_experiment_modules_and_tracks_user_modules():
+    from simcomm.runner import code_version
+
+    # different experiment modules get different versions; a module outside simcomm is hashed too
+    assert code_version("simcomm.experiments.expgraph") != code_version("simcomm.experiments.rtopk")
+    assert code_version("tests._toy") != code_version(None)
+
+
+def test_equal_with_a_band_needs_the_interval_inside_it():
+    c = claim(kind="equal", rtol=0.1)  # band sqrt(4) +- 0.2 = [1.8, 2.2]
+    assert judge(c, table({4: [1.99, 2.0, 2.01]})).verdict is Verdict.HOLDS
+    assert judge(c, table({4: [1.0, 2.0, 3.0]})).verdict is Verdict.INCONCLUSIVE  # noise is not agreement
+    assert judge(c, table({4: [2.5, 2.51, 2.52]})).verdict is Verdict.VIOLATED
+    exact = claim(kind="equal")  # no band: an identity, holds when the interval covers the value
+    assert judge(exact, table({4: [1.0, 2.0, 3.0]})).verdict is Verdict.HOLDS
+
+
+def test_bound_errors_are_one_line_spec_errors(monkeypatch):
+    import tests._toy as toy
+    from theory import bound
+
+    @bound(kind="upper", provenance="N", paper="expgraph", statement="fails outside its domain")
+    def bad_bound(n):
+        """A bound defined only for even n (raises ValueError otherwise), for this test."""
+        raise ValueError("n must be even")
+
+    monkeypatch.setattr(toy, "bad_bound", bad_bound, raising=False)
+    with pytest.raises(SpecError, match="cannot be evaluated at {'n': 4}: n must be even"):
+        judge(claim(bound="tests._toy:bad_bound"), table({4: [1.0]}))
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('bound_args = {muu = 1.0}', "bound_args key 'muu' is not an argument"),
+    ('provenance = "P"', "provenance 'P' contradicts the bound's tag 'N'"),
+])
+def test_claim_keys_checked_against_the_bound(extra, message):
+    with pytest.raises(SpecError, match=message):
+        spec(TOY.replace('bound = "tests._toy:toy_mean"', 'bound = "tests._toy:toy_mean"\n' + extra))
+
+
+def test_slope_in_must_be_a_grid_axis():
+    text = TOY.replace('kind = "equal"', 'kind = "slope"\nslope_in = "nn"\nslope_tol = 0.1')
+    with pytest.raises(SpecError, match="slope_in 'nn' is not a grid axis .did you mean 'n'"):
+        spec(text)
+
+
+def test_report_states_the_scope_of_a_where_filter():
+    from simcomm.report import verdict_rows
+
+    t = table({4: [1.0], 9: [2.0], 16: [100.0]})
+    j = judge(claim(kind="upper", where={"n": [4, 9]}), t)
+    assert j.verdict is Verdict.HOLDS and j.excluded == 1
+    assert "(judged where n in [4, 9]; 1 measured cells outside it are not judged)" in verdict_rows([j])[0][2]
