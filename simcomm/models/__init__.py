@@ -1,19 +1,113 @@
-"""Statistical gradient models and learning problems (quadratics, least squares, logistic regression, MLPs, real data)."""
+"""Gradient models and learning problems: quadratics, least squares, logistic regression, MLPs, real data."""
 
-from simcomm.models._data import DATASETS, Dataset, load_dataset, split_workers  # noqa: F401
-from simcomm.models._quadratic import PROBLEMS, Problem, logistic, make_problem, nonconvex, quadratic, ridge  # noqa: F401
-from simcomm.models._nn import MLP, accuracy, gradient, init_params, logistic_regression, loss, minibatch_gradient, mlp, per_example_grad_norms, per_example_gradients, per_example_losses, predict_logits, unflatten, weighted_gradient  # noqa: F401
+from simcomm.models._data import (
+    DATASETS,
+    Dataset,
+    load_dataset,
+    split_workers,
+)
+from simcomm.models._decentralized import (
+    NODE_PROBLEMS,
+    NodeProblem,
+    global_gradient,
+    global_gradients,
+    global_loss,
+    heterogeneity,
+    heterogeneous_least_squares,
+    logistic_problem,
+    make_node_problem,
+    node_gradients,
+    suboptimality,
+)
+from simcomm.models._nn import (
+    MLP,
+    accuracy,
+    gradient,
+    init_params,
+    logistic_regression,
+    loss,
+    minibatch_gradient,
+    mlp,
+    per_example_grad_norms,
+    per_example_gradients,
+    per_example_losses,
+    predict_logits,
+    unflatten,
+    weighted_gradient,
+)
+from simcomm.models._quadratic import (
+    PROBLEMS,
+    Problem,
+    logistic,
+    make_problem,
+    nonconvex,
+    quadratic,
+    ridge,
+)
+from simcomm.models._real_grads import (
+    OPERATORS,
+    FittedSkewModel,
+    SkewStats,
+    capture_gradients,
+    fit_sparse_skewed,
+    operator_errors,
+    skew_stats,
+)
+from simcomm.models._sparse_skewed import (
+    SparseSkewedModel,
+    sample_bernoulli,
+    skewed_profile,
+    sparse_heavy_tailed,
+    sparse_skewed_model,
+)
 
 __all__ = [
-    "DATASETS", "Dataset", "load_dataset", "split_workers",
-    "MLP", "accuracy", "gradient", "init_params", "logistic_regression", "loss", "minibatch_gradient", "mlp",
-    "per_example_grad_norms", "per_example_gradients", "per_example_losses", "predict_logits", "unflatten",
+    "accuracy",
+    "capture_gradients",
+    "Dataset",
+    "DATASETS",
+    "fit_sparse_skewed",
+    "FittedSkewModel",
+    "global_gradient",
+    "global_gradients",
+    "global_loss",
+    "gradient",
+    "heterogeneity",
+    "heterogeneous_least_squares",
+    "init_params",
+    "load_dataset",
+    "logistic",
+    "logistic_problem",
+    "logistic_regression",
+    "loss",
+    "make_node_problem",
+    "make_problem",
+    "minibatch_gradient",
+    "MLP",
+    "mlp",
+    "node_gradients",
+    "NODE_PROBLEMS",
+    "NodeProblem",
+    "nonconvex",
+    "operator_errors",
+    "OPERATORS",
+    "per_example_grad_norms",
+    "per_example_gradients",
+    "per_example_losses",
+    "predict_logits",
+    "Problem",
+    "PROBLEMS",
+    "quadratic",
+    "ridge",
+    "sample_bernoulli",
+    "skew_stats",
+    "skewed_profile",
+    "SkewStats",
+    "sparse_heavy_tailed",
+    "sparse_skewed_model",
+    "SparseSkewedModel",
+    "split_workers",
+    "suboptimality",
+    "unflatten",
     "weighted_gradient",
 ]
-__all__ += ["PROBLEMS", "Problem", "logistic", "make_problem", "nonconvex", "quadratic", "ridge"]
-from simcomm.models._sparse_skewed import SparseSkewedModel, sample_bernoulli, skewed_profile, sparse_heavy_tailed, sparse_skewed_model  # noqa: E402,F401
-__all__ += ["SparseSkewedModel", "sample_bernoulli", "skewed_profile", "sparse_heavy_tailed", "sparse_skewed_model"]
-from simcomm.models._decentralized import NODE_PROBLEMS, NodeProblem, global_gradient, global_loss, global_gradients, heterogeneity, heterogeneous_least_squares, logistic_problem, make_node_problem, node_gradients, suboptimality  # noqa: E402,F401
-__all__ += ["NODE_PROBLEMS", "NodeProblem", "global_gradient", "global_loss", "global_gradients", "heterogeneity", "heterogeneous_least_squares", "logistic_problem", "make_node_problem", "node_gradients", "suboptimality"]
-from simcomm.models._real_grads import OPERATORS, FittedSkewModel, SkewStats, capture_gradients, fit_sparse_skewed, operator_errors, skew_stats  # noqa: E402,F401
-__all__ += ["OPERATORS", "FittedSkewModel", "SkewStats", "capture_gradients", "fit_sparse_skewed", "operator_errors", "skew_stats"]
