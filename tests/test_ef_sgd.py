@@ -296,6 +296,28 @@ def test_ef_sgd_sweep_rows_and_selection():
     assert next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k") == 4.0
 
 
+
+def test_best_intermediate_keeps_the_divergence_note(monkeypatch):
+    # the chosen run's "diverged at step" note must survive next to the note saying how r/k was chosen
+    # (review item C9); the rTop-k runs are marked diverged by wrapping ef_sgd
+    import dataclasses
+
+    from simcomm.experiments import ef as ef_exp
+
+    real = ef_exp.ef_sgd
+
+    def marked(*a, **kw):
+        tr = real(*a, **kw)
+        return dataclasses.replace(tr, diverged_at=7) if kw.get("compressor") == "rtop_k" else tr
+
+    monkeypatch.setattr(ef_exp, "ef_sgd", marked)
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, select="fixed",
+                     r_fixed=4)
+    rows = e.func(p, np.random.default_rng(12345), "numpy")
+    best = [r for r in rows if r.get("method") == "best_intermediate" and r["metric"] == "final_train_loss"]
+    assert len(best) == 1
+    assert "diverged at step 7" in best[0]["note"] and "r/k = 4 (pre-registered)" in best[0]["note"]
+
 # --- fused kernel ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["normal", "ties", "zeros", "heavy", "wide"])

@@ -134,6 +134,24 @@ def test_real_grad_stats_experiment():
     assert all(1.0 <= r["value"] <= 100.0 for r in top1)  # between the flat and the one-hot extremes
 
 
+def test_top1_multiple_divides_by_the_share_of_ceil_one_percent():
+    # D = 64*8 + 8 + 8*10 + 10 = 610, so the top set has ceil(6.1) = 7 coordinates, uniform share 7/610
+    # (not 0.01); review item C11. Same seed as the experiment, so the same captured gradients.
+    from simcomm.experiments import ef
+    from simcomm.models._real_grads import skew_stats
+
+    kw = dict(n_samples=400, hidden=8, steps=20, captures=3)
+    rows = _run("real_grad_stats", **kw)
+    e = get_experiment("real_grad_stats")
+    p = {k: v.default for k, v in e.params.items()} | kw
+    model, _, G = ef._capture(p, np.random.default_rng(12345))
+    assert G.shape[1] == 610
+    want = skew_stats(G).top1_share / (7 / 610)
+    got = [r["value"] for r in rows if r["metric"] == "top1_multiple"]
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert max(got) <= 610 / 7  # one-hot extreme
+
+
 def test_real_grad_operators_experiment_ranks_on_real():
     rows = _run("real_grad_operators", n_samples=400, hidden=8, steps=20, captures=3, r_over_k=4)
     real = {r["method"]: r["value"] for r in rows if r["metric"] == "rel_err" and r["source"] == "real"}
