@@ -226,12 +226,14 @@ def _check_scaling(params):
 def _gamma_max(params, q, tau, rng, backend) -> float:
     p = make_problem("quadratic", N=params["N"], d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
     K = params["steps"] + 20 * tau
-    stream = int(rng.integers(2**63))  # common random numbers for every gamma of the bisection
+    # Common random numbers: every gamma probe of the bisection replays the SAME stream (same delays,
+    # same quantizer noise), so stability is monotone in gamma up to the dynamics, not up to the draw.
+    stream = int(rng.integers(2**63))
 
     def stable(gamma):
         every = max(1, K // 100)  # 100 records: the last 10 cover the final 10% of the run
         tr = async_compressed_gd(p, q, gamma, K, tau=tau, delay=params["delay"], record_every=every,
-                                 rng=np.random.default_rng([stream, int(gamma * 2**40)]), backend=backend)
+                                 rng=np.random.default_rng(stream), backend=backend)
         if tr.diverged_at[0] >= 0:
             return False
         tail = tr.dist2[0, tr.steps >= K - K // 10]
@@ -296,7 +298,9 @@ def iag_vs_gd(params, rng, backend):
     """Iterations and uplink bits to reach (f - f*) <= eps (f(x0) - f*): sync compressed GD vs compressed IAG.
 
     Step sizes: GD gamma = 1/(alpha L) (D1); IAG (cyclic and random order) the seed summary's condition
-    with tau = N - 1 (the cyclic staleness) and L -> alpha L. Not reaching eps within ``max_steps``
+    with tau = N - 1 and L -> alpha L. tau = N - 1 is the staleness of cyclic order only: random order
+    has unbounded staleness, so its run uses the same step OUTSIDE the condition (a step the
+    condition does not cover, reported for comparison). Not reaching eps within ``max_steps``
     gives ``nan`` with a note (so an order claim cannot pass on it).
     """
     q = _quantizer(params)
@@ -328,31 +332,48 @@ def iag_vs_gd(params, rng, backend):
     return rows
 
 
+def _check_bits(params):
+    names = [t.strip() for t in params["quantizers"].split(",")]
+    bad = [t for t in names if t not in QUANTIZER_NAMES or t == "stochastic_round"]
+    if bad or len(names) < 2 or len(set(names)) != len(names):
+        raise ValueError(f"quantizers must list >= 2 distinct names from "
+                         f"{', '.join(n for n in QUANTIZER_NAMES if n != 'stochastic_round')}, got {params['quantizers']!r}")
+    if params["mu"] > params["L"]:
+        raise ValueError(f"mu = {params['mu']} > L = {params['L']}; use mu <= L")
+    if "rand_k" in names and params["k"] > params["d"]:
+        raise ValueError(f"k = {params['k']} > d = {params['d']}; use k <= d")
+
+
 @experiment(
     "urq_bits",
-    params={**_Q, **_PROBLEM,
+    params={**{k: v for k, v in _Q.items() if k != "quantizer"}, **_PROBLEM,
+            "quantizers": Param("str", default="ternary,qsgd,none,bernoulli",
+                                doc="comma-separated URQs compared in one cell (stochastic_round has no alpha)"),
             "eps": Param("float", default=1e-3, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) / (f(x0) - f*)"),
             "max_steps": Param("int", default=50000, low=1, doc="iteration budget")},
-    check=_check_problem,
+    check=_check_bits,
 )
 def urq_bits(params, rng, backend):
     """Bits to reach (f - f*) <= eps (f(x0) - f*) with single-stream compressed GD at gamma = 1/(alpha L).
 
-    Metrics: ``bits_to_eps``, ``iterations_to_eps`` and the D1 prediction ``predicted_bits`` =
-    K(eps) b(Q) with K(eps) = ln(1/eps) / -ln(1 - mu/(alpha L)).
+    Every quantizer of ``quantizers`` runs in this ONE cell on the same problem and the same random
+    stream (common random numbers), so rows with different ``quantizer`` values are paired per
+    replicate. Metrics: ``bits_to_eps`` and ``iterations_to_eps``, one row each per quantizer. The D1
+    prediction K(eps) b(Q) is ``theory.urq.bits_to_eps`` (simcomm does not import theory).
     """
-    q = _quantizer(params)
     p = make_problem(params["problem"], N=1, d=params["d"], L=params["L"], mu=params["mu"], rng=rng)
-    a = q.alpha(p.d)
     stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
-    tr = compressed_gd(p, q, 1.0 / (a * p.L), params["max_steps"], mode="aggregate", stop_gap=stop, rng=rng,
-                       backend=backend)
-    it = float(tr.first_below(stop)[0])
-    reached = math.isfinite(it)
-    note = tr.notes()[0] or ("" if reached else f"did not reach eps in {params['max_steps']} steps")
-    b = q.bits(p.d)
-    K_pred = math.ceil(math.log(1 / params["eps"]) / -math.log(1 - p.mu / (a * p.L)))
-    return [dict(metric="bits_to_eps", value=it * b if reached else math.nan, note=note),
-            dict(metric="iterations_to_eps", value=it, note=note),
-            dict(metric="predicted_bits", value=float(K_pred * b), note=note)]
+    stream = int(rng.integers(2**63))
+    rows = []
+    for name in (t.strip() for t in params["quantizers"].split(",")):
+        q = _quantizer({**params, "quantizer": name})
+        a = q.alpha(p.d)
+        tr = compressed_gd(p, q, 1.0 / (a * p.L), params["max_steps"], mode="aggregate", stop_gap=stop,
+                           rng=np.random.default_rng(stream), backend=backend)
+        it = float(tr.first_below(stop)[0])
+        reached = math.isfinite(it)
+        note = tr.notes()[0] or ("" if reached else f"did not reach eps in {params['max_steps']} steps")
+        rows += [dict(metric="bits_to_eps", value=it * q.bits(p.d) if reached else math.nan, quantizer=name, note=note),
+                 dict(metric="iterations_to_eps", value=it, quantizer=name, note=note)]
+    return rows

@@ -1,0 +1,112 @@
+"""The URQ / delay / IAG experiments against theory.urq: duplicated constants, unused-bound references, CRN."""
+
+import math
+
+import numpy as np
+import pytest
+
+import theory.urq as th
+from simcomm.compress import quantizer
+from simcomm.experiments import get_experiment
+
+# (name, simcomm parameter, theory keyword arguments)
+QUANTIZERS = [
+    ("none", None, {}),
+    ("qsgd", 1, dict(s=1)),
+    ("qsgd", 4, dict(s=4)),
+    ("qsgd", 64, dict(s=64)),
+    ("ternary", None, {}),
+    ("bernoulli", 0.25, dict(p=0.25)),
+    ("bernoulli", 0.9, dict(p=0.9)),
+    ("rand_k", 1, dict(k=1)),
+    ("rand_k", 7, dict(k=7)),
+]
+DIMS = [7, 31, 50, 100, 1000]
+
+
+def _run(name, rng=12345, **params):
+    from simcomm.backends import get_backend
+
+    exp = get_experiment(name)
+    p = exp.validate(params, "test")
+    return exp.func(p, np.random.default_rng(rng), get_backend("numpy"))
+
+
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("name,param,kw", QUANTIZERS)
+def test_theory_constants_equal_simcomm_quantizer(name, param, kw, d):
+    # theory.urq duplicates the quantizers' beta/alpha/bits (theory never imports simcomm): keep them equal
+    if name == "rand_k" and kw["k"] > d:
+        pytest.skip("k > d")
+    q = quantizer(name, param)
+    assert th.beta(name, d, **kw) == pytest.approx(q.beta(d), rel=1e-15, abs=0)
+    assert th.alpha(name, d, **kw) == pytest.approx(q.alpha(d), rel=1e-15, abs=0)
+    assert th.message_bits(name, d, **kw) == pytest.approx(q.bits(d), rel=1e-15, abs=0)
+
+
+def test_stochastic_round_has_no_relative_bound_in_both():
+    q = quantizer("stochastic_round", 0.3)
+    assert th.beta("stochastic_round", 10) == q.beta(10) == math.inf
+
+
+@pytest.mark.parametrize("name,param,kw", [t for t in QUANTIZERS if t[0] != "none"])
+def test_closed_form_variance_below_variance_factor(name, param, kw):
+    # theory.urq.variance_factor (B3 upper bound) against each quantizer's exact E||Q(v)-v||^2 / ||v||^2
+    # on vectors of every kind, including the worst cases (equal magnitudes, one spike): exact arithmetic,
+    # so only float rounding (1e-12 relative) is allowed
+    g = np.random.default_rng(12345)
+    d = 100
+    vecs = [g.standard_normal(d), g.standard_t(1.5, d), np.where(g.random(d) < 0.5, -1.0, 1.0), np.eye(d)[3],
+            np.r_[g.standard_normal(10), np.zeros(d - 10)]]
+    q = quantizer(name, param)
+    for v in vecs:
+        var = q.variance(v)
+        if var is None:
+            pytest.skip(f"{name} has no closed-form variance")
+        assert var / float(v @ v) <= th.variance_factor(name, d, **kw) * (1 + 1e-12)
+
+
+def test_bits_to_eps_prediction_ranks_the_spec_lower_first():
+    # urq.bits_to_eps is an order claim: its predicted ranking is theory.urq.bits_to_eps (K(eps) b(Q))
+    from simcomm.models import make_problem
+    from simcomm.spec import find_specs, load
+
+    path = next(p for p in find_specs() if p.name == "urq_bits_to_eps.toml")
+    spec = load(path, quick=False)
+    c, prm = spec.claim, {**spec.params}
+    kw = dict(s=prm["s"], p=prm["p"])
+    for problem in spec.grid["problem"]:
+        p = make_problem(problem, N=1, d=prm["d"], L=prm["L"], mu=prm["mu"], rng=0)
+        pred = {q: th.bits_to_eps(q, p.d, p.L, p.mu, 1.0 / prm["eps"], **kw) for q in (c.lower, *c.higher)}
+        assert min(pred, key=pred.get) == c.lower, (problem, pred)
+
+
+def test_urq_bits_compares_every_quantizer_in_one_cell():
+    rows = _run("urq_bits", problem="ridge", d=10, eps=0.1, max_steps=2000, quantizers="ternary,qsgd,none")
+    bits = {r["quantizer"]: r["value"] for r in rows if r["metric"] == "bits_to_eps"}
+    assert sorted(bits) == ["none", "qsgd", "ternary"]
+    assert all(math.isfinite(b) and b > 0 for b in bits.values())
+    # exact gradients ('none') are deterministic: same problem in every cell of the same replicate stream
+    again = _run("urq_bits", problem="ridge", d=10, eps=0.1, max_steps=2000, quantizers="none,qsgd")
+    assert {r["quantizer"]: r["value"] for r in again if r["metric"] == "bits_to_eps"}["none"] == bits["none"]
+
+
+@pytest.mark.parametrize("bad", ["ternary", "ternary,ternary", "ternary,stochastic_round", "ternary,foo"])
+def test_urq_bits_rejects_bad_quantizer_lists(bad):
+    with pytest.raises(ValueError, match="quantizers must list"):  # SpecError is a ValueError
+        get_experiment("urq_bits").validate({"quantizers": bad}, "test")
+
+
+def test_delay_bisection_uses_common_random_numbers(monkeypatch):
+    # every gamma probe of the bisection must start from the same generator state (C1)
+    import simcomm.experiments.urq as mod
+
+    states, real = [], mod.async_compressed_gd
+
+    def spy(*args, rng, **kw):
+        states.append(rng.bit_generator.state["state"]["state"])
+        return real(*args, rng=rng, **kw)
+
+    monkeypatch.setattr(mod, "async_compressed_gd", spy)
+    _run("delay_threshold", quantizer="qsgd", tau=2, d=5, N=2, steps=50, iters=3)
+    assert len(states) >= 5 and len(set(states)) == 1
