@@ -61,10 +61,10 @@ def test_bad_input(kw, match):
 SMALL = {
     "is_norm_trick": dict(batch=16),
     "is_estimator": dict(n_samples=200, draws=20, warmup_steps=5),
-    "is_smoothing": dict(n_samples=200, warmup_steps=5, n_c=5),
+    "is_smoothing": dict(n_samples=200, warmup_steps=5, n_c=5, draws=20),
     "is_staleness": dict(n_samples=200, steps=12, period=4),
     "is_training": dict(n_samples=200, steps=12, eval_every=4),
-    "is_communication": dict(),
+    "is_communication": dict(n_samples=200, steps=6, period=3),
 }
 
 
@@ -88,4 +88,40 @@ def test_experiment_rows(name):
     if name == "is_norm_trick":
         assert max(r["value"] for r in rows if r["metric"] == "norm_abs_err") < 1e-10
     if name == "is_smoothing":
-        assert min(r["value"] for r in rows if r["metric"] == "trace_cov_increment") >= -1e-12
+        assert min(r["value"] for r in rows if r["metric"] == "trace_cov_increment_exact") >= -1e-12
+
+
+def _exp(name, **kw):
+    exp = get_experiment(name)
+    params = exp.validate({"dataset": "digits", **kw}, "test")
+    return exp.func(params, np.random.default_rng(12345), None)
+
+
+def test_communication_counts_the_bytes_of_both_runs():
+    # digits, 200 rows: 150 train after the split; D = 64*8 + 8 + 8*10 + 10 = 610 parameters
+    rows = _exp("is_communication", n_samples=200, hidden=8, steps=6, period=3, batch_size=8, n_workers=4)
+    got = {r["method"]: r["value"] for r in rows}
+    n_train, D = rows[0]["n_train"], rows[0]["n_params"]
+    assert D == 610
+    # 4 workers with 2 examples each send one float64 gradient per step
+    assert got["gradient"] == 6 * 4 * 8 * D / (6 * 8)
+    # scores: the initial pass, then a full refresh at steps 0, 3 and 6 (the final monitor included)
+    assert got["score"] == 8 * n_train * (1 + 3) / (6 * 8)
+
+
+def test_smoothing_empirical_increments_track_the_exact_ones():
+    # common random numbers across c: the sampled increments follow the exact ones; K = 400 draws give
+    # a Monte Carlo error of a few % of T_uniform - T_ideal, so 0.15 is > 3 standard errors
+    rows = _exp("is_smoothing", n_samples=300, hidden=8, warmup_steps=30, n_c=4, c_min_rel=0.1, c_max_rel=10.0,
+                draws=400)
+    emp = [r["value"] for r in rows if r["metric"] == "trace_cov_increment"]
+    exact = [r["value"] for r in rows if r["metric"] == "trace_cov_increment_exact"]
+    assert len(emp) == 3 and min(exact) > 0
+    np.testing.assert_allclose(emp, exact, atol=0.15)
+
+
+def test_estimator_uses_common_random_numbers():
+    # same uniforms for every proposal: with the uniform proposal twice (smoothing huge), the draws agree
+    rows = _exp("is_estimator", n_samples=200, hidden=8, draws=30, warmup_steps=5, smoothing_rel=1e12)
+    emp = {r["proposal"]: r["value"] for r in rows if r["metric"] == "trace_cov_empirical"}
+    assert emp["smoothed"] == pytest.approx(emp["uniform"], rel=1e-6)

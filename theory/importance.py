@@ -9,6 +9,9 @@ unbiased and minimises the variance; stale weights still help; training is faste
 **[P]** or **[S]** where they come from the abstract or a summary. Nothing here is presented as the
 paper's theorem or quotes its numbering, which is unknown [X].
 
+Order claims (``is.optimal_is_min``, ``is.training_faster``, ``is.communication``) compare measured
+values with each other and have no bound here; their specs carry the provenance.
+
 Because the identities involve data-dependent sums (per-example gradient norms), each bound is stated
 for a *normalised* observable that the experiment computes, so the bound is a constant.
 """
@@ -20,12 +23,9 @@ from theory._bound import bound
 __all__ = [
     "unbiased_bias",
     "optimal_minimum_ratio",
-    "optimal_is_min",
     "smoothing_increment_lower",
     "stale_position_upper",
     "norm_trick_error",
-    "training_faster",
-    "communication_order",
 ]
 
 
@@ -85,31 +85,6 @@ def optimal_minimum_ratio() -> float:
 
 
 @bound(
-    kind="order",
-    provenance="P+N",
-    paper="is",
-    statement="no proposal has lower Tr Cov than q proportional to |g_n| (C3, Cauchy-Schwarz)",
-)
-def optimal_is_min() -> float:
-    r"""Order claim: the ideal proposal's Tr Cov is below every other proposal's.
-
-    **Statement** (order; C3): :math:`\sum_n\|g_n\|^2/q_n \ge (\sum_n\|g_n\|)^2` for every :math:`q`
-    (Cauchy-Schwarz) [N]; the paper claims the minimum [P]. Observable: Tr Cov relative to uniform.
-
-    Returns
-    -------
-    float
-        ``1.0``, the uniform level the relative observable is normalised by (for plots only).
-
-    Examples
-    --------
-    >>> optimal_is_min()
-    1.0
-    """
-    return 1.0
-
-
-@bound(
     kind="lower",
     provenance="N",
     paper="is",
@@ -121,8 +96,9 @@ def smoothing_increment_lower() -> float:
     **Statement** (lower; C5, [N], not claimed by the paper as far as known): with :math:`a_n=\|g_n\|`,
     :math:`F(c) = (S+Nc)\sum_n a_n^2/(a_n+c)` has
     :math:`F'(c) = N\sum_n a_n^2(a_n-\bar a)/(a_n+c)^2 \ge 0`, so Tr Cov grows from the ideal value
-    (:math:`c=0`) to the uniform value (:math:`c\to\infty`). Observable:
-    :math:`(T(c_j)-T(c_{j-1}))/(T_{unif}-T^*)`.
+    (:math:`c=0`) to the uniform value (:math:`c\to\infty`). Observable: the increment of the Tr Cov
+    measured from sampled minibatches (common random numbers across :math:`c`),
+    :math:`(\hat T(c_j)-\hat T(c_{j-1}))/(T_{unif}-T^*)`, whose expectation is at least zero.
 
     Returns
     -------
@@ -189,54 +165,3 @@ def norm_trick_error() -> float:
     0.0
     """
     return 0.0
-
-
-@bound(
-    kind="order",
-    provenance="S",
-    paper="is",
-    statement="importance-sampled SGD reaches a lower training loss than uniform SGD after the same number of updates",
-)
-def training_faster() -> float:
-    r"""Order claim: ISSGD's training loss is below USGD's after the same number of updates.
-
-    **Statement** (order): reported by summaries of the paper [S] on permutation-invariant SVHN; the
-    size of the effect is unknown [X]. Here checked on real packaged data (digits, mnist subset) with
-    the same step size and minibatch size for both methods; not a theorem.
-
-    Returns
-    -------
-    float
-        ``nan``: no numeric bound.
-
-    Examples
-    --------
-    >>> training_faster()
-    nan
-    """
-    return float("nan")
-
-
-@bound(
-    kind="order",
-    provenance="P+N",
-    paper="is",
-    statement="a worker sends one float per example (its score) instead of a full gradient of D floats",
-)
-def communication_order() -> float:
-    r"""Order claim: bytes per example of a score (one float) below a gradient (D floats).
-
-    **Statement** (order): in the architecture of the paper [P] workers send importance scores, not
-    gradients; per example that is 1 float versus :math:`D` floats [N].
-
-    Returns
-    -------
-    float
-        ``nan``: no numeric bound.
-
-    Examples
-    --------
-    >>> communication_order()
-    nan
-    """
-    return float("nan")
