@@ -340,3 +340,13 @@ def test_fused_kernel_parity_with_top_k(case):
         np.testing.assert_array_equal(outs[0][1], outs[1][1])
         np.testing.assert_array_equal(outs[1][1], get_backend("numba").topk_indices(G + M, r))
         np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=1e-12)
+
+
+def test_non_finite_gradients_are_recorded_as_divergence_not_a_crash():
+    from simcomm.optim import ef_init, ef_update
+
+    s = ef_init(np.zeros(4), 2)
+    g = np.array([[1.0, np.nan, 0.0, 2.0], [0.5, 0.5, 0.5, 0.5]])
+    for compressor in ("top_k", "rtop_k", "rand_k"):
+        new, info = ef_update(s, g, lr=0.1, compressor=compressor, k=1, r=2, rng=0, backend="numpy")
+        assert np.isnan(info.comp_error).all() and np.array_equal(new.theta, s.theta)

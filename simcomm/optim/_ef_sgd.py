@@ -229,6 +229,10 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, 
         upd = grads.mean(axis=0)
         return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
                 EFStepInfo(None, None, np.zeros(n), upd))
+    if not np.isfinite(grads).all():
+        # Diverged: selections are undefined on NaN, so nothing is sent; the caller records the step.
+        return (EFState(state.theta, state.memory, state.step + 1),
+                EFStepInfo(np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0)), np.full(n, np.nan), np.zeros(D)))
     be = get_backend(backend)
     fused = getattr(be, "ef_accumulate_topr", None)
     if compressor != "rand_k" and fused is not None:
