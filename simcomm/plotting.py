@@ -131,11 +131,18 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
         tag = f" [{_label(params)}]" if params else ""
         _errorbar(ax, xs, grp["mean"].to_numpy(float), grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float),
                   c, f"empirical{ci}{tag}")
-        ax.plot(xs, grp["bound"].to_numpy(float), "--", color=c, lw=1.2, label=f"{j.claim.kind} bound{tag}")
+        b = grp["bound"].to_numpy(float)
+        ax.plot(xs, b, "--", color=c, lw=1.2, label=f"{j.claim.kind} bound{tag}")
+        slack = np.abs(b) * j.claim.rtol + j.claim.atol
+        if j.claim.kind == "equal" and np.any(slack > 0):
+            # categorical x (strings) sits at positions 0..m-1 in order of appearance
+            band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
+            ax.fill_between(band_x, b - slack, b + slack, color=c, alpha=0.12, lw=0,
+                            label=f"tolerance band (rtol {j.claim.rtol:g}, atol {j.claim.atol:g})" if i == 0 else None)
         bad = grp["verdict"] != Verdict.HOLDS.value
         if bad.any():
             ax.scatter(xs[bad.to_numpy()], grp["mean"].to_numpy(float)[bad.to_numpy()], s=90, facecolors="none",
-                       edgecolors="#cf222e", lw=1.5, zorder=5, label="not holding" if i == 0 else None)
+                       edgecolors="#cf222e", lw=1.5, zorder=5, label="not holding (inconclusive or violated)" if i == 0 else None)
         ys.extend([grp["mean"].to_numpy(float), grp["bound"].to_numpy(float)])
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     ax.set_xlabel(plot.get("xlabel", x or "cell"))
@@ -231,15 +238,20 @@ def _draw_order_ratios(ax, j: Judgement, plot: dict, x: str, series) -> None:
     colors = plt.cm.tab10.colors
     flagged = False
     ys = []
-    for params, grp in series:
+    markers = "osD^v<>p*h"
+    few = len(series) <= 6  # few cells: one labelled marker style per cell; many: unlabelled thin lines
+    for s_i, (params, grp) in enumerate(series):
         for k, other in enumerate(j.claim.higher, start=1):
             g = grp[grp["other"] == other].sort_values(x)
             xs, r = g[x].to_numpy(), g["ratio"].to_numpy(float)
-            ax.plot(xs, r, "o-", color=colors[k % 10], lw=0.8, ms=3, alpha=0.7)
+            label = f"{j.claim.lower} / {other} [{_label(params)}]" if few else None
+            ax.plot(xs, r, ("-" + markers[s_i % len(markers)]) if few else "o-", color=colors[k % 10],
+                    lw=0.8, ms=4 if few else 3, alpha=0.8, label=label)
             flagged = _flag(ax, xs, r, (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
             ys.append(r)
-    for k, other in enumerate(j.claim.higher, start=1):
-        ax.plot([], [], "o-", color=colors[k % 10], label=f"{j.claim.lower} / {other} (one line per cell)")
+    if not few:
+        for k, other in enumerate(j.claim.higher, start=1):
+            ax.plot([], [], "o-", color=colors[k % 10], label=f"{j.claim.lower} / {other} (one line per cell)")
     ax.axhline(1.0, color="k", lw=1, ls="--", label="equal (order holds below)")
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     ax.set_xlabel(plot.get("xlabel", x))
