@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from simcomm.experiments import get_experiment
-from simcomm.experiments.dsgd import checkpoints, running_mean, transient_iterations
+from simcomm.experiments.dsgd import checkpoints, measured_transient, running_mean
 
 
 def _run(name, **params):
@@ -15,10 +15,10 @@ def _run(name, **params):
 def test_transient_definition():
     r_par = np.ones(64)
     r_dec = 1.0 + 4.0 / np.arange(1, 65)  # within 1.25 from T = 16 on
-    T, cens = transient_iterations(r_dec, r_par, 1.25, per_octave=64)
+    T, cens = measured_transient(r_dec, r_par, 1.25, per_octave=64)
     assert (T, cens) == (16, False)
-    assert transient_iterations(np.full(8, 2.0), np.ones(8), 1.25) == (8, True)
-    assert transient_iterations(np.ones(8), np.ones(8), 1.25) == (1, False)
+    assert measured_transient(np.full(8, 2.0), np.ones(8), 1.25) == (8, True)
+    assert measured_transient(np.ones(8), np.ones(8), 1.25) == (1, False)
     assert checkpoints(1000)[-1] == 1000 and checkpoints(1000)[0] == 1
     np.testing.assert_allclose(running_mean(np.array([5.0, 1.0, 2.0, 3.0])), [1.0, 1.5, 2.0])
 

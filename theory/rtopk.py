@@ -157,6 +157,8 @@ def rtopk_error_powerlaw(k: int, r: int, alpha: float, nnz: int) -> float:
     .. math:: \frac{\mathbb{E}\|x - \mathrm{rTop}_k(x)\|^2}{\|x\|^2}
               = 1 - \frac{k}{r} \frac{\sum_{j \le \min(r, nnz)} j^{-2\alpha}}{\sum_{j \le nnz} j^{-2\alpha}}.
 
+    It is :func:`rtopk_error_identity` evaluated at these two norms, divided by :math:`\|x\|^2`.
+
     Parameters
     ----------
     k, r : int
@@ -172,7 +174,8 @@ def rtopk_error_powerlaw(k: int, r: int, alpha: float, nnz: int) -> float:
     0.75
     """
     w = np.arange(1, int(nnz) + 1, dtype=np.float64) ** (-2.0 * float(alpha))
-    return float(1.0 - (k / r) * w[: min(int(r), int(nnz))].sum() / w.sum())
+    norm2 = float(w.sum())
+    return rtopk_error_identity(norm2, float(w[: min(int(r), int(nnz))].sum()), k, r) / norm2
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,

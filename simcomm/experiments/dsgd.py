@@ -19,8 +19,8 @@ r_{par}(T')` for EVERY :math:`T' \ge T` up to the horizon. A run that is not wit
 horizon is censored: its value is the horizon (a lower bound) and the row says so in ``note``.
 ``factor`` only rescales every transient by the same constant (the excess decays like
 :math:`\gamma_k`), so it does not change orders or slopes; 1.25 keeps the full grids within minutes.
-(The theory module's ``theory.expgraph:transient_iterations`` is the rate-based shape [R+N]; this
-is the measurement it is compared with.)
+:func:`measured_transient` computes it. (The bound ``theory.expgraph:transient_iterations`` is the
+rate-based shape [R+N]; this is the measurement it is compared with.)
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from simcomm.experiments._registry import Param, experiment
 from simcomm.models._decentralized import heterogeneous_least_squares
 from simcomm.optim._decentralized import messages_per_step, run_dsgd
 
-__all__ = ["transient_iterations", "running_mean", "checkpoints"]
+__all__ = ["measured_transient", "running_mean", "checkpoints"]
 
 TOPOLOGIES = ("exponential", "one_peer_exponential", "torus", "ring", "grid", "star", "hypercube", "erdos_renyi")
 
@@ -62,7 +62,7 @@ def checkpoints(horizon: int, per_octave: int = 4) -> np.ndarray:
     return np.unique(np.concatenate([np.round(2.0 ** (np.arange(k + 1) / per_octave)).astype(int), [horizon]]))
 
 
-def transient_iterations(r_dec: np.ndarray, r_par: np.ndarray, factor: float, per_octave: int = 4) -> tuple[int, bool]:
+def measured_transient(r_dec: np.ndarray, r_par: np.ndarray, factor: float, per_octave: int = 4) -> tuple[int, bool]:
     r"""First checkpoint ``T`` from which ``r_dec <= factor * r_par`` at every later checkpoint; censoring flag.
 
     ``r_dec[T-1]``, ``r_par[T-1]`` are the running means at horizon ``T``; they are compared at the
@@ -73,9 +73,9 @@ def transient_iterations(r_dec: np.ndarray, r_par: np.ndarray, factor: float, pe
 
     Examples
     --------
-    >>> transient_iterations(np.array([3.0, 2.0, 1.0, 1.0]), np.ones(4), 1.5, per_octave=2)
+    >>> measured_transient(np.array([3.0, 2.0, 1.0, 1.0]), np.ones(4), 1.5, per_octave=2)
     (3, False)
-    >>> transient_iterations(np.array([1.0, 2.0]), np.ones(2), 1.5)
+    >>> measured_transient(np.array([1.0, 2.0]), np.ones(2), 1.5)
     (2, True)
     """
     T = len(r_dec)
@@ -132,7 +132,7 @@ def _transient_rows(params, rng, topologies, backend):
         if notes[topo]:
             T, note = math.inf, notes[topo]
         else:
-            T, cens = transient_iterations(running_mean(curves[topo]), r_par, params["factor"])
+            T, cens = measured_transient(running_mean(curves[topo]), r_par, params["factor"])
             note = f"censored at horizon {params['horizon']}" if cens else ""
         values[topo] = T
         rows.append(dict(metric="transient", value=float(T), topology=topo, note=note))
