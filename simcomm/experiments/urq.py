@@ -334,10 +334,10 @@ def iag_vs_gd(params, rng, backend):
 
 def _check_bits(params):
     names = [t.strip() for t in params["quantizers"].split(",")]
-    bad = [t for t in names if t not in QUANTIZER_NAMES or t == "stochastic_round"]
-    if bad or len(names) < 2 or len(set(names)) != len(names):
-        raise ValueError(f"quantizers must list >= 2 distinct names from "
-                         f"{', '.join(n for n in QUANTIZER_NAMES if n != 'stochastic_round')}, got {params['quantizers']!r}")
+    allowed = [n for n in QUANTIZER_NAMES if n != "stochastic_round"]  # no alpha, so no step 1/(alpha L)
+    if any(t not in allowed for t in names) or len(names) < 2 or len(set(names)) != len(names):
+        raise ValueError(f"quantizers must list >= 2 distinct names from {', '.join(allowed)}, "
+                         f"got {params['quantizers']!r}")
     if params["mu"] > params["L"]:
         raise ValueError(f"mu = {params['mu']} > L = {params['L']}; use mu <= L")
     if "rand_k" in names and params["k"] > params["d"]:
