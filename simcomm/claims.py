@@ -180,13 +180,14 @@ def _compare_bound(kind: str, lo: float, hi: float, b: float, claim: ClaimSpec) 
         if lo > line or (lo >= line and not claim.strict):
             return Verdict.HOLDS
         return Verdict.VIOLATED if hi <= line else Verdict.INCONCLUSIVE
-    # equal. With a tolerance band (slack > 0) this is two one-sided tests: the interval must lie
-    # inside b +- slack to hold, outside it to be violated; an interval wider than the band, or
-    # straddling an edge, is inconclusive (noise never counts as agreement). Without a band the
-    # claim is an exact identity: it holds when the interval covers b.
+    # equal. rtol > 0 declares a band of acceptable deviation: two one-sided tests, the interval must
+    # lie inside b +- slack to hold and outside it to be violated; an interval wider than the band,
+    # or straddling an edge, is inconclusive (noise never counts as agreement). rtol = 0 states an
+    # exact identity, atol only absorbs floating-point rounding: it holds when the interval covers
+    # b +- atol.
     if hi < b - slack or lo > b + slack:
         return Verdict.VIOLATED
-    if slack == 0 or (b - slack <= lo and hi <= b + slack):
+    if claim.rtol == 0 or (b - slack <= lo and hi <= b + slack):
         return Verdict.HOLDS
     return Verdict.INCONCLUSIVE
 

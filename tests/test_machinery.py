@@ -253,6 +253,9 @@ def test_equal_with_a_band_needs_the_interval_inside_it():
     assert judge(c, table({4: [2.5, 2.51, 2.52]})).verdict is Verdict.VIOLATED
     exact = claim(kind="equal")  # no band: an identity, holds when the interval covers the value
     assert judge(exact, table({4: [1.0, 2.0, 3.0]})).verdict is Verdict.HOLDS
+    # atol only absorbs rounding: an identity with atol still holds when the CI covers the value
+    assert judge(claim(kind="equal", atol=1e-9), table({4: [1.9, 2.0, 2.1]})).verdict is Verdict.HOLDS
+    assert judge(claim(kind="equal", atol=1e-9), table({4: [2.0 + 2e-9]})).verdict is Verdict.VIOLATED
 
 
 def test_bound_errors_are_one_line_spec_errors(monkeypatch):
