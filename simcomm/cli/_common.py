@@ -37,10 +37,11 @@ scheduler_option = click.option("--scheduler", default=None, metavar="ADDRESS",
 
 
 class progress_bar:
-    """A rich progress bar driven by ``update(done, total)``; silent when not a terminal."""
+    """A rich progress bar driven by ``update(done, total)``; on a non-terminal, a line every 30 s."""
 
     def __init__(self, label: str, enabled: bool = True):
         self.label, self.enabled, self._p, self._task = label, enabled, None, None
+        self._last = None
 
     def __enter__(self):
         if self.enabled:
@@ -55,6 +56,16 @@ class progress_bar:
     def update(self, done: int, total: int) -> None:
         if self._p is not None:
             self._p.update(self._task, completed=done, total=total)
+            return
+        import sys
+        import time
+
+        now = time.monotonic()
+        if self._last is None:
+            self._last = now
+        elif now - self._last >= 30 or done == total:
+            self._last = now
+            print(f"{self.label}: {done}/{total} cells", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc):
         if self._p is not None:
