@@ -61,6 +61,12 @@ def _series(cells: pd.DataFrame, hue: list[str]):
 def _scales(ax, plot: dict, y: np.ndarray) -> None:
     if plot.get("logx") and ax.xaxis.get_scale() == "linear" and not ax.xaxis.units:
         ax.set_xscale("log")
+        xs = np.unique(np.concatenate([ln.get_xdata() for ln in ax.get_lines() if len(ln.get_xdata())] or [[]]))
+        xs = xs[np.isfinite(xs.astype(float)) & (xs.astype(float) > 0)] if xs.size else xs
+        if 1 < xs.size <= 12 and xs.max() / xs.min() < 1e4:
+            # few x values spanning under four decades: label them plainly instead of 2x10^1, 3x10^1
+            ax.set_xticks(xs, [f"{v:g}" for v in xs.astype(float)])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     logy = plot.get("logy")
     if logy is None:  # log axes when the quantity spans decades and is positive
         pos = y[np.isfinite(y) & (y > 0)]
@@ -100,7 +106,11 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
         _draw_bound(ax, j, plot, context)
     ax.set_title(_title(j, plot), fontsize=9.5, color=_VERDICT_COLOR[j.verdict], loc="left")
     ax.grid(True, which="major", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
+    handles = ax.get_legend_handles_labels()[0]
+    if len(handles) > 7:  # a long legend goes beside the axes, never over the data
+        fig.set_size_inches(10.5, 4.8)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+    elif handles:
         ax.legend(fontsize=8, loc="best", framealpha=0.85)
     del cells
     return fig
@@ -124,26 +134,34 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     ys = []
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
     ci = f" ({j.claim.confidence:.1%} CI, {reps} replicates)".replace(".0%", "%") if reps > 1 else ""
-    for i, (params, grp) in enumerate(_series(j.cells, hue)):
-        grp = grp.sort_values(x) if x else grp
+    series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
+    # One bound line when every series has the same bound at the same x (the bound ignores the hue).
+    curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
+              for _, g in series}
+    shared = len(series) > 1 and len({c for cs in curves for c in cs}) == len(next(iter(curves)))
+    flagged = False
+    for i, (params, grp) in enumerate(series):
         xs = grp[x].to_numpy() if x else np.arange(len(grp))
         c = colors[i % len(colors)]
         tag = f" [{_label(params)}]" if params else ""
         _errorbar(ax, xs, grp["mean"].to_numpy(float), grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float),
                   c, f"empirical{ci}{tag}")
         b = grp["bound"].to_numpy(float)
-        ax.plot(xs, b, "--", color=c, lw=1.2, label=f"{j.claim.kind} bound{tag}")
-        slack = np.abs(b) * j.claim.rtol + j.claim.atol
-        if j.claim.kind == "equal" and np.any(slack > 0):
-            # categorical x (strings) sits at positions 0..m-1 in order of appearance
-            band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
-            ax.fill_between(band_x, b - slack, b + slack, color=c, alpha=0.12, lw=0,
-                            label=f"tolerance band (rtol {j.claim.rtol:g}, atol {j.claim.atol:g})" if i == 0 else None)
-        bad = grp["verdict"] != Verdict.HOLDS.value
+        if not shared or i == 0:
+            bc, btag = ("k", "") if shared else (c, tag)
+            ax.plot(xs, b, "--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
+            slack = np.abs(b) * j.claim.rtol + j.claim.atol
+            if j.claim.kind == "equal" and np.any(slack > 0):
+                # categorical x (strings) sits at positions 0..m-1 in order of appearance
+                band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
+                ax.fill_between(band_x, b - slack, b + slack, color=bc, alpha=0.12, lw=0,
+                                label=f"tolerance band (rtol {j.claim.rtol:g}, atol {j.claim.atol:g})")
+        bad = (grp["verdict"] != Verdict.HOLDS.value).to_numpy()
         if bad.any():
-            ax.scatter(xs[bad.to_numpy()], grp["mean"].to_numpy(float)[bad.to_numpy()], s=90, facecolors="none",
-                       edgecolors="#cf222e", lw=1.5, zorder=5, label="not holding (inconclusive or violated)" if i == 0 else None)
-        ys.extend([grp["mean"].to_numpy(float), grp["bound"].to_numpy(float)])
+            ax.scatter(xs[bad], grp["mean"].to_numpy(float)[bad], s=90, facecolors="none", edgecolors="#cf222e",
+                       lw=1.5, zorder=5, label=None if flagged else "not holding (inconclusive or violated)")
+            flagged = True
+        ys.extend([grp["mean"].to_numpy(float), b])
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     ax.set_xlabel(plot.get("xlabel", x or "cell"))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
