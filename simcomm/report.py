@@ -16,6 +16,11 @@ PAPERS = {
 }
 
 
+def _cell(text) -> str:
+    """Text safe inside a markdown table cell (statements contain norms like ||x||)."""
+    return str(text).replace("|", "\\|")
+
+
 def _ratio(r: float) -> str:
     return "—" if not math.isfinite(r) else f"{r:.4g}"
 
@@ -36,8 +41,8 @@ def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
              f"{', first ' + str(limit) + ' shown' if len(show) > limit else ''}):", "", head,
              "|" + "---|" * (len(cols) + 1)]
     for _, row in show.head(limit).iterrows():
-        vals = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in (row[c] for c in cols)]
-        lines.append("| " + " | ".join(vals) + f" | {row.get('note', '') or ''} |")
+        vals = [f"{v:.4g}" if isinstance(v, float) else _cell(v) for v in (row[c] for c in cols)]
+        lines.append("| " + " | ".join(vals) + f" | {_cell(row.get('note', '') or '')} |")
     return lines
 
 
@@ -63,6 +68,7 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              "statement is unknown, the claim checks the derived statement named in its row.", "",
              "| claim | paper | statement | provenance | verdict | tightest ratio |", "|---|---|---|---|---|---|"]
     for row, j in zip(verdict_rows(judgements), judgements):
+        row = [_cell(c) for c in row]
         row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
         lines.append("| " + " | ".join(row) + " |")
     for j in judgements:

@@ -76,7 +76,7 @@ KERNELS = {
                            (4, 8, 16, 32, 64, 128), (2**12, 2**14, 2**16, 2**18, 2**20)),
     "qsgd": ScalingKernel("qsgd", "QSGD (s = 4), float32", _qsgd, 16, 2**16,
                           (4, 8, 16, 32, 64, 128), (2**12, 2**14, 2**16, 2**18, 2**20)),
-    "gossip": ScalingKernel("gossip", "gossip step, static exponential graph, float64", _gossip, 64, 2**12,
+    "gossip": ScalingKernel("gossip", "gossip step, static exponential graph (log2 n neighbours: work ~ n log n), float64", _gossip, 64, 2**12,
                             (16, 32, 64, 128, 256, 512), (2**10, 2**12, 2**14, 2**16)),
 }
 
@@ -125,6 +125,7 @@ def scaling_figure(table: pd.DataFrame, kernel: str):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     k = KERNELS[kernel]
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
@@ -135,6 +136,7 @@ def scaling_figure(table: pd.DataFrame, kernel: str):
         ax.loglog(x, y * 1e3, "o-", color="#0969da", label=f"measured; fitted exponent {slope:.2f}")
         ref = y[0] * 1e3 * (x / x[0])
         ax.loglog(x, ref, ":", color="#8c959f", label="linear reference (exponent 1)")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels collide on short axes
         ax.set_xlabel(f"${sweep}$ ({fixed})")
         ax.set_ylabel("time per call [ms]")
         ax.grid(True, which="both", alpha=0.3)
