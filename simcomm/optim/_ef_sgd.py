@@ -223,27 +223,45 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, 
     ([-1.0, -1.25, 0.0], [[0.0, 0.0, 0.25]])
     """
     lr = _check_lr(lr)
+    k, r = _check_kr(compressor, k, r, state.memory.shape[1])
+    return _ef_step(state, grads, lr, compressor, k, r, rng, get_backend(backend))
+
+
+def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
+    # Selections are undefined on NaN, so nothing is sent; the caller records the step.
+    return (EFState(state.theta, state.memory, state.step + 1),
+            EFStepInfo(np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0)), np.full(n, np.nan), np.zeros(D)))
+
+
+def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: int, r: int, rng, be,
+             out: np.ndarray | None = None) -> tuple[EFState, EFStepInfo]:
+    """:func:`ef_update` on checked arguments; ``out`` (not ``grads``, not ``state.memory``) may receive P."""
     n, D = state.memory.shape
-    k, r = _check_kr(compressor, k, r, D)
     if compressor == "none":
         upd = grads.mean(axis=0)
         return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
                 EFStepInfo(None, None, np.zeros(n), upd))
-    if not np.isfinite(grads).all():
-        # Diverged: selections are undefined on NaN, so nothing is sent; the caller records the step.
-        return (EFState(state.theta, state.memory, state.step + 1),
-                EFStepInfo(np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0)), np.full(n, np.nan), np.zeros(D)))
-    be = get_backend(backend)
     fused = getattr(be, "ef_accumulate_topr", None)
+    # The numba kernel takes NaN rows without failing, and a non-finite g_i makes ||p_i||^2 non-finite, so
+    # there the full pass over the gradients only runs when a norm is not finite (before any uniform is
+    # drawn: a diverged step consumes no randomness either way). Other backends check first.
+    lazy = getattr(be, "NAME", None) == "numba"
+    if not lazy and not np.isfinite(grads).all():
+        return _diverged(state, n, D)
     if compressor != "rand_k" and fused is not None:
-        # One kernel writes p_i = g_i + m_i (a fresh array: the state stays intact), ||p_i||^2 and the
-        # top-r set (ascending, ties to the lower index: the selection of simcomm.compress.top_k).
-        P, idx, tot = fused(grads, state.memory, r)
+        # One kernel writes p_i = g_i + m_i (into a fresh array or ``out``: the state stays intact),
+        # ||p_i||^2 and the top-r set (ascending, ties to the lower index: the selection of
+        # simcomm.compress.top_k).
+        P, idx, tot = fused(grads, state.memory, r) if out is None else fused(grads, state.memory, r, out=out)
+        if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
+            return _diverged(state, n, D)
         if compressor == "rtop_k":  # a Floyd k-subset of the top-r set, on the uniforms rtop_k draws
             rng = np.random.default_rng(rng)
             idx = np.take_along_axis(idx, be.floyd_sample(rng.random((n, k)), r), axis=1)
         vals = np.take_along_axis(P, idx, axis=1)
     else:
+        if lazy and not np.isfinite(grads).all():
+            return _diverged(state, n, D)
         P = np.ascontiguousarray(state.memory + grads)
         idx, vals = ef_compress_rows(P, compressor, k, r, rng=rng, backend=be)
         tot = np.einsum("ij,ij->i", P, P)
@@ -259,7 +277,8 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, 
     return EFState(state.theta - lr * upd, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
 
-def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarray, *,
+                     out: np.ndarray | None = None) -> np.ndarray:
     r"""Every worker's minibatch-mean gradient from one batched forward/backward pass.
 
     Same loss and flat layout as :func:`simcomm.models.gradient`; row ``i`` equals
@@ -271,6 +290,8 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
     theta : numpy.ndarray, shape (D,)
     Xb : numpy.ndarray, shape (n, B, d)
     yb : numpy.ndarray of int, shape (n, B)
+    out : numpy.ndarray, shape (n, D), optional
+        C-contiguous float64 buffer that receives the gradients (a new array by default).
 
     Returns
     -------
@@ -287,26 +308,28 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
     """
     layers = unflatten(model, theta)
     n, B = yb.shape
-    hs, pre = [Xb], []
+    # Forward and the delta backprop run as 2-D (n B, .) matmuls: one GEMM per layer instead of n; every
+    # row is the same dot products in the same order, so the values are those of the batched form.
+    hs, pre = [Xb.reshape(n * B, -1)], []
     for li, (W, b) in enumerate(layers):
-        a = hs[-1] @ W + b  # (n, B, out): one matmul for all workers
+        a = hs[-1] @ W + b  # (n B, out): one matmul for all workers
         pre.append(a)
         if li < len(layers) - 1:
             hs.append(np.maximum(a, 0.0))
-    z = pre[-1] - pre[-1].max(axis=2, keepdims=True)
+    z = pre[-1] - pre[-1].max(axis=1, keepdims=True)
     delta = np.exp(z)
-    delta /= delta.sum(axis=2, keepdims=True)
-    ni, bi = np.meshgrid(np.arange(n), np.arange(B), indexing="ij")
-    delta[ni, bi, yb] -= 1.0
+    delta /= delta.sum(axis=1, keepdims=True)
+    delta[np.arange(n * B), yb.ravel()] -= 1.0
     delta /= B  # d(mean loss)/d logits
-    out = np.empty((n, model.n_params))
+    out = np.empty((n, model.n_params)) if out is None else out
     pos = model.n_params
     for li in range(len(layers) - 1, -1, -1):
         W, b = layers[li]
         nb, nw = b.size, W.size
-        out[:, pos - nb: pos] = delta.sum(axis=1)
+        d3 = delta.reshape(n, B, -1)
+        out[:, pos - nb: pos] = d3.sum(axis=1)
         gW = out[:, pos - nb - nw: pos - nb].reshape(n, W.shape[0], W.shape[1])
-        np.matmul(hs[li].transpose(0, 2, 1), delta, out=gW)  # batched h_i^T delta_i
+        np.matmul(hs[li].reshape(n, B, -1).transpose(0, 2, 1), d3, out=gW)  # batched h_i^T delta_i
         if model.l2:
             gW += model.l2 * W
         pos -= nb + nw
@@ -456,6 +479,12 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
         return tl, ta
 
     state = ef_init(theta0, n_workers)
+    be = get_backend(backend)
+    # Without an on_step observer nothing outside keeps G or an old memory, so the loop reuses three
+    # (n, D) buffers (gradients, memory, next memory) instead of allocating two per step.
+    reuse = on_step is None
+    g_buf = np.empty_like(state.memory) if reuse else None
+    spare = np.empty_like(state.memory) if reuse and compressor != "none" else None
     rows = np.arange(n_workers)[:, None]
     ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
     cerr = np.full(steps, np.nan)
@@ -465,11 +494,13 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
         for t in range(steps):
             pos = (batch_rng.random((n_workers, batch_size)) * lens[:, None]).astype(np.int64)
             bidx = pad[rows, pos]
-            G = worker_gradients(model, state.theta, X[bidx], y[bidx])
-            new, info = ef_update(state, G, lr=ef_learning_rate(lr, t, steps, schedule), compressor=compressor,
-                                  k=k, r=r, rng=rng, backend=backend)
+            G = worker_gradients(model, state.theta, X[bidx], y[bidx], out=g_buf)
+            new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor, k, r,
+                                 rng, be, out=spare)
             if on_step is not None:
                 on_step(t, G, state, new, info)
+            if spare is not None and new.memory is spare:
+                spare = state.memory  # the old memory is free now
             state = new
             cerr[t] = float(info.comp_error.mean())
             if math.isnan(cerr[t]):  # p is not finite: stop here, the loss is recorded as diverged

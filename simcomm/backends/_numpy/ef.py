@@ -15,7 +15,7 @@ from simcomm.backends._numpy.select import topk_indices
 __all__ = ["ef_accumulate_topr"]
 
 
-def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int):
+def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | None = None):
     """``(P, top, sq)``: ``P = G + M``, top-r indices per row of ``P`` (ascending) and ``sum(P**2, axis=1)``.
 
     Parameters
@@ -24,6 +24,8 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int):
         Gradients and memories.
     r : int
         ``1 <= r <= D``.
+    out : numpy.ndarray, optional
+        Receives ``P`` (same shape as ``G``; it may be ``G`` or ``M`` itself); a new array by default.
 
     Returns
     -------
@@ -37,5 +39,5 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int):
     >>> top.tolist(), sq.tolist()
     ([[1, 2]], [16.25])
     """
-    P = G + M
+    P = np.add(G, M, out=out)
     return P, topk_indices(P, int(r)), np.einsum("ij,ij->i", P, P)
