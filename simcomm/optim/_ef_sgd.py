@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -277,6 +278,16 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: i
     return EFState(state.theta - lr * upd, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
 
+@lru_cache(maxsize=64)
+def _layout(sizes: tuple) -> tuple[int, tuple]:
+    """``(D, ((in, out, offset of W), ...))``: the flat layout of :func:`simcomm.models.unflatten`, once per model."""
+    shapes, pos = [], 0
+    for i, o in zip(sizes[:-1], sizes[1:]):
+        shapes.append((i, o, pos))
+        pos += (i + 1) * o
+    return pos, tuple(shapes)
+
+
 def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarray, *,
                      out: np.ndarray | None = None) -> np.ndarray:
     r"""Every worker's minibatch-mean gradient from one batched forward/backward pass.
@@ -306,7 +317,10 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
     >>> bool(np.allclose(G[1], gradient(m, th, Xb[1], yb[1])))
     True
     """
-    layers = unflatten(model, theta)
+    D, shapes = _layout(model.sizes)
+    if theta.shape != (D,):
+        layers = unflatten(model, theta)  # raises the one-line shape error
+    layers = [(theta[w0: w0 + i * o].reshape(i, o), theta[w0 + i * o: w0 + (i + 1) * o]) for i, o, w0 in shapes]
     n, B = yb.shape
     # Forward and the delta backprop run as 2-D (n B, .) matmuls: one GEMM per layer instead of n; every
     # row is the same dot products in the same order, so the values are those of the batched form.
@@ -321,8 +335,8 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
     delta /= delta.sum(axis=1, keepdims=True)
     delta[np.arange(n * B), yb.ravel()] -= 1.0
     delta /= B  # d(mean loss)/d logits
-    out = np.empty((n, model.n_params)) if out is None else out
-    pos = model.n_params
+    out = np.empty((n, D)) if out is None else out
+    pos = D
     for li in range(len(layers) - 1, -1, -1):
         W, b = layers[li]
         nb, nw = b.size, W.size

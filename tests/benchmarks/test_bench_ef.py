@@ -5,6 +5,12 @@ Target (issue 5): at least 5x faster than a straightforward per-worker Python lo
 dense message and residual). The simcomm side is :func:`simcomm.optim.ef_sgd` itself (one batched
 forward/backward for all workers, the fused accumulate + top-r kernel, one ``bincount`` on the
 server), including its two loss evaluations. Ratios are baseline time / simcomm time, in one run.
+
+Both sides are timed best-of-``ROUNDS`` with their rounds interleaved (fast, baseline, fast, ...), so a
+burst of load from another process on this 2-core machine hits both instead of one. ``extra_info``
+also records ``ratio_training_only``: the same baseline time over the simcomm time less its two
+full-training-set loss evaluations (the monitor at steps 0 and ``steps``, work the baseline does not do),
+timed separately; the headline ``ratio`` keeps them in.
 """
 
 import math
@@ -14,20 +20,23 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from simcomm.models import init_params, load_dataset, mlp, split_workers
+from simcomm.models import init_params, load_dataset, loss, mlp, split_workers
 from simcomm.optim import ef_sgd
 from tests.naive_ef import numpy_loop_epoch
 
 N_WORKERS = 16
 CONFIGS = {"digits-64-64-10": ("digits", 64, 8), "mnist-784-128-10": ("mnist", 128, 16)}
+ROUNDS = 5
 
 
-def _best(fn, rounds):
-    best, out = np.inf, None
+def _best_interleaved(fns, rounds):
+    """Best time of each of ``fns`` over ``rounds`` interleaved rounds, and each one's last result."""
+    best, out = [np.inf] * len(fns), [None] * len(fns)
     for _ in range(rounds):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
+        for j, fn in enumerate(fns):
+            t = time.perf_counter()
+            out[j] = fn()
+            best[j] = min(best[j], time.perf_counter() - t)
     return best, out
 
 
@@ -54,11 +63,14 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
         pos = np.stack([br.random((N_WORKERS, B)) for _ in range(steps)])
         return numpy_loop_epoch(model, X, y, shards=shards, positions=pos, lr=0.1, k=k, theta0=theta0)
 
+    def monitor():  # what ef_sgd evaluates besides training: the full training loss at steps 0 and `steps`
+        return loss(model, theta0, X, y) + loss(model, theta0, X, y)
+
     with threadpool_limits(limits=1):  # one BLAS thread for both sides, as the runner uses per cell
         out = benchmark.pedantic(fast, rounds=3, iterations=1, warmup_rounds=1)
-        t_fast = _best(fast, 3)[0]
-        t_base, ref = _best(baseline, 3)
+        (t_fast, t_base, t_mon), (_, ref, _) = _best_interleaved([fast, baseline, monitor], ROUNDS)
     np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)
     benchmark.extra_info["baseline"] = f"per-worker Python loop, np.argpartition top-k ({config}, {steps} steps)"
     benchmark.extra_info["ratio"] = t_base / t_fast
+    benchmark.extra_info["ratio_training_only"] = t_base / max(t_fast - t_mon, 1e-9)
     benchmark.extra_info["target"] = ">= 5x"
