@@ -236,7 +236,11 @@ def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
 
 def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: int, r: int, rng, be,
              out: np.ndarray | None = None) -> tuple[EFState, EFStepInfo]:
-    """:func:`ef_update` on checked arguments; ``out`` (not ``grads``, not ``state.memory``) may receive P."""
+    """:func:`ef_update` on checked arguments; ``out`` (not ``grads``) may receive P.
+
+    ``out`` may be ``state.memory`` itself, for a caller that drops the old state (the new memory then
+    takes over its buffer); ``grads`` stays intact either way.
+    """
     n, D = state.memory.shape
     if compressor == "none":
         upd = grads.mean(axis=0)
@@ -494,11 +498,11 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
 
     state = ef_init(theta0, n_workers)
     be = get_backend(backend)
-    # Without an on_step observer nothing outside keeps G or an old memory, so the loop reuses three
-    # (n, D) buffers (gradients, memory, next memory) instead of allocating two per step.
+    # Without an on_step observer nothing outside keeps G or an old memory, so the loop reuses two
+    # (n, D) buffers: the gradients, and the memory that p = g + m overwrites in place (no new arrays per
+    # step, and no cold buffer to stream P into).
     reuse = on_step is None
     g_buf = np.empty_like(state.memory) if reuse else None
-    spare = np.empty_like(state.memory) if reuse and compressor != "none" else None
     rows = np.arange(n_workers)[:, None]
     ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
     cerr = np.full(steps, np.nan)
@@ -510,11 +514,9 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
             bidx = pad[rows, pos]
             G = worker_gradients(model, state.theta, X[bidx], y[bidx], out=g_buf)
             new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor, k, r,
-                                 rng, be, out=spare)
+                                 rng, be, out=state.memory if reuse else None)
             if on_step is not None:
                 on_step(t, G, state, new, info)
-            if spare is not None and new.memory is spare:
-                spare = state.memory  # the old memory is free now
             state = new
             cerr[t] = float(info.comp_error.mean())
             if math.isnan(cerr[t]):  # p is not finite: stop here, the loss is recorded as diverged
