@@ -1,7 +1,5 @@
 """Error-feedback kernel on the GPU: ``P = G + M``, the top-r set of each row of ``P`` and its squared norms."""
 
-import cupy as cp
-
 from simcomm.backends._cupy._host import like_input, to_device
 from simcomm.backends._cupy.select import topk_indices
 
