@@ -192,7 +192,7 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
     series = list(_series(j.cells, hue))
     if x is None:
         _draw_order_single(ax, j, plot)
-    elif len(series) > 3:
+    elif len(series) * (1 + len(j.claim.higher)) > 8:  # too many lines to read: show lower/other ratios
         _draw_order_ratios(ax, j, plot, x, series)
     else:
         _draw_order_lines(ax, j, plot, x, series)
