@@ -75,7 +75,7 @@ def async_naive(problem, quantizer, gamma, steps, tau, delay, rng):
     Draws from ``rng`` in the same order as :func:`simcomm.optim.async_compressed_gd`: the delays
     (uniform model), then one quantizer call per step.
     """
-    N, d = problem.N, problem.d
+    N = problem.N
     hist = [problem.x0.astype(np.float64).copy()]
     for k in range(steps):
         cap = min(tau, k)

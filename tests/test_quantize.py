@@ -51,8 +51,6 @@ def test_matches_naive_oracle(name, fast, naive, dtype, backend):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name,fast,naive", CASES, ids=[c[0] for c in CASES])
 def test_numpy_numba_parity_on_shared_key(name, fast, naive, dtype):
-    if "numba" not in BACKENDS:
-        pytest.skip("numba not installed")
     x = np.random.default_rng(12345).standard_normal((3, 200_001)).astype(dtype)  # parallel path, many blocks
     a, b = fast(x, 99, "numpy"), fast(x, 99, "numba")
     if name == "qsgd" and dtype == np.float64:
@@ -65,8 +63,6 @@ def test_numpy_numba_parity_on_shared_key(name, fast, naive, dtype):
 
 def test_kernels_agree_bitwise_given_norms():
     """Given the same per-row scales, the QSGD kernels agree exactly (the norm is the only reduction)."""
-    if "numba" not in BACKENDS:
-        pytest.skip("numba not installed")
     npb, nbb = get_backend("numpy"), get_backend("numba")
     x = np.random.default_rng(12345).standard_normal((4, 1000))
     norms = npb.row_norms(x)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import theory.expgraph as th
 from simcomm._errors import UserError
-from simcomm.backends import available_backends, get_backend
+from simcomm.backends import get_backend
 from simcomm.topology import (
     DENSE_MAX,
     build,
@@ -256,7 +256,6 @@ def test_mix_equals_dense_product(topo, backend):
         np.testing.assert_allclose(mix(topo, X, k, backend=backend), want, rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.skipif("numba" not in available_backends(), reason="numba not installed")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_numpy_numba_parity(dtype):
     npb, nbb = get_backend("numpy"), get_backend("numba")

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from simcomm.backends import available_backends, get_backend
+from simcomm.backends import get_backend
 from simcomm.topology import exponential, mixing_matrix, one_peer_exponential
 
 N, D = 256, 100_000
@@ -36,8 +36,6 @@ def _dense_step(W, X, M, G):
 
 @pytest.mark.parametrize("name", ["one_peer_exponential", "exponential"])
 def test_bench_dmsgd_step(benchmark, name):
-    if "numba" not in available_backends():
-        pytest.skip("numba is not installed")
     be = get_backend("numba")
     topo = one_peer_exponential(N) if name == "one_peer_exponential" else exponential(N)
     layer = topo.layer(0)

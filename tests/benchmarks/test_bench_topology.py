@@ -15,7 +15,6 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from simcomm.backends import available_backends
 from simcomm.topology import exponential, mix, mixing_matrix, rho
 
 RHO_N = int(os.environ.get("SIMCOMM_BENCH_RHO_N", "1024"))
@@ -72,7 +71,6 @@ def test_bench_rho_exponential_million(benchmark):
     benchmark.extra_info.update(seconds=t_fast, peak_bytes=int(peak), bytes_per_node=peak / n)
 
 
-@pytest.mark.skipif("numba" not in available_backends(), reason="numba not installed")
 def test_bench_shift_mix_vs_dense(benchmark):
     # n = 256 nodes, d = 20000 coordinates (issue 3 uses d up to 1e5; kept smaller for the 2-core box)
     n, d = 256, 20_000
