@@ -26,6 +26,18 @@ def _block(n: int, d: int) -> int:
     return int(max(16, min(d, _SCRATCH_FLOATS // max(n, 1))))
 
 
+@njit(cache=True, inline="always")
+def _adapt_block(X, M, G, gamma, beta, c0, c1, Y):
+    """Columns c0:c1 of every node: m <- beta m + g (in place), y <- x - gamma m into the scratch Y."""
+    for i in range(X.shape[0]):
+        # 1-D contiguous views let LLVM vectorise the loops (2-D indexing did not)
+        xi, mi, gi, yi = X[i, c0:c1], M[i, c0:c1], G[i, c0:c1], Y[i]
+        for c in range(c1 - c0):
+            mm = beta * mi[c] + gi[c]
+            mi[c] = mm
+            yi[c] = xi[c] - gamma * mm
+
+
 def _atc_shift_py(X, M, G, gamma, beta, shifts, weights, out, block, scratch):
     n, d = X.shape
     nt = shifts.shape[0]
@@ -37,13 +49,7 @@ def _atc_shift_py(X, M, G, gamma, beta, shifts, weights, out, block, scratch):
         # per-thread scratch allocated once by the caller: a fresh 256 KiB array per block would be
         # an mmap + page faults every time
         Y = scratch[numba.get_thread_id()]
-        for i in range(n):
-            # 1-D contiguous views let LLVM vectorise the loops (2-D indexing did not)
-            xi, mi, gi, yi = X[i, c0:c1], M[i, c0:c1], G[i, c0:c1], Y[i]
-            for c in range(w):
-                mm = beta * mi[c] + gi[c]
-                mi[c] = mm
-                yi[c] = xi[c] - gamma * mm
+        _adapt_block(X, M, G, gamma, beta, c0, c1, Y)
         for i in range(n):
             oi = out[i, c0:c1]
             for c in range(w):
@@ -66,13 +72,7 @@ def _atc_csr_py(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch
         # per-thread scratch allocated once by the caller: a fresh 256 KiB array per block would be
         # an mmap + page faults every time
         Y = scratch[numba.get_thread_id()]
-        for i in range(n):
-            # 1-D contiguous views let LLVM vectorise the loops (2-D indexing did not)
-            xi, mi, gi, yi = X[i, c0:c1], M[i, c0:c1], G[i, c0:c1], Y[i]
-            for c in range(w):
-                mm = beta * mi[c] + gi[c]
-                mi[c] = mm
-                yi[c] = xi[c] - gamma * mm
+        _adapt_block(X, M, G, gamma, beta, c0, c1, Y)
         for i in range(n):
             oi = out[i, c0:c1]
             for c in range(w):
