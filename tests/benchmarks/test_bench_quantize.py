@@ -3,7 +3,8 @@
 Targets (issue 6): quantizing a (64, 10^5) float32 batch and one d = 10^7 float32 vector is >= 3x
 faster than a straightforward numpy implementation (norms, floor, ``rng.random`` comparison, sign),
 and within 3x of the memory-bandwidth floor: (bytes in + bytes out) / copy bandwidth, i.e. the time
-of ``np.copyto`` of the same array measured in the same test (``floor_ratio`` = time / floor). A
+of ``np.copyto`` of the same array measured in the same test (``floor_ratio`` = time / floor, timed
+with a preallocated ``out=`` like the copy's destination; the allocating call's ratio is shown too). A
 10,000-step asynchronous run with tau = 32, N = 16, d = 1,000 takes seconds; its baseline is the
 full-history per-worker loop of ``tests/naive_quantize.py`` (timed on 500 steps, scaled by 20).
 """
@@ -77,6 +78,12 @@ def test_bench_quantize_vs_numpy(benchmark, case, method):
     t_base, base = _best(base_fn, 3)
     dst = np.empty_like(x)
     t_copy = _best(lambda: np.copyto(dst, x), 5)[0]  # moves x.nbytes in and x.nbytes out: the floor
+    # The copy writes into memory it has touched before; a fresh result array costs page faults on
+    # top (about 8 ms for 40 MB here), which is allocation, not quantization. So the floor ratio times
+    # the quantizer writing into a preallocated out= as well; the speed-up keeps the allocating call.
+    buf = np.empty_like(x)
+    out_fn = (lambda: qsgd(x, 4, rng=rng, out=buf)) if method == "qsgd" else (lambda: ternary(x, rng=rng, out=buf))
+    t_out = _best(out_fn, 5)[0]
     # Same operator: the two use different uniforms, so compare the support of the output law.
     if method == "qsgd":
         assert _on_levels(fast, x, 4) and _on_levels(base, x, 4)
@@ -85,8 +92,9 @@ def test_bench_quantize_vs_numpy(benchmark, case, method):
         assert np.all((fast == 0) | (np.abs(fast) == m)) and np.all((base == 0) | (np.abs(base) == m))
     benchmark.extra_info["baseline"] = f"straightforward numpy {method} (rng.random + floor + sign)"
     benchmark.extra_info["ratio"] = t_base / t_fast
-    benchmark.extra_info["floor_ratio"] = t_fast / t_copy
-    benchmark.extra_info["target"] = f">= 3x; time/bandwidth floor = {t_fast / t_copy:.1f} (target <= 3)"
+    benchmark.extra_info["floor_ratio"] = t_out / t_copy
+    benchmark.extra_info["target"] = (f">= 3x; time/bandwidth floor = {t_out / t_copy:.1f} with out= "
+                                      f"({t_fast / t_copy:.1f} allocating) (target <= 3)")
 
 
 def test_bench_async_run(benchmark):
