@@ -214,6 +214,18 @@ def test_divergence_is_recorded(digits):
     assert tr.diverged_at is not None and tr.step[-1] == 30 and not math.isfinite(tr.train_loss[-1])
 
 
+def test_monitor_off_trains_the_same_parameters(digits):
+    ds, model = digits
+    on = _run(ds, model, compressor="top_k", steps=12, eval_every=4)
+    off = _run(ds, model, compressor="top_k", steps=12, eval_every=0)
+    np.testing.assert_array_equal(off.theta, on.theta)  # the monitor draws no randomness
+    np.testing.assert_array_equal(off.comp_error, on.comp_error)
+    assert off.step.size == off.train_loss.size == off.bits.size == 0 and off.diverged_at is None
+    with np.errstate(all="ignore"):
+        bad = _run(ds, model, compressor="none", lr=1e6, steps=30, eval_every=0)
+    assert bad.diverged_at is not None and bad.step[-1] == 30 and not math.isfinite(bad.train_loss[-1])
+
+
 # --- bad input -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw,match", [
@@ -226,6 +238,7 @@ def test_divergence_is_recorded(digits):
     (dict(compressor="rtop_k", r=10), "r = 10"),
     (dict(schedule="linear"), "unknown schedule"),
     (dict(steps=0), "steps"),
+    (dict(eval_every=-1), "eval_every = -1"),
 ])
 def test_bad_input_one_line(digits, kw, match):
     ds, model = digits
@@ -317,6 +330,25 @@ def test_best_intermediate_keeps_the_divergence_note(monkeypatch):
     best = [r for r in rows if r.get("method") == "best_intermediate" and r["metric"] == "final_train_loss"]
     assert len(best) == 1
     assert "diverged at step 7" in best[0]["note"] and "r/k = 4 (pre-registered)" in best[0]["note"]
+
+@pytest.mark.parametrize("n,D,k", [(1, 5, 1), (4, 300, 7), (16, 4810, 48)])
+def test_send_kernel_parity(n, D, k):
+    # numba's fused ef_send equals the numpy reference bit for bit: messages, zeroed P, server sum, step
+    from simcomm.backends import get_backend
+
+    rng = np.random.default_rng(n * D)
+    P = rng.standard_normal((n, D))
+    idx = np.sort(np.stack([rng.choice(D, k, replace=False) for _ in range(n)]), axis=1)
+    theta = rng.standard_normal(D)
+    P_ref, P_fast = P.copy(), P.copy()
+    ref = get_backend("numpy").ef_send(P_ref, idx, theta, 0.3)
+    fast = get_backend("numba").ef_send(P_fast, idx, theta, 0.3)
+    for a, b in zip(ref, fast):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(P_ref, P_fast)
+    assert np.all(P_fast[np.arange(n)[:, None], idx] == 0) and np.count_nonzero(P_fast != P) == n * k
+    np.testing.assert_allclose(ref[1], np.bincount(idx.ravel(), P[np.arange(n)[:, None], idx].ravel(), D) / n)
+
 
 # --- fused kernel ----------------------------------------------------------------------------------------------
 

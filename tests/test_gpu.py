@@ -81,3 +81,22 @@ def test_gossip_parity():
     W = sp.random(64, 64, density=0.1, random_state=3, format="csr")
     args = (W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data)
     np.testing.assert_allclose(cpb.csr_mix(*args, X), npb.csr_mix(*args, X), rtol=1e-12)
+
+
+@gpu
+@pytest.mark.gpu
+def test_ef_parity():
+    npb, cpb = get_backend("numpy"), get_backend("cupy")
+    rng = np.random.default_rng(4)
+    G, M = rng.standard_normal((16, 5000)), rng.standard_normal((16, 5000))
+    P_ref, top_ref, sq_ref = npb.ef_accumulate_topr(G, M, 50)
+    P_gpu, top_gpu, sq_gpu = cpb.ef_accumulate_topr(G, M, 50)
+    np.testing.assert_array_equal(top_gpu, top_ref)
+    np.testing.assert_allclose(sq_gpu, sq_ref, rtol=1e-12)
+    theta = rng.standard_normal(5000)
+    ref = npb.ef_send(P_ref, top_ref, theta, 0.1)
+    gpu = cpb.ef_send(P_gpu, top_gpu, theta, 0.1)
+    np.testing.assert_array_equal(P_gpu, P_ref)  # the same entries zeroed
+    np.testing.assert_array_equal(gpu[0], ref[0])
+    for a, b in zip(gpu[1:], ref[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)

@@ -37,6 +37,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm.backends import get_backend
+from simcomm.backends._numpy.ef import ef_send as _ref_send
 from simcomm.compress import message_bits
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, init_params, loss, unflatten
@@ -263,25 +264,21 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: i
         if compressor == "rtop_k":  # a Floyd k-subset of the top-r set, on the uniforms rtop_k draws
             rng = np.random.default_rng(rng)
             idx = np.take_along_axis(idx, be.floyd_sample(rng.random((n, k)), r), axis=1)
-        vals = np.take_along_axis(P, idx, axis=1)
     else:
         if lazy and not np.isfinite(grads).all():
             return _diverged(state, n, D)
         P = np.ascontiguousarray(state.memory + grads)
-        idx, vals = ef_compress_rows(P, compressor, k, r, rng=rng, backend=be)
+        idx, _ = ef_compress_rows(P, compressor, k, r, rng=rng, backend=be)
         tot = np.einsum("ij,ij->i", P, P)
+    # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
+    # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the
+    # server averages the messages and steps (one fused call on the numba backend).
+    vals, upd, theta = getattr(be, "ef_send", _ref_send)(P, idx, state.theta, lr)
     sent = np.einsum("ij,ij->i", vals, vals)
-    # m_i' = p_i - C(p_i): zero the sent entries in place; every coordinate of p_i ends up in exactly
-    # one of the message and the residual, so p_i = C(p_i) + m_i' holds bit for bit.
-    np.put_along_axis(P, idx, 0.0, axis=1)
     res = np.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
     err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
     if not np.all(np.isfinite(tot)):
         err = np.full(n, np.nan)  # non-finite gradients or memory: the caller records divergence
-    upd = np.bincount(idx.ravel(), weights=vals.ravel(), minlength=D)  # server: sum of sparse messages
-    upd /= n
-    theta = np.multiply(upd, lr)  # theta - lr * upd, the same two roundings without two more (D,) temporaries
-    np.subtract(state.theta, theta, out=theta)
     return EFState(theta, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
 
@@ -438,7 +435,9 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     split : {"iid", "label"}
         How examples are divided among workers (:func:`simcomm.models.split_workers`).
     eval_every : int, optional
-        Monitor period (default: about 20 points).
+        Monitor period (default: about 20 points). ``0`` turns the monitor off: no loss or accuracy is
+        evaluated, so the trace's ``step``, ``train_loss``, ``test_accuracy`` and ``bits`` are empty
+        unless the run diverges (detected from non-finite ``p`` either way).
     X_test, y_test : numpy.ndarray, optional
         Test set for the accuracy.
     theta0 : numpy.ndarray, optional
@@ -489,7 +488,11 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     D = model.n_params
     k, r = _check_kr(compressor, k, r, D)
     ef_learning_rate(lr, 0, steps, schedule)  # validates the name
-    eval_every = max(1, steps // 20) if eval_every is None else int(eval_every)
+    if eval_every is None:
+        eval_every = max(1, steps // 20)
+    elif isinstance(eval_every, bool) or not isinstance(eval_every, (int, np.integer)) or eval_every < 0:
+        raise UserError(f"eval_every = {eval_every!r} must be an integer >= 0 (0 turns the monitor off)")
+    eval_every = int(eval_every)
     theta0 = init_params(model, rng=rng) if theta0 is None else np.asarray(theta0, dtype=np.float64)
     pad, lens = _padded_shards(split_workers(y, n_workers, scheme=split, rng=batch_rng))
     bps = 32 * D if compressor == "none" else message_bits(k, D)
@@ -507,7 +510,10 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     reuse = on_step is None
     g_buf = np.empty_like(state.memory) if reuse else None
     rows = np.arange(n_workers)[:, None]
-    ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
+    if eval_every:
+        ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
+    else:
+        ev_step, ev_loss, ev_acc = [], [], []
     cerr = np.full(steps, np.nan)
     diverged = None
     bar = _progress(progress, steps, f"EF-SGD {compressor}")
@@ -522,13 +528,14 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
                 on_step(t, G, state, new, info)
             state = new
             cerr[t] = float(info.comp_error.mean())
-            if math.isnan(cerr[t]):  # p is not finite: stop here, the loss is recorded as diverged
+            # p is not finite, or (monitor off) theta is not: stop here, the loss is recorded as diverged
+            if math.isnan(cerr[t]) or (not eval_every and not np.isfinite(state.theta).all()):
                 ev_step.append(t + 1)
                 ev_loss.append(math.inf)
                 ev_acc.append(math.nan)
                 diverged = t + 1
                 break
-            if (t + 1) % eval_every == 0 or t + 1 == steps:
+            if eval_every and ((t + 1) % eval_every == 0 or t + 1 == steps):
                 tl, ta = monitor(state.theta)
                 ev_step.append(t + 1)
                 ev_loss.append(tl)
@@ -541,10 +548,10 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     finally:
         if bar is not None:
             bar[0].stop()
-    if diverged is not None and ev_step[-1] != steps:
+    if diverged is not None and ev_step[-1] != steps:  # (ev_step holds the diverged step by now)
         # Record the budget's end as diverged so every compressor's trace ends at the same step.
         ev_step.append(steps)
         ev_loss.append(math.inf)
         ev_acc.append(math.nan)
-    ev_step = np.array(ev_step)
+    ev_step = np.array(ev_step, dtype=np.int64)
     return EFTrace(ev_step, np.array(ev_loss), np.array(ev_acc), ev_step * bps, cerr, state.theta, diverged, bps)

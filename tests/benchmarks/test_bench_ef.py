@@ -3,14 +3,15 @@
 Target (issue 5): at least 5x faster than a straightforward per-worker Python loop over numpy arrays
 (``tests/naive_ef.py::numpy_loop_epoch``: per-worker minibatch gradient, ``np.argpartition`` top-k,
 dense message and residual). The simcomm side is :func:`simcomm.optim.ef_sgd` itself (one batched
-forward/backward for all workers, the fused accumulate + top-r kernel, one ``bincount`` on the
-server), including its two loss evaluations. Ratios are baseline time / simcomm time, in one run.
+forward/backward for all workers, the fused accumulate + top-r kernel, one fused send kernel) with its
+monitor off (``eval_every=0``), so both sides do the same work: the baseline evaluates no loss either.
+``extra_info["ratio_with_monitor"]`` keeps ef_sgd's two full-training-set loss evaluations in (steps 0
+and ``steps``). Ratios are baseline time / simcomm time, in one run.
 
 Both sides are timed best-of-``ROUNDS`` with their rounds interleaved (fast, baseline, fast, ...), so a
-burst of load from another process on this 2-core machine hits both instead of one. ``extra_info``
-also records ``ratio_training_only``: the same baseline time over the simcomm time less its two
-full-training-set loss evaluations (the monitor at steps 0 and ``steps``, work the baseline does not do),
-timed separately; the headline ``ratio`` keeps them in.
+burst of load from another process on this 2-core machine hits both instead of one, and both run with
+one BLAS thread (as the runner runs a cell): with two, OpenBLAS's spinning threads starved the numba
+kernel of the simcomm side on 2 cores (the MNIST epoch went from 71 to 123 ms) and sped up the baseline.
 """
 
 import math
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from simcomm.models import init_params, load_dataset, loss, mlp, split_workers
+from simcomm.models import init_params, load_dataset, mlp, split_workers
 from simcomm.optim import ef_sgd
 from tests.naive_ef import numpy_loop_epoch
 
@@ -53,9 +54,9 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
     X, y = ds.X_train, ds.y_train
     steps = math.ceil(X.shape[0] / (N_WORKERS * B))  # one pass over the training set
 
-    def fast():
+    def run(eval_every):
         return ef_sgd(model, X, y, n_workers=N_WORKERS, steps=steps, lr=0.1, batch_size=B, compressor="top_k", k=k,
-                      theta0=theta0, rng=1, batch_rng=2, eval_every=steps).theta
+                      theta0=theta0, rng=1, batch_rng=2, eval_every=eval_every).theta
 
     def baseline():
         br = np.random.default_rng(2)  # the same split and minibatches as the fast path
@@ -63,14 +64,13 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
         pos = np.stack([br.random((N_WORKERS, B)) for _ in range(steps)])
         return numpy_loop_epoch(model, X, y, shards=shards, positions=pos, lr=0.1, k=k, theta0=theta0)
 
-    def monitor():  # what ef_sgd evaluates besides training: the full training loss at steps 0 and `steps`
-        return loss(model, theta0, X, y) + loss(model, theta0, X, y)
-
     with threadpool_limits(limits=1):  # one BLAS thread for both sides, as the runner uses per cell
-        out = benchmark.pedantic(fast, rounds=3, iterations=1, warmup_rounds=1)
-        (t_fast, t_base, t_mon), (_, ref, _) = _best_interleaved([fast, baseline, monitor], ROUNDS)
+        out = benchmark.pedantic(run, args=(0,), rounds=3, iterations=1, warmup_rounds=1)
+        (t_fast, t_base, t_mon), (_, ref, with_monitor) = _best_interleaved(
+            [lambda: run(0), baseline, lambda: run(steps)], ROUNDS)
     np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(with_monitor, out)  # the monitor changes no parameter
     benchmark.extra_info["baseline"] = f"per-worker Python loop, np.argpartition top-k ({config}, {steps} steps)"
     benchmark.extra_info["ratio"] = t_base / t_fast
-    benchmark.extra_info["ratio_training_only"] = t_base / max(t_fast - t_mon, 1e-9)
-    benchmark.extra_info["target"] = ">= 5x"
+    benchmark.extra_info["ratio_with_monitor"] = t_base / t_mon
+    benchmark.extra_info["target"] = f">= 5x ({t_base / t_mon:.1f}x with ef_sgd's two loss evaluations)"

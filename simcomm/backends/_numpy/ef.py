@@ -4,6 +4,10 @@
 largest ``|P|`` of every row (ascending; ties to the lower index, the convention of
 :mod:`simcomm.backends._numpy.select`) and the squared row norms of ``P``. The numba twin fuses the
 three into one pass plus a candidate pass and must return the same indices.
+
+``ef_send(P, idx, theta, lr)`` finishes the step once the sent coordinates are known: it reads the
+messages out of ``P`` and zeroes them there (``P`` becomes the new memory ``p - C(p)``), sums the messages
+on the server and takes the SGD step. The numba twin does the same arithmetic in one pass.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import numpy as np
 
 from simcomm.backends._numpy.select import topk_indices
 
-__all__ = ["ef_accumulate_topr"]
+__all__ = ["ef_accumulate_topr", "ef_send"]
 
 
 def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | None = None):
@@ -41,3 +45,42 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | N
     """
     P = np.add(G, M, out=out)
     return P, topk_indices(P, int(r)), np.einsum("ij,ij->i", P, P)
+
+
+def ef_send(P: np.ndarray, idx: np.ndarray, theta: np.ndarray, lr: float):
+    """``(vals, upd, theta_new)`` for the sent coordinates ``idx``; ``P`` is updated in place.
+
+    ``vals[i, j] = P[i, idx[i, j]]`` are the messages, and those entries of ``P`` are set to 0, so every
+    coordinate of ``p_i`` ends up in exactly one of the message and the residual (``p_i = C(p_i) + m_i'``
+    bit for bit). ``upd`` is the server's average of the sparse messages, summed in row-major order of
+    ``idx`` (``np.bincount``), and ``theta_new = theta - lr * upd``.
+
+    Parameters
+    ----------
+    P : numpy.ndarray of float64, shape (n, D)
+        ``p_i = g_i + m_i`` per worker (overwritten with the new memories).
+    idx : numpy.ndarray of int64, shape (n, k)
+        Sent coordinates of every worker.
+    theta : numpy.ndarray, shape (D,)
+    lr : float
+
+    Returns
+    -------
+    vals : numpy.ndarray, shape (n, k)
+    upd : numpy.ndarray, shape (D,)
+    theta_new : numpy.ndarray, shape (D,)
+
+    Examples
+    --------
+    >>> P = np.array([[1.0, -3.0, 0.5], [2.0, 0.0, 4.0]])
+    >>> vals, upd, th = ef_send(P, np.array([[1], [2]]), np.zeros(3), 0.5)
+    >>> vals.ravel().tolist(), upd.tolist(), th.tolist(), P.tolist()
+    ([-3.0, 4.0], [0.0, -1.5, 2.0], [0.0, 0.75, -1.0], [[1.0, 0.0, 0.5], [2.0, 0.0, 0.0]])
+    """
+    n, D = P.shape
+    vals = np.take_along_axis(P, idx, axis=1)
+    np.put_along_axis(P, idx, 0.0, axis=1)
+    upd = np.bincount(idx.ravel(), weights=vals.ravel(), minlength=D)  # server: sum of sparse messages
+    upd /= n
+    step = np.multiply(upd, lr)  # theta - lr * upd, the same two roundings without two more (D,) temporaries
+    return vals, upd, np.subtract(theta, step, out=step)
