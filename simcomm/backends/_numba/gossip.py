@@ -12,16 +12,27 @@ __all__ = ["shift_mix", "csr_mix"]
 PARALLEL_MIN = 1 << 15
 
 
+@njit(cache=True, inline="always")
+def _axpy_row(oi, w, xj, first):
+    # oi <- 0.0 + w xj (first term) or oi <- oi + w xj: the numpy backend's sum from 0.0, term by term.
+    # Writing the first term instead of zeroing oi saves a pass; "0.0 +" keeps the rounding and the sign
+    # of zero. 1-D rows, so LLVM vectorises the loop (2-D indexing did not, and the step ran 4x slower).
+    if first:
+        for c in range(oi.shape[0]):
+            oi[c] = 0.0 + w * xj[c]
+    else:
+        for c in range(oi.shape[0]):
+            oi[c] += w * xj[c]
+
+
 @njit(cache=True)
 def _shift_row(X, shifts, weights, out, i):
-    n, d = X.shape
-    for c in range(d):
-        out[i, c] = 0.0
+    n = X.shape[0]
+    oi = out[i]
+    if shifts.shape[0] == 0:
+        oi[:] = 0.0
     for t in range(shifts.shape[0]):
-        j = (i + shifts[t]) % n
-        w = weights[t]
-        for c in range(d):
-            out[i, c] += w * X[j, c]
+        _axpy_row(oi, weights[t], X[(i + shifts[t]) % n], t == 0)
 
 
 @njit(cache=True, parallel=True)
@@ -38,16 +49,51 @@ def _shift_mix_serial(X, shifts, weights, out):
     return out
 
 
+# Column blocks: each task mixes columns c0:c1 of every row, so the (n, block) slab of X it reads stays
+# in cache for all the terms (a row-by-row pass re-read each X row once per term from memory or L3:
+# 5.6x slower at n = 256, d = 20,000, 9 terms). Same terms in the same order, so the same bits.
+_SLAB_FLOATS = 32768  # 256 KiB of float64 per slab
+
+
+def _col_block(n: int, d: int) -> int:
+    return int(max(16, min(d, _SLAB_FLOATS // max(n, 1))))
+
+
+@njit(cache=True, parallel=True)
+def _shift_mix_cols(X, shifts, weights, out, block):
+    n, d = X.shape
+    for b in prange((d + block - 1) // block):
+        c0 = b * block
+        c1 = min(d, c0 + block)
+        for i in range(n):
+            oi = out[i, c0:c1]
+            for t in range(shifts.shape[0]):
+                _axpy_row(oi, weights[t], X[(i + shifts[t]) % n, c0:c1], t == 0)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _csr_mix_cols(indptr, indices, data, X, out, block):
+    n, d = out.shape
+    for b in prange((d + block - 1) // block):
+        c0 = b * block
+        c1 = min(d, c0 + block)
+        for i in range(n):
+            oi = out[i, c0:c1]
+            if indptr[i] == indptr[i + 1]:
+                oi[:] = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                _axpy_row(oi, data[p], X[indices[p], c0:c1], p == indptr[i])
+    return out
+
+
 @njit(cache=True)
 def _csr_row(indptr, indices, data, X, out, i):
-    d = out.shape[1]
-    for c in range(d):
-        out[i, c] = 0.0
+    oi = out[i]
+    if indptr[i] == indptr[i + 1]:
+        oi[:] = 0.0
     for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        w = data[p]
-        for c in range(d):
-            out[i, c] += w * X[j, c]
+        _axpy_row(oi, data[p], X[indices[p]], p == indptr[i])
 
 
 @njit(cache=True, parallel=True)
@@ -79,8 +125,11 @@ def shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndar
     sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
     w = np.asarray(weights, dtype=np.float64).astype(X2.dtype)
     X2 = np.ascontiguousarray(X2)
-    if X2.size < PARALLEL_MIN:
+    if X2.size < PARALLEL_MIN or sh.size == 0:
         return _shift_mix_serial(X2, sh, w, out).reshape(X.shape)
+    block = _col_block(n, X2.shape[1])
+    if X2.shape[1] >= 2 * block:  # enough column blocks to share among the threads
+        return _shift_mix_cols(X2, sh, w, out, block).reshape(X.shape)
     return _shift_mix(X2, sh, w, out).reshape(X.shape)
 
 
@@ -97,5 +146,12 @@ def csr_mix(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np.nda
     n = len(indptr) - 1
     out = np.empty((n, X2.shape[1]), dtype=X2.dtype)
     w = np.asarray(data, dtype=np.float64).astype(X2.dtype)
-    kernel = _csr_mix if X2.size >= PARALLEL_MIN else _csr_mix_serial
-    return kernel(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), w, X2, out).reshape((n,) + X.shape[1:])
+    args = (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), w, X2, out)
+    block = _col_block(max(n, X2.shape[0]), X2.shape[1])
+    if X2.size < PARALLEL_MIN:
+        out = _csr_mix_serial(*args)
+    elif X2.shape[1] >= 2 * block:
+        out = _csr_mix_cols(*args, block)
+    else:
+        out = _csr_mix(*args)
+    return out.reshape((n,) + X.shape[1:])
