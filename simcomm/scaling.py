@@ -98,7 +98,7 @@ def measure(names=tuple(KERNELS), *, backend: str = "numba", rng=None, scale: fl
     Returns
     -------
     pandas.DataFrame
-        Columns ``kernel, sweep ("n" or "d"), n, d, seconds``.
+        Columns ``kernel, backend, sweep ("n" or "d"), n, d, seconds``.
     """
     rng = np.random.default_rng(rng)
     rows = []
@@ -110,7 +110,7 @@ def measure(names=tuple(KERNELS), *, backend: str = "numba", rng=None, scale: fl
                 if sweep == "n" and name == "gossip":
                     n = max(4, int(size * scale))
                 secs = time_call(k.setup(n, d, rng, backend))
-                rows.append(dict(kernel=name, sweep=sweep, n=n, d=d, seconds=secs))
+                rows.append(dict(kernel=name, backend=str(backend), sweep=sweep, n=n, d=d, seconds=secs))
     return pd.DataFrame(rows)
 
 
@@ -141,5 +141,7 @@ def scaling_figure(table: pd.DataFrame, kernel: str):
         ax.set_ylabel("time per call [ms]")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"Scaling of {k.label}: time against $d$ and against $n$ (numba backend)", fontsize=10)
+    backend = table.backend.iloc[0] if "backend" in table else "numba"
+    # two lines: the kernel labels are long, and one line ran off both edges of the figure
+    fig.suptitle(f"Scaling of {k.label}\ntime per call against $d$ and against $n$ ({backend} backend)", fontsize=10)
     return fig
