@@ -223,7 +223,9 @@ def test_monitor_off_trains_the_same_parameters(digits):
     assert off.step.size == off.train_loss.size == off.bits.size == 0 and off.diverged_at is None
     with np.errstate(all="ignore"):
         bad = _run(ds, model, compressor="none", lr=1e6, steps=30, eval_every=0)
-    assert bad.diverged_at is not None and bad.step[-1] == 30 and not math.isfinite(bad.train_loss[-1])
+        bad_topk = _run(ds, model, compressor="top_k", lr=1e6, steps=30, eval_every=0)
+    for tr in (bad, bad_topk):
+        assert tr.diverged_at is not None and tr.step[-1] == 30 and not math.isfinite(tr.train_loss[-1])
 
 
 # --- bad input -----------------------------------------------------------------------------------------------
@@ -348,6 +350,17 @@ def test_send_kernel_parity(n, D, k):
     np.testing.assert_array_equal(P_ref, P_fast)
     assert np.all(P_fast[np.arange(n)[:, None], idx] == 0) and np.count_nonzero(P_fast != P) == n * k
     np.testing.assert_allclose(ref[1], np.bincount(idx.ravel(), P[np.arange(n)[:, None], idx].ravel(), D) / n)
+
+
+def test_send_kernel_repeated_index_and_bad_index():
+    from simcomm.backends import get_backend
+
+    for name in ("numpy", "numba"):  # a repeated index sends the value twice and reads p, not the zero
+        P = np.array([[1.0, 2.0, 3.0]])
+        vals, upd, theta = get_backend(name).ef_send(P, np.array([[1, 1]]), np.zeros(3), 1.0)
+        assert vals.tolist() == [[2.0, 2.0]] and upd.tolist() == [0.0, 4.0, 0.0] and P.tolist() == [[1.0, 0.0, 3.0]]
+    with pytest.raises(IndexError, match="must lie in"):
+        get_backend("numba").ef_send(np.ones((1, 3)), np.array([[3]]), np.zeros(3), 1.0)
 
 
 # --- fused kernel ----------------------------------------------------------------------------------------------

@@ -261,8 +261,9 @@ def test_numpy_numba_parity(dtype):
     npb, nbb = get_backend("numpy"), get_backend("numba")
     rng = np.random.default_rng(12345)
     rtol = 1e-12 if dtype == np.float64 else 1e-5
-    # (37, 11) runs the serial numba kernel, (300, 120) the parallel one (PARALLEL_MIN entries)
-    for n, d in ((37, 11), (300, 120)):
+    # (37, 11) runs the serial numba kernel, (300, 120) the row-parallel one (PARALLEL_MIN entries),
+    # (8, 20000) the column-slab one (at least two slabs of 32768 // n columns)
+    for n, d in ((37, 11), (300, 120), (8, 20_000)):
         X = rng.standard_normal((n, d)).astype(dtype)
         shifts, w = np.array([0, 1, 2, 4, 8, 16, 32, -3]), rng.dirichlet(np.ones(8))
         a, b = npb.shift_mix(X, shifts, w), nbb.shift_mix(X, shifts, w)
@@ -273,6 +274,24 @@ def test_numpy_numba_parity(dtype):
         a = npb.csr_mix(W.indptr, W.indices, W.data, X)
         b = nbb.csr_mix(W.indptr, W.indices, W.data, X)
         np.testing.assert_allclose(a, b, rtol=rtol)
+
+
+@pytest.mark.parametrize("n,d", [(5, 7), (8, 20_000)])
+def test_mix_kernels_bitwise_with_empty_rows(n, d):
+    # same terms in the same order from 0.0: the numba kernels equal numpy bit for bit (sign of zero
+    # included), also for a node with no in-neighbour and for an empty offset list
+    npb, nbb = get_backend("numpy"), get_backend("numba")
+    X = np.random.default_rng(7).standard_normal((n, d))
+    X[:, 0] = -0.0
+    indptr = np.array([0, 0] + [2 * i for i in range(1, n)])  # row 0 has no entries
+    indices = np.array([(i + j) % n for i in range(1, n) for j in (0, 1)])
+    data = np.full(indices.size, 0.5)
+    bits = lambda a: a.view(np.uint64)  # noqa: E731
+    np.testing.assert_array_equal(bits(nbb.csr_mix(indptr, indices, data, X)), bits(npb.csr_mix(indptr, indices, data, X)))
+    empty = (np.array([], dtype=np.int64), np.array([]))
+    np.testing.assert_array_equal(bits(nbb.shift_mix(X, *empty)), bits(npb.shift_mix(X, *empty)))
+    sh, w = np.array([0, 1, 3]), np.array([0.5, 0.25, 0.25])
+    np.testing.assert_array_equal(bits(nbb.shift_mix(X, sh, w)), bits(npb.shift_mix(X, sh, w)))
 
 
 def test_mix_rejects_wrong_rows():

@@ -437,7 +437,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     eval_every : int, optional
         Monitor period (default: about 20 points). ``0`` turns the monitor off: no loss or accuracy is
         evaluated, so the trace's ``step``, ``train_loss``, ``test_accuracy`` and ``bits`` are empty
-        unless the run diverges (detected from non-finite ``p`` either way).
+        unless the run diverges (detected from a non-finite ``p`` or ``theta``).
     X_test, y_test : numpy.ndarray, optional
         Test set for the accuracy.
     theta0 : numpy.ndarray, optional

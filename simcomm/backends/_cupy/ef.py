@@ -21,17 +21,21 @@ def ef_accumulate_topr(G, M, r: int, out=None):
 
 
 def ef_send(P, idx, theta, lr: float):
-    """``(vals, upd, theta_new)`` as in the numpy reference, ``P`` updated in place (host or device).
+    """``(vals, upd, theta_new)`` as in the numpy reference, ``P`` updated in place.
 
-    The server sum uses ``cupy.bincount`` (atomic adds), so ``upd`` agrees with the reference to
-    rounding, not bit for bit, when workers send the same coordinate.
+    Host arrays (what :func:`simcomm.optim.ef_sgd` passes) go to the numpy reference: the step is
+    O(n k + D) and deterministic there. Device arrays stay on the device; the server sum then uses
+    ``cupy.bincount`` (atomic adds), so ``upd`` agrees with the reference to rounding, not bit for bit,
+    when workers send the same coordinate.
     """
-    Pd, idxd, thd = to_device(P, idx, theta)
-    n, D = Pd.shape
-    rows = cp.arange(n)[:, None]
-    vals = Pd[rows, idxd]
-    Pd[rows, idxd] = 0.0
     if isinstance(P, np.ndarray):
-        P[...] = cp.asnumpy(Pd)
+        from simcomm.backends._numpy.ef import ef_send as host_send
+
+        return host_send(P, np.asarray(cp.asnumpy(idx)), np.asarray(cp.asnumpy(theta)), lr)
+    idxd, thd = to_device(idx, theta)
+    n, D = P.shape
+    rows = cp.arange(n)[:, None]
+    vals = P[rows, idxd]
+    P[rows, idxd] = 0.0
     upd = cp.bincount(idxd.ravel(), weights=vals.ravel(), minlength=D) / n
-    return like_input(vals, P), like_input(upd, P), like_input(thd - upd * lr, P)
+    return vals, upd, thd - upd * lr

@@ -206,8 +206,10 @@ def _rows_serial(G, M, P, r, top, sq):
         _block(G, M, P, r, top, sq, i0, min(4, n - i0), cand, samp, best, qs, ts, ncs)
 
 
-#: Below this many entries (n * D) the rows run on one thread: on 2 busy cores the OpenMP launch and
-#: barrier cost milliseconds (a 16 x 101,770 call took 8 ms on two threads vs 3.5 ms on one under load).
+#: Below this many entries (n * D) the rows run on one thread (the OpenMP launch costs more than the
+#: work). Measured on 2 idle cores: 16 x 101,770 took 1.2 ms threaded vs 2.4 ms serial, and 16 x 4,810
+#: 0.05 ms vs 0.14 ms. Under heavy outside load the threaded call can be slower (8 ms vs 3.5 ms was once
+#: measured); inside sweeps the runner caps numba at one thread per cell when cells run concurrently.
 PARALLEL_MIN = 1 << 16
 
 
@@ -237,10 +239,10 @@ def _send(P, idx, theta, lr, vals, upd, out):
     n, k = idx.shape
     for i in range(n):
         p, ix, v = P[i], idx[i], vals[i]
+        for j in range(k):  # read every message before zeroing any (a repeated index reads p, not 0)
+            v[j] = p[ix[j]]
         for j in range(k):
-            c = ix[j]
-            v[j] = p[c]
-            p[c] = 0.0
+            p[ix[j]] = 0.0
     for i in range(n):  # row-major, like np.bincount over idx.ravel()
         ix, v = idx[i], vals[i]
         for j in range(k):
@@ -263,7 +265,9 @@ def ef_send(P: np.ndarray, idx: np.ndarray, theta: np.ndarray, lr: float):
     """
     n, D = P.shape
     idx = np.ascontiguousarray(idx, dtype=np.int64)
-    vals = np.empty(idx.shape)
+    if idx.size and (idx.min() < 0 or idx.max() >= D):  # the kernel does not check its indices
+        raise IndexError(f"ef_send: sent coordinates must lie in [0, {D}), got {idx.min()}..{idx.max()}")
+    vals = np.empty(idx.shape, dtype=P.dtype)
     upd = np.zeros(D)
     out = np.empty(D)
     _send(P, idx, np.ascontiguousarray(theta, dtype=np.float64), float(lr), vals, upd, out)

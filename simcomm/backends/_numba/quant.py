@@ -149,7 +149,7 @@ def _segment(xf, of, lo, hi, m, a, key, kind, shift, scale):
             z += _GAMMA
             v = np.float64(xf[j])
             w = safe * np.float64(_uniform_at(z, shift, scale) < abs(v) / safe)
-            of[j] = w if v >= 0 else -w
+            of[j] = w if v >= 0 else 0.0 - w  # "0.0 - w": a dropped entry is +0.0, as in numpy
     elif kind == 2:
         for i in range(lo, hi):
             j = np.uint64(i)
@@ -162,7 +162,7 @@ def _segment(xf, of, lo, hi, m, a, key, kind, shift, scale):
             j = np.uint64(i)
             z += _GAMMA
             v = np.float64(xf[j])
-            of[j] = (v / a) * np.float64(_uniform_at(z, shift, scale) < a)
+            of[j] = v / a if _uniform_at(z, shift, scale) < a else 0.0  # dropped: +0.0, as in numpy
 
 
 @njit(inline="always")
