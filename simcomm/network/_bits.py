@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["pack_fixed", "unpack_fixed", "gamma_bits", "gamma_encode", "gamma_decode", "varint_encode",
-           "varint_decode", "bit_length"]
+           "varint_decode", "bit_length", "bitmap_encode", "bitmap_decode"]
 
 
 @njit(cache=True)
@@ -151,8 +151,11 @@ def gamma_encode(g: np.ndarray, sign: np.ndarray | None = None, lev: np.ndarray 
     return out.tobytes()
 
 
+_CTZ8 = np.array([8] + [(i & -i).bit_length() - 1 for i in range(1, 256)], dtype=np.int64)
+
+
 @njit(cache=True)
-def _gamma_decode(buf, n, two, g, sign, lev):
+def _gamma_decode(buf, n, two, g, sign, lev, ctz8):
     acc = 0
     nacc = 0
     pos = 0
@@ -178,11 +181,17 @@ def _gamma_decode(buf, n, two, g, sign, lev):
                     pos += 1
                 if nacc == 0:
                     return -1
-                if acc & 1:
+                t = ctz8[acc & 255]
+                if t > nacc:
+                    return -1
+                if t < 8:
+                    acc >>= t
+                    nacc -= t
+                    z += t
                     break
-                acc >>= 1
-                nacc -= 1
-                z += 1
+                acc >>= 8
+                nacc -= 8
+                z += 8
                 if z > 40:
                     return -1
             acc >>= 1
@@ -209,7 +218,7 @@ def gamma_decode(buf, n: int, with_levels: bool = False):
     g = np.empty(n, dtype=np.int64)
     sign = np.empty(n if with_levels else 0, dtype=np.int64)
     lev = np.empty(n if with_levels else 0, dtype=np.int64)
-    if n and _gamma_decode(b, int(n), bool(with_levels), g, sign, lev) != 0:
+    if n and _gamma_decode(b, int(n), bool(with_levels), g, sign, lev, _CTZ8) != 0:
         raise ValueError("truncated or corrupt Elias-gamma section")
     return (g, sign, lev) if with_levels else g
 
@@ -280,4 +289,45 @@ def varint_decode(buf, n: int) -> np.ndarray:
     out = np.empty(n, dtype=np.int64)
     if n and _varint_decode(b, int(n), out) < 0:
         raise ValueError("truncated or corrupt varint section")
+    return out
+
+
+@njit(cache=True)
+def _bitmap_encode(idx, out):
+    for i in range(idx.size):
+        out[idx[i] >> 3] |= np.uint8(1 << (idx[i] & 7))
+
+
+def bitmap_encode(idx: np.ndarray, d: int) -> bytes:
+    """A ``d``-bit map (LSB-first) with the bits of ``idx`` set; O(k) writes into ``ceil(d/8)`` zero bytes."""
+    out = np.zeros((d + 7) // 8, dtype=np.uint8)
+    _bitmap_encode(np.ascontiguousarray(idx, dtype=np.int64), out)
+    return out.tobytes()
+
+
+@njit(cache=True)
+def _bitmap_decode(buf, d, out):
+    c = 0
+    for j in range(buf.size):
+        b = buf[j]
+        if b == 0:
+            continue
+        for t in range(8):
+            if (b >> t) & 1:
+                i = 8 * j + t
+                if i >= d or c >= out.size:
+                    return -1
+                out[c] = i
+                c += 1
+    return c
+
+
+def bitmap_decode(buf, d: int, count: int) -> np.ndarray:
+    """Inverse of :func:`bitmap_encode`: the ``count`` set positions, ascending."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    if b.size != (d + 7) // 8:
+        raise ValueError("bitmap section has the wrong length")
+    out = np.empty(count, dtype=np.int64)
+    if _bitmap_decode(b, int(d), out) != count:
+        raise ValueError("bitmap does not hold the stated number of indices")
     return out

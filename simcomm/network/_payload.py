@@ -233,7 +233,8 @@ def message(compressor: str, x, *, k=None, r=None, s=None, delta=None, p=None, v
             vals = x[idx] * (d / k)
         else:
             if r is None:
-                raise UserError(f"rtop_k needs r (the top set the k coordinates come from); pass --r R, k <= R <= d = {d}")
+                raise UserError(f"rtop_k needs r (the top set the k coordinates come from); pass --r R, "
+                                f"k <= R <= d = {d}")
             r = _int_param("r", r, compressor)
             if not k <= r <= d:
                 raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
@@ -349,9 +350,7 @@ def encode(msg: Message, coding: str | None = None) -> bytes:
             width = _bits_of_index(msg.d)
             body.append(_bits.pack_fixed(idx, width) if width else b"")
         elif coding == "bitmap":
-            mask = np.zeros(msg.d, dtype=bool)
-            mask[idx] = True
-            body.append(np.packbits(mask, bitorder="little").tobytes())
+            body.append(_bits.bitmap_encode(idx, msg.d))
         elif coding == "gamma":
             body.append(_bits.gamma_encode(_gaps(idx)))
         else:
@@ -440,10 +439,7 @@ def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
             idx = _bits.unpack_fixed(body[:nb], count, width) if width else np.zeros(count, dtype=np.int64)
         elif coding == "bitmap":
             nb = (d + 7) // 8
-            idx = np.flatnonzero(np.unpackbits(np.frombuffer(body[:nb], dtype=np.uint8), count=d,
-                                               bitorder="little")).astype(np.int64)
-            if idx.size != count:
-                raise ValueError("bitmap does not hold the stated number of indices")
+            idx = _bits.bitmap_decode(body[:nb], d, count)
         else:
             # variable-length: the value section is the last count*b/8 bytes
             nb = len(body) - count * _VALUE_BITS[vdt] // 8
