@@ -20,7 +20,8 @@ from simcomm.cli import cli
 @click.option("--coding", default=None, help="Index/level coding (default: the one the bit formula counts).")
 @click.option("--dtype", "value_dtype", default="float32", show_default=True,
               help="Value dtype on the wire: float32, float16 or bfloat16.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the vector and the compressor.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the vector and the compressor.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def payload(compressor, d, k, r, s, p, delta, coding, value_dtype, seed, as_json):
     """Encode one compressed message of a random Gaussian vector to bytes and decode it back.
