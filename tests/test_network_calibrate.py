@@ -1,0 +1,68 @@
+"""``simcomm net calibrate`` (issue 18): a short MPI run writes a usable [network] file; bad input writes nothing."""
+
+import json
+
+import pytest
+
+from simcomm.cli import main
+from simcomm.network import Network
+from simcomm.network._calibrate import fit_alpha_beta
+
+
+def _run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["net", "calibrate", *args])
+    return exc.value.code, capsys.readouterr()
+
+
+def test_fit_recovers_alpha_beta():
+    sizes = [8, 1024, 65536, 1048576]
+    a, b = fit_alpha_beta(sizes, [2e-6 + 3e-10 * s for s in sizes])
+    assert a == pytest.approx(2e-6, rel=1e-9) and b == pytest.approx(3e-10, rel=1e-9)
+    # ring model: t = 2(n-1)(alpha + beta b/n)
+    a, b = fit_alpha_beta(sizes, [6 * (2e-6 + 3e-10 * s / 4) for s in sizes], scale=6, per_byte=0.25)
+    assert a == pytest.approx(2e-6, rel=1e-9) and b == pytest.approx(3e-10, rel=1e-9)
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--mpiexec", "/nonexistent/mpiexec"], "is not an executable file"),
+    (["--np", "1"], "--np 1 is not allowed"),
+    (["--sizes", "8,abc"], "is not a comma-separated list"),
+    (["--sizes", "8"], "at least two message sizes"),
+    (["--reps", "0"], "--reps 0 is not allowed"),
+])
+def test_bad_input_writes_nothing(args, msg, tmp_path, capsys):
+    out = tmp_path / "net.toml"
+    code, cap = _run([*args, "-o", str(out)], capsys)
+    assert code == 2 and msg in cap.err and "Traceback" not in cap.err and cap.err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_missing_mpiexec_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "net.toml"
+    code, cap = _run(["-o", str(out)], capsys)
+    assert code == 2 and "mpiexec not found" in cap.err and not out.exists()
+
+
+@pytest.mark.mpi
+def test_calibrate_on_loopback(tmp_path, capsys):
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (the mpi extra)")
+    from simcomm._errors import UserError
+    from simcomm.network._calibrate import find_mpiexec
+
+    try:
+        find_mpiexec()
+    except UserError:
+        pytest.skip("mpiexec not found (the mpi extra)")
+    out = tmp_path / "net.toml"
+    code, cap = _run(["--sizes", "8,65536,1048576", "--reps", "3", "-o", str(out), "--json"], capsys)
+    assert code == 0, cap.err
+    res = json.loads(cap.out)
+    assert res["n"] == 2 and len(res["pingpong"]) == 3
+    net = Network.from_toml(out)
+    assert net.alpha == res["alpha"] and net.beta == res["beta"]
+    assert net.alpha >= 0 and net.beta >= 0
