@@ -33,11 +33,12 @@ def _ceil_log2(m: int) -> int:
 @bound(kind="equal", provenance="N", paper=PAPER,
        statement="an encoded payload has exactly the formula's bits plus the fixed header "
                  "(up to 7 padding bits per byte-aligned section)")
-def framed_payload_bits(case: str, d: int, k: int = 1, s: int = 1, header_bits: int = 256) -> float:
+def framed_payload_bits(case: str, d: int, density: float = 0.01, s: int = 1, header_bits: int = 256) -> float:
     r"""Bits of one encoded message: the encoding's formula plus the header (padding is the claim's margin).
 
     **Statement** (equal; [N]): ``8 * len(encode(m)) = B + H`` up to padding, with ``H`` the header
-    bits and ``B`` by case (``compressor:coding``), float32 values unless the case names another dtype:
+    bits, :math:`k = \max(1, \mathrm{round}(\text{density}\cdot d))` kept coordinates of a sparsifier and
+    ``B`` by case (``compressor:coding``), float32 values unless the case names another dtype:
 
     * ``none:float32`` / ``none:float16`` / ``none:bfloat16``: :math:`B = b_v d`;
     * ``top_k|rand_k|rtop_k:auto``: :math:`B = 32k + \min(k\lceil\log_2 d\rceil, d)` (the cheaper of
@@ -51,9 +52,10 @@ def framed_payload_bits(case: str, d: int, k: int = 1, s: int = 1, header_bits: 
 
     Examples
     --------
-    >>> framed_payload_bits("top_k:auto", 1024, 10, header_bits=0)
+    >>> framed_payload_bits("top_k:auto", 1024, 10 / 1024, header_bits=0)
     420.0
     """
+    k = max(1, round(density * d))
     comp, _, coding = case.partition(":")
     if comp == "none":
         return float(_VALUE_BITS[coding] * d + header_bits)
@@ -70,8 +72,10 @@ def framed_payload_bits(case: str, d: int, k: int = 1, s: int = 1, header_bits: 
 @bound(kind="upper", provenance="N", paper=PAPER,
        statement="Elias-gamma coded sorted gaps of any k-subset of d indices take at most "
                  "k (2 log2(d/k) + 1) bits (plus at most 7 bits of byte padding)")
-def gamma_gap_bits_upper(k: int, d: int) -> float:
+def gamma_gap_bits_upper(d: int, density: float) -> float:
     r"""Upper bound on the Elias-gamma code of the gaps of ``k`` sorted indices out of ``d``.
+
+    ``k = max(1, round(density * d))`` (the experiments' rule).
 
     **Statement** (upper; [N]): :math:`\sum_i (2\lfloor\log_2 g_i\rfloor + 1) \le k(2\log_2(d/k) + 1)`.
 
@@ -84,9 +88,10 @@ def gamma_gap_bits_upper(k: int, d: int) -> float:
 
     Examples
     --------
-    >>> gamma_gap_bits_upper(1, 1)
+    >>> gamma_gap_bits_upper(1, 1.0)
     8.0
     """
+    k = max(1, round(density * d))
     return float(k * (2 * math.log2(d / k) + 1) + 7)
 
 

@@ -1,0 +1,243 @@
+"""Experiments for the network claims (issue 18): real payload sizes, allgather vs allreduce, time to accuracy.
+
+* ``payload_bits``: encode one compressed message of a Gaussian vector; emit its size in bits.
+* ``allgather_crossover``: per-node top-k messages of real sizes; ring allgather and dense ring
+  allreduce simulated phase by phase (:func:`simcomm.network.phase_time`, uneven chunks, per-node sizes);
+  rows labelled by which one a theory predictor (a ``"module:name"`` parameter) says is faster.
+* ``compression_pays``: error-feedback top-k against uncompressed SGD on a real data set; simulated
+  wall-clock time to a target training loss with stragglers and the alpha-beta network; the predictor
+  gets the step ratio from independent pilot runs, so the label never looks at the evaluated runs.
+
+The predictors live in ``theory/``; simcomm never imports theory statically, so the spec passes the
+predictor by name and it is imported here at run time (the same string-meeting the judge uses).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from simcomm._errors import SpecError
+from simcomm.experiments._registry import Param, experiment
+from simcomm.network import HEADER_BYTES, Network, Straggler, decode, encode, message, phase_time
+
+_CASES = ("none:float32", "none:float16", "none:bfloat16", "top_k:auto", "top_k:packed", "top_k:bitmap",
+          "top_k:raw", "top_k:gamma", "top_k:varint", "rand_k:auto", "rand_k:gamma", "rand_k:raw", "rand_k:varint",
+          "rtop_k:auto", "qsgd:fixed", "qsgd:elias", "ternary:trit5", "ternary:2bit")
+
+
+def _predictor(ref: str):
+    """Import ``"module:name"`` (a theory predictor named in the spec)."""
+    mod, _, name = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError, ValueError):
+        raise SpecError(f"predict = '{ref}' cannot be imported; use 'module:name', e.g. "
+                        "'theory.network:sparse_allgather_pays'") from None
+
+
+def _k(params) -> int:
+    return max(1, int(round(params["density"] * params["d"])))
+
+
+@experiment(
+    "payload_bits",
+    params={
+        "case": Param("str", choices=_CASES, doc="compressor:coding (none:<dtype> for dense messages)"),
+        "d": Param("int", default=10_000, low=1, doc="vector length"),
+        "density": Param("float", default=0.01, low=0.0, high=1.0, low_open=True, doc="k / d for sparsifiers"),
+        "r_over_k": Param("int", default=4, low=1, doc="rtop_k: r = r_over_k * k (capped at d)"),
+        "s": Param("int", default=16, low=1, doc="QSGD levels"),
+        "value_dtype": Param("str", default="float32", choices=("float32", "float16", "bfloat16"),
+                             doc="dtype of sparse values on the wire (dense cases name their own)"),
+    },
+)
+def payload_bits(params, rng, backend):
+    """One message of a standard Gaussian vector, encoded: ``encoded_bits`` (8 x payload bytes) and, for
+    sparse cases, ``index_bits`` (the bits of the index section alone: payload minus header and values).
+
+    The row carries ``header_bits`` (a format constant) for the bound; ``k = max(1, round(density d))``.
+    Every message is decoded again and compared; a mismatch is reported in ``note``.
+    """
+    comp, _, coding = params["case"].partition(":")
+    d = params["d"]
+    k = _k(params)
+    x_rng, c_rng = rng.spawn(2)
+    x = x_rng.standard_normal(d).astype(np.float32)
+    if comp == "none":
+        msg = message("none", x, value_dtype=coding)
+        coding = "raw"
+    else:
+        msg = message(comp, x, k=k, r=min(d, params["r_over_k"] * k), s=params["s"],
+                      value_dtype=params["value_dtype"], rng=c_rng, backend=backend)
+    blob = encode(msg, coding)
+    extra = {} if decode(blob) == msg else {"note": "round trip failed"}
+    rows = [dict(metric="encoded_bits", value=8.0 * len(blob), header_bits=8 * HEADER_BYTES, **extra)]
+    if msg.kind == "sparse":
+        value_bytes = msg.values.size * (4 if msg.value_dtype == "float32" else 2)
+        rows.append(dict(metric="index_bits", value=8.0 * (len(blob) - HEADER_BYTES - value_bytes),
+                         header_bits=8 * HEADER_BYTES, **extra))
+    return rows
+
+
+def _ring_allgather_time(sizes: np.ndarray, net: Network) -> float:
+    """Phase-by-phase ring allgather: in phase s node i forwards node (i - s)'s message to i + 1."""
+    import scipy.sparse as sp
+
+    n = sizes.size
+    src = np.arange(n)
+    return sum(phase_time(sp.coo_array((np.roll(sizes, s).astype(float), (src, (src + 1) % n)), shape=(n, n)), net)
+               for s in range(n - 1))
+
+
+def _ring_allreduce_time(dense_bytes: int, n: int, net: Network, value_bytes: int = 4) -> float:
+    """Phase-by-phase ring allreduce with the uneven chunks of splitting d values into n pieces."""
+    import scipy.sparse as sp
+
+    d = dense_bytes // value_bytes
+    chunks = np.array([len(c) for c in np.array_split(np.arange(d), n)], dtype=float) * value_bytes
+    src = np.arange(n)
+    total = 0.0
+    for phase in range(2 * (n - 1)):  # reduce-scatter then allgather: node i sends chunk (i - phase) mod n
+        total += phase_time(sp.coo_array((np.roll(chunks, phase), (src, (src + 1) % n)), shape=(n, n)), net)
+    return total
+
+
+@experiment(
+    "allgather_crossover",
+    params={
+        "n": Param("int", low=2, doc="nodes"),
+        "d": Param("int", default=100_000, low=1, doc="coordinates per gradient"),
+        "density": Param("float", default=0.01, low=0.0, high=1.0, low_open=True, doc="k / d"),
+        "coding": Param("str", default="gamma", choices=("auto", "raw", "packed", "bitmap", "gamma", "varint"),
+                        doc="index coding of the top-k messages"),
+        "alpha": Param("float", default=1e-6, low=0.0, doc="seconds per message"),
+        "beta": Param("float", default=1e-9, low=0.0, doc="seconds per byte (links and NICs)"),
+        "predict": Param("str", default="theory.network:sparse_allgather_pays",
+                         doc="theory predictor (n, dense_bytes, sparse_bytes, alpha, beta) -> top-k faster?"),
+    },
+)
+def allgather_crossover(params, rng, backend):
+    """Per-step communication time of top-k by ring allgather and of dense ring allreduce.
+
+    Each of the ``n`` nodes holds its own standard Gaussian gradient; its top-k message is encoded
+    with ``coding`` (real sizes, different per node for gap codings). Both collectives are simulated
+    phase by phase. Rows ``comm_time`` are labelled ``prediction = predicted_faster`` or
+    ``predicted_slower`` by the predictor called with the mean measured message sizes; a row
+    ``topk_predicted_faster`` (1 or 0) records which method got which label.
+    """
+    from simcomm.compress import top_k_indices
+
+    n, d = params["n"], params["d"]
+    k = _k(params)
+    net = Network(params["alpha"], params["beta"])
+    G = rng.standard_normal((n, d)).astype(np.float32)
+    idx = np.sort(top_k_indices(G, k, backend=backend), axis=1)
+    sizes = np.empty(n)
+    for i in range(n):
+        from simcomm.network import Message
+
+        m = Message("sparse", d, "float32", values=G[i, idx[i]], indices=idx[i].astype(np.int64))
+        sizes[i] = len(encode(m, params["coding"]))
+    dense_bytes = HEADER_BYTES + 4 * d
+    t_sparse = _ring_allgather_time(sizes, net)
+    t_dense = _ring_allreduce_time(4 * d, n, net)
+    pays = bool(_predictor(params["predict"])(n=n, dense_bytes=float(dense_bytes), sparse_bytes=float(sizes.mean()),
+                                               alpha=params["alpha"], beta=params["beta"]))
+    lab = ("predicted_faster", "predicted_slower") if pays else ("predicted_slower", "predicted_faster")
+    return [dict(metric="comm_time", value=t_sparse, prediction=lab[0]),
+            dict(metric="comm_time", value=t_dense, prediction=lab[1]),
+            dict(metric="topk_predicted_faster", value=float(pays)),
+            dict(metric="sparse_bytes", value=float(sizes.mean())),
+            dict(metric="allgather_time", value=t_sparse),
+            dict(metric="allreduce_time", value=t_dense)]
+
+
+def _hit(step, loss, target):
+    j = np.flatnonzero(loss <= target)
+    return int(step[j[0]]) if j.size else None
+
+
+@experiment(
+    "compression_pays",
+    params={
+        "dataset": Param("str", default="digits", choices=("digits", "mnist", "breast_cancer"), doc="packaged data"),
+        "n_workers": Param("int", default=8, low=2, doc="workers (synchronous data parallel)"),
+        "k": Param("int", default=1, low=1, doc="coordinates each worker sends (EF top-k)"),
+        "lr": Param("float", default=0.5, low=0.0, low_open=True, doc="step size (both methods)"),
+        "batch_size": Param("int", default=16, low=1, doc="examples per worker and step"),
+        "steps": Param("int", default=500, low=1, doc="horizon (time to target is censored there)"),
+        "eval_every": Param("int", default=5, low=1, doc="monitor period: resolution of the hitting step"),
+        "target_loss": Param("float", default=0.1, low=0.0, low_open=True, doc="target training loss"),
+        "alpha": Param("float", default=1e-5, low=0.0, doc="seconds per message"),
+        "beta": Param("float", default=1e-9, low=0.0, doc="seconds per byte"),
+        "compute_shift": Param("float", default=1e-4, low=0.0, doc="compute time: shift (s)"),
+        "compute_scale": Param("float", default=5e-5, low=0.0, doc="compute time: mean of the exponential tail (s)"),
+        "predict": Param("str", default="theory.network:ef_topk_pays",
+                         doc="theory predictor (rho, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)"),
+    },
+)
+def compression_pays(params, rng, backend):
+    """Simulated wall-clock time for EF top-k (ring allgather) and SGD (ring allreduce) to reach a target loss.
+
+    A logistic regression (one-layer MLP) on ``dataset``; both evaluated runs share the initial
+    parameters, minibatches (common random numbers) and the straggler draws; messages are encoded
+    payloads (their byte counts). First a pilot pair on independent streams gives the step ratio
+    ``rho`` = pilot steps(top-k) / pilot steps(SGD) to the target, then the predictor labels the two
+    methods; the evaluated ``time_to_target`` rows carry the labels. A run that misses the target
+    is censored at the horizon (``censored = True``, value = the time of the horizon).
+    """
+    from simcomm.models._data import load_dataset
+    from simcomm.models._nn import init_params, mlp
+    from simcomm.network import allgather_time, ring_allreduce_time
+    from simcomm.optim._ef_sgd import ef_sgd
+
+    data_rng, pilot_rng, eval_rng, straggle_rng = rng.spawn(4)
+    ds = load_dataset(params["dataset"], rng=data_rng)
+    model = mlp((ds.X_train.shape[1], ds.n_classes))
+    D, n, k, T = model.n_params, params["n_workers"], params["k"], params["steps"]
+    if k > D:
+        raise SpecError(f"compression_pays: k = {k} exceeds the model's D = {D} parameters; use k <= {D}")
+    common = dict(n_workers=n, steps=T, lr=params["lr"], batch_size=params["batch_size"],
+                  eval_every=params["eval_every"], backend=backend)
+    net = Network(params["alpha"], params["beta"])
+    straggler = Straggler("shifted_exp", params["compute_shift"], params["compute_scale"]) \
+        if params["compute_scale"] > 0 else Straggler("constant", params["compute_shift"])
+    x = np.random.default_rng(0).standard_normal(D).astype(np.float32)  # only the message SIZE is used
+    dense_bytes = len(encode(message("none", x)))
+    sparse_bytes = len(encode(message("top_k", x, k=k)))  # auto coding: fixed size for a given (k, D)
+    comm = {"sgd": ring_allreduce_time(n, dense_bytes, net), "top_k": allgather_time(n, sparse_bytes, net)}
+
+    def run(stream_rng):
+        th_rng, batch_gen, comp_rng = stream_rng.spawn(3)
+        theta0 = init_params(model, rng=th_rng)
+        batch_seed = int(batch_gen.integers(2**63))  # the same minibatches for both methods
+        return {c: ef_sgd(model, ds.X_train, ds.y_train, compressor="none" if c == "sgd" else "top_k", k=k,
+                          theta0=theta0, batch_rng=batch_seed, rng=comp_rng, **common) for c in ("sgd", "top_k")}
+
+    pilot = run(pilot_rng)
+    hits = {c: _hit(tr.step, tr.train_loss, params["target_loss"]) for c, tr in pilot.items()}
+    if hits["sgd"] is None or hits["top_k"] is None:
+        return [dict(metric="time_to_target", value=float("nan"), prediction=p,
+                     note="pilot run missed the target; raise steps or the target")
+                for p in ("predicted_faster", "predicted_slower")]
+    rho = hits["top_k"] / hits["sgd"]
+    pays = bool(_predictor(params["predict"])(rho=rho, n=n, dense_bytes=float(dense_bytes),
+                                               sparse_bytes=float(sparse_bytes), alpha=params["alpha"],
+                                               beta=params["beta"], shift=params["compute_shift"],
+                                               scale=params["compute_scale"]))
+    label = {"top_k": "predicted_faster" if pays else "predicted_slower",
+             "sgd": "predicted_slower" if pays else "predicted_faster"}
+    evald = run(eval_rng)
+    compute = straggler.draw((T, n), rng=straggle_rng)  # the same straggler draws for both methods
+    rows = [dict(metric="rho_pilot", value=rho), dict(metric="topk_predicted_faster", value=float(pays))]
+    for c, tr in evald.items():
+        cum = np.concatenate([[0.0], np.cumsum(compute.max(axis=1) + comm[c])])
+        s = _hit(tr.step, tr.train_loss, params["target_loss"])
+        censored = s is None
+        rows.append(dict(metric="time_to_target", value=float(cum[T if censored else s]), prediction=label[c],
+                         censored=censored))
+        rows.append(dict(metric="steps_to_target", value=float(T if censored else s), prediction=label[c],
+                         censored=censored))
+    return rows
