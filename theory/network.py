@@ -19,7 +19,7 @@ __all__ = [
     "framed_payload_bits", "gamma_gap_bits_upper", "ring_allreduce_time", "allgather_time",
     "sparse_allgather_crossover_n", "sparse_allgather_pays", "sparse_allgather_pays_no_latency",
     "expected_max_compute", "ef_topk_pays", "ef_topk_pays_same_steps", "ef_topk_crossover_beta",
-    "gossip_step_time", "one_peer_time_ratio",
+    "gossip_step_time", "one_peer_time_ratio", "one_peer_static_time", "one_peer_static_time_equal_cost",
 ]
 
 PAPER = "net"
@@ -287,3 +287,36 @@ def one_peer_time_ratio(n: int, nbytes: float, alpha: float, beta: float, comput
     """
     tau = _ceil_log2(int(n))
     return (compute + gossip_step_time(tau, nbytes, alpha, beta)) / (compute + gossip_step_time(1, nbytes, alpha, beta))
+
+
+@bound(kind="equal", provenance="P+N", paper=PAPER,
+       statement="the static exponential graph needs one_peer_time_ratio times the one-peer graph's "
+                 "wall-clock time to reach the same target (same steps [P], costlier steps [N])")
+def one_peer_static_time(onepeer_time: float, n: int, model_bytes: float, alpha: float, beta: float,
+                         compute: float = 0.0) -> float:
+    r"""Predicted time of the static exponential graph to the target, given the one-peer graph's.
+
+    **Statement** ([P+N]): both graphs reach the target at the same step count ([P]), so the times
+    scale by the per-step cost ratio :func:`one_peer_time_ratio` ([N]):
+    :math:`t_{\rm static} = t_{\rm one\text{-}peer}\,(c + \alpha + \tau\beta b)/(c + \alpha + \beta b)`.
+
+    Examples
+    --------
+    >>> one_peer_static_time(2.0, 16, 1e6, 0.0, 1e-9)
+    8.0
+    """
+    return onepeer_time * one_peer_time_ratio(n, model_bytes, alpha, beta, compute)
+
+
+@bound(kind="equal", provenance="N", paper=PAPER,
+       statement="a WRONG prediction for controls: static and one-peer steps cost the same (message count ignored)")
+def one_peer_static_time_equal_cost(onepeer_time: float) -> float:
+    """Control only ([N]): predicts the static graph's time equals the one-peer graph's, i.e. that
+    sending ``ceil(log2 n)`` messages per step costs no more than one.
+
+    Examples
+    --------
+    >>> one_peer_static_time_equal_cost(3.0)
+    3.0
+    """
+    return float(onepeer_time)
