@@ -84,3 +84,13 @@ def test_compression_pays_rows_are_paired_and_labelled():
     m = {r["metric"]: r["value"] for r in rows if "prediction" not in r}
     assert m["rho_pilot"] > 0 and m["topk_predicted_faster"] in (0.0, 1.0)
     assert HEADER_BYTES == 32
+
+
+def test_one_peer_time_follows_the_cost_ratio_at_equal_steps():
+    rows = {r["metric"]: r for r in _rows("one_peer_time", rng=1, n=8, steps=300, beta=1e-9)}
+    st, ratio = rows["static_time"], rows["step_ratio"]["value"]
+    pred = th.one_peer_static_time(st["onepeer_time"], 8, 4e6, 1e-4, 1e-9, 1e-3)
+    # time = steps x per-step cost, so the measured/predicted ratio is exactly the hitting-step ratio
+    assert st["value"] / pred == pytest.approx(ratio, rel=1e-9)
+    expect = (1e-3 + 1e-4 + 3 * 4e-3) / (1e-3 + 1e-4 + 4e-3)  # tau = 3 messages of 4e6 B at 1 GB/s
+    assert th.one_peer_time_ratio(8, 4e6, 1e-4, 1e-9, 1e-3) == pytest.approx(expect)
