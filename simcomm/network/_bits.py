@@ -39,6 +39,7 @@ def bit_length(v: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _pack_fixed(v, w, out):
+    # flush 32 bits at a time: nacc < 32 before adding w <= 32 bits, so acc stays below 2**63
     acc = 0
     nacc = 0
     pos = 0
@@ -46,13 +47,19 @@ def _pack_fixed(v, w, out):
     for i in range(v.size):
         acc |= (v[i] & mask) << nacc
         nacc += w
-        while nacc >= 8:
+        if nacc >= 32:
             out[pos] = acc & 255
-            acc >>= 8
-            nacc -= 8
-            pos += 1
-    if nacc > 0:
+            out[pos + 1] = (acc >> 8) & 255
+            out[pos + 2] = (acc >> 16) & 255
+            out[pos + 3] = (acc >> 24) & 255
+            acc >>= 32
+            nacc -= 32
+            pos += 4
+    while nacc > 0:
         out[pos] = acc & 255
+        acc >>= 8
+        nacc -= 8
+        pos += 1
 
 
 def pack_fixed(v: np.ndarray, w: int) -> bytes:
@@ -69,12 +76,20 @@ def _unpack_fixed(buf, n, w, out):
     acc = 0
     nacc = 0
     pos = 0
+    nb = buf.size
     mask = (1 << w) - 1
     for i in range(n):
-        while nacc < w:
-            acc |= np.int64(buf[pos]) << nacc
-            nacc += 8
-            pos += 1
+        if nacc < w:
+            if pos + 4 <= nb:  # refill 32 bits at once (nacc < w <= 32, so acc stays below 2**63)
+                acc |= (np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16)
+                        | (np.int64(buf[pos + 3]) << 24)) << nacc
+                nacc += 32
+                pos += 4
+            else:
+                while nacc < w:
+                    acc |= np.int64(buf[pos]) << nacc
+                    nacc += 8
+                    pos += 1
         out[i] = acc & mask
         acc >>= w
         nacc -= w
