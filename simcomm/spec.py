@@ -41,7 +41,7 @@ _EXPERIMENT_KEYS = {"name": str, "replicates": object, "seed": int}
 _PLOT_KEYS = {
     "x": str, "hue": str, "logx": bool, "logy": bool, "xlabel": str, "ylabel": str, "title": str,
 }
-_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control")
+_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control", "network")
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,11 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     exp = dict(_check_table(raw.get("experiment", {}), _EXPERIMENT_KEYS, f"{where} [experiment]"))
     params = dict(_check_table(raw.get("params", {}), {k: object for k in raw.get("params", {})}, f"{where} [params]"))
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
+    if "network" in raw:  # alpha/beta (or a calibration file) become fixed parameters; [params] wins
+        from simcomm.network import spec_network_params
+
+        for key, value in spec_network_params(raw["network"], f"{where} [network]").items():
+            params.setdefault(key, value)
     plot = dict(_check_table(raw.get("plot", {}), _PLOT_KEYS, f"{where} [plot]"))
     if "name" not in exp:
         raise SpecError(f"{where}: [experiment] needs 'name' (a registered experiment; see 'simcomm list --experiments')")

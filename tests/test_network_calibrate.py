@@ -66,3 +66,42 @@ def test_calibrate_on_loopback(tmp_path, capsys):
     net = Network.from_toml(out)
     assert net.alpha == res["alpha"] and net.beta == res["beta"]
     assert net.alpha >= 0 and net.beta >= 0
+
+
+SPEC = """
+[experiment]
+name = "allgather_crossover"
+[params]
+n = 8
+d = 1000
+[network]
+{net}
+"""
+
+
+def test_spec_network_table_sets_alpha_beta(tmp_path, monkeypatch):
+    from simcomm.spec import load
+
+    monkeypatch.chdir(tmp_path)  # a calibration file is found relative to where simcomm runs
+    (tmp_path / "net.toml").write_text("[network]\nalpha = 2e-6\nbeta = 3e-10\n")
+    for net, want in (("alpha = 1e-5\nbeta = 1e-9", (1e-5, 1e-9)), ('file = "net.toml"', (2e-6, 3e-10)),
+                      ('file = "net.toml"\nbeta = 5e-9', (2e-6, 5e-9))):
+        (tmp_path / "s.toml").write_text(SPEC.format(net=net))
+        spec = load(tmp_path / "s.toml")
+        assert (spec.params["alpha"], spec.params["beta"]) == want
+
+
+@pytest.mark.parametrize("net, msg", [
+    ("alpha = -1.0\nbeta = 1e-9", "'alpha' = -1.0 is not allowed"),
+    ("alpha = 1e-6\nbeta = inf", "'beta' = inf is not allowed"),
+    ("alpha = 1e-6", "needs alpha and beta"),
+    ('file = "missing.toml"', "cannot read network file"),
+    ("alpha = 1e-6\nbeta = 1e-9\nlatency = 3", "unknown key 'latency'"),
+])
+def test_spec_network_table_bad_input(net, msg, tmp_path):
+    from simcomm._errors import SpecError
+    from simcomm.spec import load
+
+    (tmp_path / "s.toml").write_text(SPEC.format(net=net))
+    with pytest.raises(SpecError, match=msg):
+        load(tmp_path / "s.toml")

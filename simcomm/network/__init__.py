@@ -34,6 +34,7 @@ from simcomm.network._time import (
     phase_time,
     ps_time,
     ring_allreduce_time,
+    spec_network_params,
     sync_step_times,
 )
 
@@ -49,6 +50,7 @@ __all__ = [
     "phase_time",
     "ps_time",
     "ring_allreduce_time",
+    "spec_network_params",
     "sync_step_times",
     "CODINGS",
     "COMPRESSORS",

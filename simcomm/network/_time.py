@@ -42,7 +42,7 @@ from simcomm._errors import UserError
 
 __all__ = [
     "Network", "Straggler", "PATTERNS", "phase_time", "ps_time", "ring_allreduce_time", "allgather_time",
-    "gossip_time", "comm_time", "sync_step_times", "async_delays", "add_time",
+    "gossip_time", "comm_time", "sync_step_times", "async_delays", "add_time", "spec_network_params",
 ]
 
 #: communication patterns :func:`comm_time` and :func:`add_time` accept
@@ -447,4 +447,41 @@ def add_time(table, *, nbytes, pattern: str, net: Network, n: int, straggler: St
         return {**table, "time": times}
     out = table.copy()
     out["time"] = times
+    return out
+
+
+def spec_network_params(table, where: str, base_dir: str = ".") -> dict:
+    """Validate a spec's ``[network]`` table and return the experiment parameters it sets.
+
+    Keys: ``alpha``, ``beta``, ``nic_beta`` (numbers >= 0), or ``file`` = a TOML written by
+    ``simcomm net calibrate`` (relative to ``base_dir``, the folder simcomm runs in) whose
+    ``[network]`` values are used; explicit keys override the file's. Returns
+    ``{"alpha": ..., "beta": ...}`` (and ``nic_beta`` when given).
+    """
+    from pathlib import Path
+
+    from simcomm._errors import SpecError
+
+    if not isinstance(table, dict):
+        raise SpecError(f"{where}: must be a table with alpha, beta (or file = 'network.toml')")
+    unknown = set(table) - {"alpha", "beta", "nic_beta", "file"}
+    if unknown:
+        raise SpecError(f"{where}: unknown key '{sorted(unknown)[0]}'; allowed: alpha, beta, nic_beta, file")
+    out = {}
+    if "file" in table:
+        path = Path(base_dir) / str(table["file"])
+        try:
+            net = Network.from_toml(path)
+        except UserError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        out = {"alpha": float(net.alpha), "beta": float(net.beta)}
+    for key in ("alpha", "beta", "nic_beta"):
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise SpecError(f"{where}: '{key}' = {value!r} is not allowed; use a finite number >= 0 "
+                                f"({'seconds per message' if key == 'alpha' else 'seconds per byte'})")
+            out[key] = float(value)
+    if "alpha" not in out or "beta" not in out:
+        raise SpecError(f"{where}: needs alpha and beta (or file = a 'simcomm net calibrate' output)")
     return out
