@@ -133,7 +133,7 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     colors = plt.cm.tab10.colors
     ys = []
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
-    ci = f" (family-wise {j.claim.confidence:.1%} CI, {reps} replicates)".replace(".0%", "%") if reps > 1 else ""
+    ci = f" (family-wise {100 * j.claim.confidence:.4g}% CI, {reps} replicates)" if reps > 1 else ""
     series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
     # One bound line when every series has the same bound at the same x (the bound ignores the hue).
     curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
@@ -190,7 +190,7 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
-              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope ({j.claim.confidence:.1%} CI)".replace(".0%", "%"))
+              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope (family-wise {100 * j.claim.confidence:.4g}% CI)")
     tol = j.claim.slope_tol
     for i, p in enumerate(cells["predicted"].to_numpy(float)):
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
