@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 
 from simcomm.claims import Judgement
 
-__all__ = ["report_markdown", "verdict_rows", "PAPERS"]
+__all__ = ["report_markdown", "verdict_rows", "controls_text", "update_readme", "PAPERS"]
 
 PAPERS = {
     "expgraph": "Ying et al. 2021, Exponential graph is provably efficient for decentralized deep training",
@@ -111,3 +112,48 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
             lines += ["", f"![{c.id}]({figures[c.id]})"]
         lines += _cell_lines(j)
     return "\n".join(lines) + "\n"
+
+
+_SCALING_CELL = re.compile(r'<td width="50%"><a href="figures/scaling_[^"]*">.*?</td>')
+
+
+def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[str]:
+    lines = ["| claim | statement | provenance | verdict | reason | tightest ratio | controls | figure |",
+             "|---|---|---|---|---|---|---|---|"]
+    for j in judgements:
+        v = j.verdict.value
+        shown = {"violated": f"**{v}**", "inconclusive": f"*{v}*", "ill-posed": f"*{v}*"}.get(v, v)
+        fig = f"[png](figures/{figures[j.claim.id]})" if j.claim.id in figures else ""
+        lines.append("| " + " | ".join([f"`{j.claim.id}`", _cell(j.claim.statement), f"[{j.provenance}]", shown,
+                                         _cell(j.reason), _ratio(j.ratio), _cell(controls_text(j)), fig]) + " |")
+    return lines
+
+
+def _gallery(judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str],
+             tail: list[str]) -> list[str]:
+    cells = [f'<td width="50%"><a href="figures/{figures[j.claim.id]}"><img src="figures/{figures[j.claim.id]}" '
+             f'width="100%"></a><br><b>{j.claim.id}</b> ({j.verdict.value}): {titles.get(j.claim.id, "")}</td>'
+             for j in judgements if j.claim.id in figures] + tail
+    lines = ["<table>"]
+    for i in range(0, len(cells), 2):
+        lines += ["<tr>", *cells[i:i + 2], "</tr>"]
+    return lines + ["</table>"]
+
+
+def update_readme(text: str, judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str]) -> str:
+    """README text with the claims table and the gallery (between their markers) regenerated.
+
+    The ``scaling_*`` figures of the gallery (drawn by ``simcomm scaling``) are kept as they are.
+    """
+    def between(text, name, body):
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        if start not in text or end not in text:
+            raise ValueError(f"README has no '{start}' ... '{end}' markers")
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        return head + start + "\n" + "\n".join(body) + "\n" + end + tail
+
+    old_gallery = text.split("<!-- gallery:start -->", 1)[-1].split("<!-- gallery:end -->", 1)[0]
+    scaling = _SCALING_CELL.findall(old_gallery)
+    text = between(text, "claims", _claims_table(judgements, figures))
+    return between(text, "gallery", _gallery(judgements, figures, titles, scaling))

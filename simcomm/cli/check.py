@@ -35,9 +35,11 @@ from simcomm.cli._common import (
               help="Folder for figures/ (PNG + REPORT.md) and results/ (tables, metadata, cell cache).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the verdicts as JSON to this file.")
+@click.option("--readme", "readme", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Regenerate the claims table and gallery of this README (between their markers).")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
-def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, out, json_path, specs_dir):
+def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, out, json_path, readme, specs_dir):
     """Run the registered claims and report a verdict for each.
 
     Prints a table (claim id, paper, statement, provenance, verdict, tightest ratio empirical/bound),
@@ -66,6 +68,13 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
         from simcomm.results import atomic_write_text
 
         atomic_write_text(json_path, json.dumps([j.summary() for j in outcome.judgements], indent=2))
+    if readme is not None:
+        from simcomm.report import update_readme
+        from simcomm.results import atomic_write_text
+
+        names = {j.claim.id: f"{j.claim.id.replace('.', '_')}.png" for j in outcome.judgements}
+        titles = {s.claim.id: s.plot.get("title", "") for s in specs}
+        atomic_write_text(readme, update_readme(Path(readme).read_text(), outcome.judgements, names, titles))
     if strict and any(j.verdict.value == "violated" for j in outcome.judgements):
         raise SystemExit(1)
 
