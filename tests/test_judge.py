@@ -293,8 +293,8 @@ def test_update_readme_rewrites_only_between_markers():
     t = table({4: [2.0]})
     j = judge(claim(kind="equal", margin_abs=1e-12), t)
     scaling = '<td width="50%"><a href="figures/scaling_qsgd.png">x</a></td>'
-    text = ("intro\n<!-- claims:start -->\nold\n<!-- claims:end -->\nmid\n<!-- gallery:start -->\n<table><tr>"
+    text = ("intro\n<!-- claims:start -->\nSTALE\n<!-- claims:end -->\nmid\n<!-- gallery:start -->\n<table><tr>"
             f"{scaling}</tr></table>\n<!-- gallery:end -->\nend\n")
     out = update_readme(text, [j], {"t": "t.png"}, {"t": "A title"})
-    assert out.startswith("intro\n") and "\nmid\n" in out and out.endswith("end\n") and "old" not in out
+    assert out.startswith("intro\n") and "\nmid\n" in out and out.endswith("end\n") and "STALE" not in out
     assert "| `t` | s | [N] | holds |" in out and "<b>t</b> (holds): A title" in out and scaling in out
