@@ -15,7 +15,7 @@ from simcomm.claims import Judgement, judge
 from simcomm.experiments._registry import closest
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
-from simcomm.spec import Spec, find_specs, load
+from simcomm.spec import Spec, check_plot_columns, find_specs, load
 
 __all__ = ["select_specs", "evaluate", "CheckOutcome"]
 
@@ -68,6 +68,7 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
                        executor=executor, threads_per_cell=threads_for(jobs, scheduler))
     judgements, figures = [], {}
     for spec, res in zip(specs, results):
+        check_plot_columns(spec, res.table.columns)  # [plot] x/hue/labels name real columns
         j = judge(spec.claim, res.table, cell_params=set(spec.grid) | set(spec.params))
         judgements.append(j)
         figures[spec.claim.id] = bound_vs_empirical(j, spec.plot, _context(spec, res))
