@@ -85,6 +85,8 @@ class Estimate:
             return f"plan: all {self.cells} cells are cached; nothing to compute"
         if self.seconds is None:
             return f"{head}; time per cell unknown (no cost model): the ETA follows the first cells"
+        if self.partial and self.seconds / max(1, self.workers) < 60:
+            return f"{head}; time unknown for the specs without a cost model: the ETA follows the first cells"
         wall = self.seconds / max(1, self.workers)
         mem = f", peak ~{fmt_bytes(self.peak_bytes)} per cell" if self.peak_bytes else ""
         at_least = "at least " if self.partial else ""
@@ -101,8 +103,9 @@ def _narrow_hint(specs: list[Spec]) -> str:
             f"or use --quick")
 
 
-def _params_text(params: dict, keys) -> str:
-    return ", ".join(f"{k}={params[k]!r}" for k in keys)
+def _params_text(params: dict, limit: int = 200) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_dir=None,
@@ -149,16 +152,20 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
             continue
         if exp.cost is not None:
             sources.add("cost model")
+            worst = None
             for params in pending:
                 s, b = exp.cost(params)
                 seconds += float(s) * spec.replicates
                 if b > peak:
                     peak = float(b)
-                if avail is not None and b > avail:
-                    raise UserError(
-                        f"{spec.path}: the cell {_params_text(params, spec.grid)} needs ~{fmt_bytes(b)} of memory "
-                        f"(experiment '{spec.experiment}' cost model), more than the {fmt_bytes(avail)} available; "
-                        f"use smaller values")
+                if worst is None or b > worst[0]:
+                    worst = (b, params)
+            b, params = worst
+            if avail is not None and b > avail:
+                raise UserError(
+                    f"{spec.path}: the cell {_params_text(params)} needs ~{fmt_bytes(b)} of memory "
+                    f"(experiment '{spec.experiment}' cost model), more than the {fmt_bytes(avail)} available; "
+                    f"use smaller values")
         elif probe and len(pending) * spec.replicates > PROBE_ABOVE:
             sources.add("one timed replicate")
             module = exp.func.__module__
@@ -166,7 +173,7 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
             try:
                 run_cell(spec.experiment, pending[0], spec.seed, 1, backend, module)
             except MemoryError as exc:
-                raise UserError(f"{spec.path}: the cell {_params_text(pending[0], spec.grid)} does not fit in memory "
+                raise UserError(f"{spec.path}: the cell {_params_text(pending[0])} does not fit in memory "
                                 f"({exc}); use smaller values") from None
             seconds += (time.perf_counter() - t0) * len(pending) * spec.replicates
         else:

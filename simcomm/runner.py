@@ -120,8 +120,17 @@ def _short(params: dict, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _cell_task(args: tuple) -> list[dict]:
-    return run_cell(*args)
+class _OutOfMemory(str):
+    """What a task returns instead of rows when its cell ran out of memory (the message)."""
+
+
+def _cell_task(args: tuple) -> list[dict] | _OutOfMemory:
+    # Returned, not raised: executors stop at the first exception and drop the cells that finished
+    # meanwhile; returned, every other cell still finishes and is cached.
+    try:
+        return run_cell(*args)
+    except CellOutOfMemory as exc:
+        return _OutOfMemory(str(exc))
 
 
 def threads_for(jobs: int, scheduler: str | None = None) -> int | None:
@@ -210,18 +219,22 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
     # No map call without tasks: an executor given nothing to do still starts (and joblib warns
     # "0 tasks ... cancelled" on a fully cached rerun).
     stream = map(_cell_task, tasks) if tasks else iter(())
-    try:
-        for owner, key, rows in zip(owners, keys, stream):
-            cached[owner] = rows
-            if cache_dir is not None:
-                atomic_write_text(_cache_path(cache_dir, key), json.dumps(rows, default=_jsonable))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-    except (MemoryError, CellOutOfMemory) as exc:
+    failed = []
+    for owner, key, rows in zip(owners, keys, stream):
+        if isinstance(rows, _OutOfMemory):
+            failed.append(rows)
+            continue
+        cached[owner] = rows
+        if cache_dir is not None:
+            atomic_write_text(_cache_path(cache_dir, key), json.dumps(rows, default=_jsonable))
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    if failed:
         where = f" in {cache_dir}" if cache_dir is not None else ""
-        raise CellOutOfMemory(f"{exc}; the {done} cells that finished are cached{where}, so the same command "
-                              "with a smaller grid resumes from them") from None
+        more = f" (and {len(failed) - 1} more cells)" if len(failed) > 1 else ""
+        raise CellOutOfMemory(f"{failed[0]}{more}; the {done} cells that finished are cached{where}, so the same "
+                              "command with a smaller grid resumes from them")
     out = []
     for s, spec in enumerate(specs):
         rows = [row for c in range(len(spec.cells())) for row in cached[(s, c)]]
