@@ -319,8 +319,22 @@ def _value_text(col: str, v, plot: dict) -> str:
                 return lab[key]
     text = _fmt(v.item() if hasattr(v, "item") else v)
     if isinstance(v, str):
-        return text.replace("_", "-")
+        # a value naming a parameter (axis = "alpha") reads as its symbol; other words keep their text
+        return _SYMBOLS[v] if v in _SYMBOLS and v != "step" else text.replace("_", "-")
     return text
+
+
+def _wrap(text: str, width: int = 64) -> str:
+    """Wrap a title at spaces outside ``$...$`` (mathtext must stay on one line)."""
+    lines, cur = [], ""
+    for word in text.split(" "):
+        inside = cur.count("$") % 2 == 1
+        if cur and not inside and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return "\n".join([*lines, cur])
 
 
 def _paper_label(params: dict, plot: dict) -> str:
@@ -333,6 +347,11 @@ def _paper_label(params: dict, plot: dict) -> str:
         else:
             parts.append(f"{_sym(col, plot)} = {_value_text(col, v, plot)}")
     return ", ".join(parts)
+
+
+def _pct(c: float) -> str:
+    """0.99 -> "99%", 0.999 -> "99.9%" (never rounded up to 100%)."""
+    return f"{c:.1%}".replace(".0%", "%")
 
 
 def _style(i: int) -> dict:
@@ -358,8 +377,8 @@ def _paper_ylim(ax, values) -> None:
     informative = v[v >= floor]
     bottom = 10 ** (np.floor(np.log10(informative.min())) - 0.5)
     ax.set_ylim(bottom, 10 ** (np.ceil(np.log10(top)) + 0.2))
-    ax.annotate("values below the axis are 0 up to rounding", xy=(0.01, 0.01), xycoords="axes fraction",
-                fontsize=7, color="0.35", va="bottom")
+    ax.annotate("values below the axis are 0 up to rounding", xy=(0.99, 0.01), xycoords="axes fraction",
+                fontsize=7, color="0.35", va="bottom", ha="right")
 
 
 def _paper_legend(ax, fig, handles=None, labels=None) -> None:
@@ -405,7 +424,7 @@ def paper_figure(j: Judgement, plot: dict | None = None):
         else:
             _paper_bound(ax, fig, j, plot)
     if plot.get("title"):
-        fig.suptitle(plot["title"], fontsize=9.5)
+        fig.suptitle(_wrap(plot["title"]), fontsize=9.5)
     return fig
 
 
@@ -418,6 +437,10 @@ def _paper_bound(ax, fig, j: Judgement, plot: dict) -> None:
               for _, g in series}
     shared = len(series) > 1 and len({c for cs in curves for c in cs}) == len(next(iter(curves)))
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
+    categorical = bool(series) and x is not None and not all(
+        np.issubdtype(np.asarray(g[x]).dtype, np.number) for _, g in series)
+    # categories are not a continuum: the bound is a bar at each category, not a line across them
+    bound_style = dict(marker="_", ms=22, mew=1.6, ls="none") if categorical else {}
     ys, handles, labels = [], [], []
     for i, (params, grp) in enumerate(series):
         st = _style(i)
@@ -431,26 +454,27 @@ def _paper_bound(ax, fig, j: Judgement, plot: dict) -> None:
                     mfc="white" if i % 2 else st["color"], mew=1.2)
         if shared:
             if i == 0:
-                ax.plot(xs, b, color="k", lw=1.3, ls="-", zorder=2)
+                ax.plot(xs, b, color="k", lw=1.3, zorder=2, **({"ls": "-"} | bound_style))
         else:
-            ax.plot(xs, b, color=st["color"], ls=st["ls"], lw=1.3, zorder=2)
-        handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls="none" if shared else st["ls"],
+            ax.plot(xs, b, color=st["color"], lw=1.3, zorder=2, **({"ls": st["ls"]} | bound_style))
+        alone = shared or len(series) == 1 or categorical
+        handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls="none" if alone else st["ls"],
                               mfc="white" if i % 2 else st["color"], mew=1.2))
         labels.append(_paper_label(params, plot) or "measured")
         ys.extend([m, b])
-    ci = f"{j.claim.confidence:.0%} CI" if reps > 1 else "one run"
+    ci = f"{_pct(j.claim.confidence)} CI" if reps > 1 else "one run"
     word = "bound" if j.claim.kind in ("upper", "lower") else "prediction"
     if shared or len(series) == 1:
         handles.append(Line2D([], [], color="k" if shared else _style(0)["color"], lw=1.3,
-                              ls="-" if shared else _style(0)["ls"]))
+                              **({"ls": "-" if shared else _style(0)["ls"]} | bound_style)))
         labels.append(word)
         if len(series) == 1:
             labels[0] = f"measured (mean, {ci})"
     else:
         handles.append(Line2D([], [], color="0.4", marker="o", ls="none"))
         labels.append(f"markers: measured (mean, {ci})")
-        handles.append(Line2D([], [], color="0.4", ls="-"))
-        labels.append(f"lines: {word}")
+        handles.append(Line2D([], [], color="0.4", **({"ls": "-"} | bound_style)))
+        labels.append(f"{'bars' if categorical else 'lines'}: {word}")
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     _paper_ylim(ax, np.concatenate(ys) if ys else [])
     _finish_paper_axes(ax, plot, x, j.claim.observable.replace("_", " "))
@@ -465,7 +489,7 @@ def _paper_slope(ax, j: Judgement, plot: dict) -> None:
     yerr = np.vstack([np.clip(m - cells["ci_low"].to_numpy(float), 0, None),
                       np.clip(cells["ci_high"].to_numpy(float) - m, 0, None)])
     ax.errorbar(pos, m, yerr=yerr, fmt="o", color=PAPER_COLORS[0], ms=5, capsize=3, lw=1,
-                label=f"fitted slope ({j.claim.confidence:.0%} CI)")
+                label=f"fitted slope ({_pct(j.claim.confidence)} CI)")
     tol = j.claim.slope_tol
     for i, p in enumerate(cells["predicted"].to_numpy(float)):
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="0.85", lw=0,
@@ -492,9 +516,15 @@ def _paper_order(j: Judgement, plot: dict):
     methods = [j.claim.lower, *j.claim.higher]
     handles = {}
     ys = []
+    reps = int(j.cells["n_rep"].max()) if "n_rep" in j.cells and len(j.cells) else 1
+    ci = f"mean, {_pct(j.claim.confidence)} CI" if reps > 1 else None
     for ax, (params, grp) in zip(axes, groups):
         if x is None:
-            _paper_order_single(ax, j, grp, methods, handles)
+            _paper_order_single(ax, j, grp, plot, handles)
+            _finish_paper_axes(ax, {k: v for k, v in plot.items() if k != "xlabel"}, None,
+                               j.claim.observable.replace("_", " "))
+            if ci:
+                ax.set_title(ci, fontsize=8, color="0.35", loc="right")
             continue
         for mi, method in enumerate(methods):
             st = _style(mi)
@@ -517,20 +547,18 @@ def _paper_order(j: Judgement, plot: dict):
         _finish_paper_axes(ax, plot, x, j.claim.observable.replace("_", " "))
         if ax is not axes[0]:
             ax.set_ylabel("")
-    _paper_ylim(axes[0], np.concatenate(ys) if ys else [])
-    reps = int(j.cells["n_rep"].max()) if "n_rep" in j.cells and len(j.cells) else 1
+    if ys:
+        _paper_ylim(axes[0], np.concatenate(ys))
     names = [_value_text(j.claim.compare or "method", m, plot) for m in handles]
-    ci = f" (mean, {j.claim.confidence:.0%} CI)" if reps > 1 else ""
-    if names:
+    if names and x is not None:  # (one cell: the methods are the tick labels, no legend needed)
+        head = None if j.claim.compare in _WORDS else _sym(j.claim.compare, plot)
+        title = "\n".join(t for t in (head, f"({ci})" if ci else None) if t)
         axes[-1].legend(list(handles.values()), names, fontsize=8, frameon=False, loc="upper left",
-                        bbox_to_anchor=(1.02, 1.0), title=(_sym(j.claim.compare, plot) if j.claim.compare not in
-                                                           _WORDS else None), title_fontsize=8)
-        if ci:
-            fig.text(0.99, 0.01, ci.strip(), fontsize=7, color="0.35", ha="right", va="bottom")
+                        bbox_to_anchor=(1.02, 1.0), title=title or None, title_fontsize=7.5)
     return fig
 
 
-def _paper_order_single(ax, j: Judgement, cells, methods, handles) -> None:
+def _paper_order_single(ax, j: Judgement, cells, plot: dict, handles) -> None:
     first = cells.iloc[0]
     rows = [(j.claim.lower, first["mean"], first["mean_lo"], first["mean_hi"])]
     rows += [(r["other"], r["other_mean"], r["other_lo"], r["other_hi"]) for _, r in cells.iterrows()]
@@ -539,5 +567,5 @@ def _paper_order_single(ax, j: Judgement, cells, methods, handles) -> None:
         h = ax.errorbar([i], [m], yerr=[[max(m - lo, 0)], [max(hi - m, 0)]], color=st["color"], marker=st["marker"],
                         ms=6, capsize=3, lw=1.2)
         handles.setdefault(name, h)
-    ax.set_xticks(range(len(rows)), [str(r[0]).replace("_", "-") for r in rows])
+    ax.set_xticks(range(len(rows)), [_value_text(j.claim.compare or "method", r[0], plot) for r in rows])
     ax.set_xlim(-0.6, len(rows) - 0.4)
