@@ -537,7 +537,8 @@ def _paper_order(j: Judgement, plot: dict):
             if g.empty:
                 continue
             yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
-            h = ax.errorbar(g[x].to_numpy(), m, yerr=yerr, color=st["color"], marker=st["marker"], ls=st["ls"],
+            h = ax.errorbar(_dodge(g[x].to_numpy(), mi, len(methods), plot), m, yerr=yerr, color=st["color"],
+                            marker=st["marker"], ls=st["ls"],
                             ms=5, capsize=2.5, lw=1.3, mfc="white" if mi % 2 else st["color"], mew=1.2)
             handles.setdefault(method, h)
             ys.append(m)
@@ -556,6 +557,18 @@ def _paper_order(j: Judgement, plot: dict):
         axes[-1].legend(list(handles.values()), names, fontsize=8, frameon=False, loc="upper left",
                         bbox_to_anchor=(1.02, 1.0), title=title or None, title_fontsize=7.5)
     return fig
+
+
+def _dodge(xs, i: int, m: int, plot: dict):
+    """Shift series ``i`` of ``m`` sideways a little, so equal means and their CI bars stay visible."""
+    xs = np.asarray(xs)
+    if m < 2 or not np.issubdtype(xs.dtype, np.number) or xs.size == 0:
+        return xs
+    step = i - (m - 1) / 2
+    if plot.get("logx") and np.all(xs > 0):
+        return xs * 1.04**step
+    span = float(np.ptp(xs)) or 1.0
+    return xs + 0.012 * span * step
 
 
 def _paper_order_single(ax, j: Judgement, cells, plot: dict, handles) -> None:

@@ -57,7 +57,13 @@ def plan(specs, *, backend, jobs, scheduler, cache_dir, max_cells, max_hours, ye
     import sys
 
     from simcomm import cost
+    from simcomm.backends import get_backend
 
+    get_backend(backend)  # an unknown or unavailable backend is reported before the plan
+    if scheduler:
+        from simcomm._dask import dask_map
+
+        dask_map(scheduler)  # validates the address; starts nothing
     est = cost.estimate(specs, backend=backend, jobs=jobs, cache_dir=cache_dir,
                         max_cells=max_cells or cost.MAX_CELLS, max_hours=max_hours or cost.MAX_HOURS, yes=yes,
                         check_memory=not scheduler or scheduler == "local")
