@@ -211,7 +211,8 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
 def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
     """Circle the points where the order is not shown at the claim's confidence."""
     if bad.any():
-        label = None if flagged else f"order not shown ({j.claim.confidence:.1%} CI)".replace(".0%", "%")
+        label = None if flagged else (f"circled: {j.claim.lower} not shown lower than this method "
+                                      f"({_pct(j.claim.confidence)} paired CI)")
         ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
                    lw=1.5, zorder=5, label=label)
         return True
@@ -324,7 +325,7 @@ def _value_text(col: str, v, plot: dict) -> str:
     return text
 
 
-def _wrap(text: str, width: int = 64) -> str:
+def _wrap(text: str, width: int = 70) -> str:
     """Wrap a title at spaces outside ``$...$`` (mathtext must stay on one line)."""
     lines, cur = [], ""
     for word in text.split(" "):

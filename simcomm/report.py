@@ -105,8 +105,10 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         Claim id -> the committed full-grid verdict; shown next to a quick verdict that differs.
     """
     differ = [j.claim.id for j in judgements if with_committed(j.verdict.value, j, committed) != j.verdict.value]
-    note = ([f"Quick grids: next to a verdict, in brackets, the committed full-grid verdict where it differs "
-             f"({len(differ)} claims); the full grids decide.", ""] if committed is not None and mode == "quick" else [])
+    note = []
+    if committed is not None and mode == "quick":
+        note = [f"Quick grids: next to a verdict, in brackets, the committed full-grid verdict where it differs "
+                f"({len(differ)} claim{'' if len(differ) == 1 else 's'}); the full grids decide.", ""]
     lines = ["# simcomm check — report", "", verdict_counts(judgements), "", *note,
              f"Grids: **{mode}**. Backend: `{meta.get('backend')}`. Executor: {meta.get('executor')}. "
              f"simcomm {meta.get('versions', {}).get('simcomm')}, numpy {meta.get('versions', {}).get('numpy')}, "

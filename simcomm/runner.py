@@ -37,7 +37,7 @@ def cell_id(params: dict) -> int:
 # Sources that never change a results table (judging, drawing, reporting, the CLI, other executors):
 # editing them keeps the cell cache valid.
 _NOT_IN_TABLES = {"cli", "mpi", "plotting.py", "report.py", "claims.py", "checking.py", "scaling.py", "_dask.py",
-                  "results.py"}
+                  "cost.py", "results.py"}
 
 
 @functools.lru_cache(maxsize=None)

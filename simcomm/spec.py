@@ -339,7 +339,8 @@ def locate(ref: str | Path) -> Path:
             ids[claim["id"]] = p
     if str(ref) in ids:
         return ids[str(ref)]
-    raise SpecError(f"'{ref}' is neither a spec file nor a shipped claim id{closest(str(ref), list(ids) + list(by_name))}; "
+    hint = closest(str(ref), list(ids) + list(by_name))
+    raise SpecError(f"'{ref}' is neither a spec file nor a shipped claim id{hint}; "
                     "'simcomm list --paths' shows the shipped specs")
 
 

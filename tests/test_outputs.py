@@ -57,7 +57,8 @@ def test_quick_check_writes_its_own_folder_and_shows_full_verdicts(tmp_path):
     gallery.mkdir(parents=True)
     (gallery / "REPORT.md").write_text("committed report\n")
     # the committed full-grid verdicts (written by check --full); toy.mean came out "violated" there
-    (gallery / "verdicts.json").write_text(json.dumps({"grids": "full", "claims": {"toy.mean": {"verdict": "violated"}}}))
+    full = {"grids": "full", "claims": {"toy.mean": {"verdict": "violated"}}}
+    (gallery / "verdicts.json").write_text(json.dumps(full))
     r = _run(["check", "--specs", str(DATA), "--jobs", "1", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert (gallery / "REPORT.md").read_text() == "committed report\n"  # the gallery is untouched
@@ -72,7 +73,8 @@ def test_quick_check_writes_its_own_folder_and_shows_full_verdicts(tmp_path):
 def test_full_check_writes_gallery_and_merges_verdicts_json(tmp_path):
     out = tmp_path / "out"
     (out / "figures").mkdir(parents=True)
-    (out / "figures" / "verdicts.json").write_text(json.dumps({"grids": "full", "claims": {"other.claim": {"verdict": "holds"}}}))
+    earlier = {"grids": "full", "claims": {"other.claim": {"verdict": "holds"}}}
+    (out / "figures" / "verdicts.json").write_text(json.dumps(earlier))
     r = _run(["check", "--full", "--specs", str(DATA), "--jobs", "1", "--out", str(out)])
     assert r.exit_code == 0, r.output
     data = json.loads((out / "figures" / "verdicts.json").read_text())
@@ -114,7 +116,7 @@ def test_shipped_specs_by_claim_id_and_list_paths(tmp_path):
     assert locate("expgraph_rho_even") == SIMS / "expgraph_rho_even.toml"
     r = _run(["list", "--paths"])
     assert r.exit_code == 0
-    assert f"expgraph.rho_even" in r.output and str(SIMS / "expgraph_rho_even.toml") in r.output
+    assert "expgraph.rho_even" in r.output and str(SIMS / "expgraph_rho_even.toml") in r.output
     r = _run(["run", "expgraph.rho_even", "--quick", "--set", "n=[4, 6]", "--jobs", "1", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "simcomm run expgraph.rho_even --quick" in r.output

@@ -16,7 +16,8 @@ FORMATS = ("png", "pdf", "svg")
 @cli.command()
 @click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-              help="File to write (default: DIR/figure.<format>); its suffix picks the format unless --format is given.")
+              help="File to write (default: DIR/figure.<format>); its suffix picks the format unless --format "
+                   "is given.")
 @click.option("--style", type=click.Choice(("annotated", "paper")), default=None,
               help="annotated: verdict and flags, as in the report; paper: the same data for a publication "
                    "(no verdict, the paper's symbols, colour-blind-safe, line style and marker per series). "
@@ -54,7 +55,8 @@ def plot(folder, output, style, fmt):
     try:
         claim = ClaimSpec(**{**spec["claim"], "higher": tuple(spec["claim"].get("higher", ()))})
     except (TypeError, AttributeError) as exc:
-        raise UserError(f"'{folder}/meta.json' comes from an incompatible simcomm version ({exc}); re-run the spec") from None
+        raise UserError(f"'{folder}/meta.json' comes from an incompatible simcomm version ({exc}); "
+                        "re-run the spec") from None
     cell_params = set(spec.get("grid", {})) | set(spec.get("params", {}))
     options = dict(spec.get("plot", {}))
     style = style or options.get("style", "annotated")
@@ -68,7 +70,8 @@ def plot(folder, output, style, fmt):
     try:
         atomic_write_bytes(target, buf.getvalue())
     except OSError as exc:
-        raise UserError(f"cannot write the figure to '{target}' ({exc.strerror or exc}); pass a writable -o FILE") from None
+        raise UserError(f"cannot write the figure to '{target}' ({exc.strerror or exc}); "
+                        "pass a writable -o FILE") from None
     click.echo(f"figure: {target}")
 
 
@@ -80,7 +83,8 @@ def _check_target(target: Path) -> None:
     if target.is_dir():
         raise UserError(f"-o '{target}' is a folder; pass a file name such as {target / 'figure.png'}")
     if not parent.is_dir() or not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise UserError(f"cannot write the figure to '{target}' (folder missing or not writable); pass a writable -o FILE")
+        raise UserError(f"cannot write the figure to '{target}' (folder missing or not writable); "
+                        "pass a writable -o FILE")
 
 
 def _read(folder: Path):
@@ -98,7 +102,8 @@ def _read(folder: Path):
     except json.JSONDecodeError as exc:
         raise UserError(f"'{folder}/meta.json' is not valid JSON ({exc}); re-run the spec to write it again") from None
     if res.table.empty or not {"metric", "value"} <= set(res.table.columns):
-        raise UserError(f"'{folder}/table.csv' has no rows of results (needs metric and value columns); re-run the spec")
+        raise UserError(f"'{folder}/table.csv' has no rows of results (needs metric and value columns); "
+                        "re-run the spec")
     if not isinstance(res.meta, dict):
         raise UserError(f"'{folder}/meta.json' is not a metadata object; re-run the spec to write it again")
     return res

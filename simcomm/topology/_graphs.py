@@ -285,8 +285,9 @@ def torus(r: int, c: int | None = None) -> Topology:
         n = _check_n(r, "torus n", low=4)
         side = math.isqrt(n)
         if side * side != n:
-            raise UserError(f"torus({n}): one argument is the node count of a square torus and {n} is not a square; "
-                            f"pass both sides, e.g. torus(r, c) with r * c = n, or n = {side * side} or {(side + 1) ** 2}")
+            raise UserError(f"torus({n}): one argument is the node count of a square torus and {n} is not a "
+                            f"square; pass both sides, torus(r, c) with r * c = n, or n = {side * side} or "
+                            f"{(side + 1) ** 2}")
         r = c = side
     r = _check_n(r, "torus side r")
     c = _check_n(c, "torus side c")
