@@ -74,12 +74,25 @@ def _value(col: str, v) -> str:
     return _cell(v)
 
 
+def _column_names(j: Judgement, cols: list[str]) -> list[str]:
+    """Column headers a reader can decode; an order claim's interval is of a difference of means."""
+    if j.claim.kind != "order":
+        return [{"n_rep": "replicates"}.get(c, c) for c in cols]
+    lower = j.claim.lower
+    names = {"n_rep": "replicates", "other": "compared with", "mean": f"mean ({lower})",
+             "other_mean": "mean (other)", "ci_low": f"CI low of mean({lower}) - mean(other)",
+             "ci_high": f"CI high of mean({lower}) - mean(other)", "ratio": f"ratio {lower}/other",
+             "mean_lo": f"CI low ({lower})", "mean_hi": f"CI high ({lower})", "other_lo": "CI low (other)",
+             "other_hi": "CI high (other)"}
+    return [names.get(c, c) for c in cols]
+
+
 def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
     cells = j.cells
     bad = cells[cells["verdict"] != "holds"]
     show = bad if len(bad) else cells
     cols = [c for c in show.columns if c not in ("note",)]
-    head = "| " + " | ".join(cols) + " | note |"
+    head = "| " + " | ".join(_column_names(j, cols)) + " | note |"
     lines = ["", f"{'Cells not holding' if len(bad) else 'Cells'} ({len(show)} of {len(cells)}"
              f"{', first ' + str(limit) + ' shown' if len(show) > limit else ''}):", "", head,
              "|" + "---|" * (len(cols) + 1)]

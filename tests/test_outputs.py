@@ -290,3 +290,32 @@ def test_report_counts_defines_ratio_and_says_diverged():
     assert "inconclusive (full grid: holds)" in head
     row = [ln for ln in text.splitlines() if ln.startswith("| 0.9 ")][0]
     assert "diverged" in row and "nan" not in row
+
+
+def test_spec_style_paper_makes_run_write_paper_figures(tmp_path):
+    spec = tmp_path / "paperstyle.toml"
+    spec.write_text((DATA / "toy_claim.toml").read_text().replace('x = "n"', 'x = "n"\nstyle = "paper"'))
+    r = _run(["run", str(spec), "--out", str(tmp_path), "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    (folder,) = (tmp_path / "results" / "paperstyle").iterdir()
+    assert (folder / "paperstyle_paper.pdf").read_bytes().startswith(b"%PDF")
+    assert (folder / "paperstyle_paper.png").is_file() and (folder / "paperstyle.png").is_file()
+    # simcomm plot uses the spec's style by default
+    r = _run(["plot", str(folder), "-o", str(tmp_path / "f.svg")])
+    assert r.exit_code == 0 and "toy.mean" not in (tmp_path / "f.svg").read_text()
+
+
+def test_report_names_order_columns_as_differences():
+    import pandas as pd
+
+    from simcomm.claims import Judgement, Verdict
+    from simcomm.report import report_markdown
+    from simcomm.spec import ClaimSpec
+
+    claim = ClaimSpec(id="x.order", paper="is", statement="s", kind="order", observable="loss", compare="method",
+                      lower="a", higher=("b",), provenance="N")
+    cells = pd.DataFrame({"n": [4], "other": ["b"], "n_rep": [5], "mean": [1.0], "other_mean": [2.0],
+                          "ci_low": [-1.5], "ci_high": [-0.5], "ratio": [0.5], "verdict": ["holds"], "note": [""],
+                          "mean_lo": [0.9], "mean_hi": [1.1], "other_lo": [1.9], "other_hi": [2.1]})
+    text = report_markdown([Judgement(claim, Verdict.HOLDS, 0.5, cells, "N", ["n"])], {}, mode="full", meta={})
+    assert "CI low of mean(a) - mean(other)" in text and "| replicates |" in text

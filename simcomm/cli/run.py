@@ -79,7 +79,23 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
         return
     write_outcome(outcome, [spec], out, mode="quick" if quick else "full", figures=folder,
                   names={spec.claim.id: f"{spec.name}.png"})
+    if spec.plot.get("style") == "paper":  # the spec asks for a publication figure too (vector + PNG)
+        _write_paper_figures(outcome.judgements[0], spec, folder)
     words = ["simcomm", "run", spec_path, *(["--quick"] if quick else []),
              *[w for o in overrides for w in ("--set", o)]]
     _print_table(outcome.judgements, title=shlex.join(words))
     click.echo(f"results: {folder} (figure {spec.name}.png, REPORT.md)")
+
+
+def _write_paper_figures(judgement, spec, folder) -> None:
+    """``<spec>_paper.pdf`` and ``<spec>_paper.png`` next to the report's annotated figure."""
+    import io
+
+    from simcomm.plotting import paper_figure
+    from simcomm.results import atomic_write_bytes
+
+    fig = paper_figure(judgement, spec.plot)
+    for fmt in ("pdf", "png"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=200)
+        atomic_write_bytes(folder / f"{spec.name}_paper.{fmt}", buf.getvalue())
