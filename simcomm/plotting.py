@@ -211,8 +211,8 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
 def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
     """Circle the points where the order is not shown at the claim's confidence."""
     if bad.any():
-        label = None if flagged else (f"circled: {j.claim.lower} not shown lower than this method "
-                                      f"({_pct(j.claim.confidence)} paired CI)")
+        label = None if flagged else (f"circled: {j.claim.lower} not shown below a competitor here "
+                                      f"({_pct(j.claim.confidence)} CI of the difference)")
         ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
                    lw=1.5, zorder=5, label=label)
         return True
