@@ -70,10 +70,10 @@ def test_crossover_beta_separates_the_two_sides():
     args = dict(rho=1.6, n=8, dense_bytes=2632.0, sparse_bytes=38.0, alpha=1e-5, shift=1e-4, scale=5e-5)
     b_star = th.ef_topk_crossover_beta(**args)
     assert 0 < b_star < math.inf
-    assert not th.ef_topk_pays(beta=b_star / 1.01, **args) and th.ef_topk_pays(beta=b_star * 1.01, **args)
+    assert th.ef_topk_time_ratio(beta=b_star / 1.01, **args) > 1 > th.ef_topk_time_ratio(beta=b_star * 1.01, **args)
     n_star = th.sparse_allgather_crossover_n(4e5, 5500.0, 1e-6, 1e-9)
-    assert th.sparse_allgather_pays(math.floor(n_star), 4e5, 5500.0, 1e-6, 1e-9)
-    assert not th.sparse_allgather_pays(math.ceil(n_star), 4e5, 5500.0, 1e-6, 1e-9)
+    assert th.sparse_allgather_time_ratio(math.floor(n_star), 4e5, 5500.0, 1e-6, 1e-9) < 1
+    assert th.sparse_allgather_time_ratio(math.ceil(n_star), 4e5, 5500.0, 1e-6, 1e-9) > 1
 
 
 def test_compression_pays_rows_are_paired_and_labelled():

@@ -17,8 +17,8 @@ from theory._bound import bound
 
 __all__ = [
     "framed_payload_bits", "gamma_gap_bits_upper", "ring_allreduce_time", "allgather_time",
-    "sparse_allgather_crossover_n", "sparse_allgather_pays", "sparse_allgather_pays_no_latency",
-    "expected_max_compute", "ef_topk_pays", "ef_topk_pays_same_steps", "ef_topk_crossover_beta",
+    "sparse_allgather_crossover_n", "sparse_allgather_time_ratio", "sparse_allgather_time_ratio_no_latency",
+    "expected_max_compute", "ef_topk_time_ratio", "ef_topk_time_ratio_same_steps", "ef_topk_crossover_beta",
     "gossip_step_time", "one_peer_time_ratio", "one_peer_static_time", "one_peer_static_time_equal_cost",
 ]
 
@@ -148,32 +148,36 @@ def sparse_allgather_crossover_n(dense_bytes: float, sparse_bytes: float, alpha:
 
 
 @bound(kind="order", provenance="N", paper=PAPER,
-       statement="top-k by ring allgather is faster than dense ring allreduce iff n < n*")
-def sparse_allgather_pays(n: int, dense_bytes: float, sparse_bytes: float, alpha: float, beta: float) -> bool:
-    """Whether the sparse allgather is predicted faster at ``n`` nodes (``n < n*``, see
-    :func:`sparse_allgather_crossover_n`; [N]).
+       statement="per-step time of top-k by ring allgather over dense ring allreduce, "
+                 "(n-1)(alpha + beta b_s) / (2(n-1)(alpha + beta b_d/n)); top-k pays iff it is < 1 (n < n*)")
+def sparse_allgather_time_ratio(n: int, dense_bytes: float, sparse_bytes: float, alpha: float, beta: float) -> float:
+    """Predicted allgather / allreduce time ratio at ``n`` nodes; below 1 exactly when ``n < n*``
+    (:func:`sparse_allgather_crossover_n`; [N]). The ``allgather_crossover`` experiment labels top-k
+    "predicted faster" where this is below 1.
 
     Examples
     --------
-    >>> sparse_allgather_pays(64, 4e6, 1e5, 0.0, 1e-9), sparse_allgather_pays(128, 4e6, 1e5, 0.0, 1e-9)
-    (True, False)
+    >>> [sparse_allgather_time_ratio(n, 4e6, 1e5, 0.0, 1e-9) < 1 for n in (64, 128)]
+    [True, False]
     """
-    return allgather_time(n, sparse_bytes, alpha, beta) < ring_allreduce_time(n, dense_bytes, alpha, beta)
+    return allgather_time(n, sparse_bytes, alpha, beta) / ring_allreduce_time(n, dense_bytes, alpha, beta)
 
 
 @bound(kind="order", provenance="N", paper=PAPER,
-       statement="a WRONG prediction for controls: the crossover ignoring latency, n < 2 b_d / b_s")
-def sparse_allgather_pays_no_latency(n: int, dense_bytes: float, sparse_bytes: float, alpha: float,
-                                     beta: float) -> bool:
-    """Control only ([N]): :func:`sparse_allgather_pays` with ``alpha = 0`` (bandwidth-only reasoning),
-    which misplaces the crossover when latency matters (allgather pays fewer latencies than allreduce).
+       statement="a WRONG prediction for controls: the allgather / allreduce ratio with alpha = 0 "
+                 "(crossover at n = 2 b_d / b_s)")
+def sparse_allgather_time_ratio_no_latency(n: int, dense_bytes: float, sparse_bytes: float, alpha: float,
+                                           beta: float) -> float:
+    """Control only ([N]): :func:`sparse_allgather_time_ratio` with ``alpha = 0`` (bandwidth-only
+    reasoning), which misplaces the crossover when latency matters (allgather pays n - 1 latencies,
+    allreduce 2(n - 1)).
 
     Examples
     --------
-    >>> sparse_allgather_pays_no_latency(100, 4e6, 1e5, 1e-3, 1e-9)
+    >>> sparse_allgather_time_ratio_no_latency(100, 4e6, 1e5, 1e-3, 1e-9) < 1
     False
     """
-    return sparse_allgather_pays(n, dense_bytes, sparse_bytes, 0.0, beta)
+    return sparse_allgather_time_ratio(n, dense_bytes, sparse_bytes, 0.0, beta)
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,
@@ -200,34 +204,42 @@ def _ef_times(rho, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale):
 
 
 @bound(kind="order", provenance="N", paper=PAPER,
-       statement="EF top-k (allgather) reaches the target sooner than SGD (ring allreduce) iff "
-                 "rho (c + T_ag) < c + T_ar, rho its step ratio, c the expected slowest compute")
-def ef_topk_pays(rho: float, n: int, dense_bytes: float, sparse_bytes: float, alpha: float, beta: float,
-                 shift: float, scale: float = 0.0) -> bool:
-    r"""Whether error-feedback top-k is predicted to reach a target sooner in wall-clock time than SGD.
+       statement="time to target, EF top-k (allgather) over SGD (ring allreduce) = rho (c + T_ag) / (c + T_ar), "
+                 "rho the step ratio, c the expected slowest compute; top-k pays iff it is < 1")
+def ef_topk_time_ratio(rho: float, n: int, dense_bytes: float, sparse_bytes: float, alpha: float, beta: float,
+                       shift: float, scale: float = 0.0) -> float:
+    r"""Predicted wall-clock ratio of error-feedback top-k to SGD for reaching a target.
 
     **Statement** ([N]): if top-k needs :math:`\rho` times the steps of uncompressed SGD to reach the
     target, and a synchronous step costs the slowest node's compute (mean :math:`c`,
-    :func:`expected_max_compute`) plus the communication, top-k pays iff
-    :math:`\rho\,(c + T_{\rm ag}(b_s)) < c + T_{\rm ar}(b_d)` (:func:`allgather_time`,
-    :func:`ring_allreduce_time`). Linear in :math:`\beta`: see :func:`ef_topk_crossover_beta`.
+    :func:`expected_max_compute`) plus the communication, the time ratio is
+    :math:`\rho\,(c + T_{\rm ag}(b_s)) / (c + T_{\rm ar}(b_d))` (:func:`allgather_time`,
+    :func:`ring_allreduce_time`); top-k pays iff it is below 1. The crossover is linear in
+    :math:`\beta`: see :func:`ef_topk_crossover_beta`.
 
     Examples
     --------
-    >>> ef_topk_pays(2.0, 8, 4e6, 1e5, 1e-5, 1e-9, 0.1), ef_topk_pays(2.0, 8, 4e6, 1e5, 1e-5, 1e-7, 0.1)
-    (False, True)
+    >>> r = [ef_topk_time_ratio(2.0, 8, 4e6, 1e5, 1e-5, b, 0.1) for b in (1e-9, 1e-7)]
+    >>> [x < 1 for x in r]
+    [False, True]
     """
     t_topk, t_sgd = _ef_times(rho, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)
-    return t_topk < t_sgd
+    return t_topk / t_sgd
 
 
 @bound(kind="order", provenance="N", paper=PAPER,
-       statement="a WRONG prediction for controls: top-k pays iff its step is cheaper (ignores rho)")
-def ef_topk_pays_same_steps(rho: float, n: int, dense_bytes: float, sparse_bytes: float, alpha: float,
-                            beta: float, shift: float, scale: float = 0.0) -> bool:
-    """Control only ([N]): :func:`ef_topk_pays` with ``rho = 1``, i.e. assuming compression costs no
-    extra steps (the mistake behind "compressed is always faster per step, so faster")."""
-    return ef_topk_pays(1.0, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)
+       statement="a WRONG prediction for controls: the top-k / SGD time ratio with rho = 1 (no extra steps)")
+def ef_topk_time_ratio_same_steps(rho: float, n: int, dense_bytes: float, sparse_bytes: float, alpha: float,
+                                  beta: float, shift: float, scale: float = 0.0) -> float:
+    """Control only ([N]): :func:`ef_topk_time_ratio` with ``rho = 1``, i.e. assuming compression costs
+    no extra steps (the mistake behind "compressed is cheaper per step, so faster").
+
+    Examples
+    --------
+    >>> ef_topk_time_ratio_same_steps(2.0, 8, 4e6, 1e5, 1e-5, 1e-9, 0.1) < 1
+    True
+    """
+    return ef_topk_time_ratio(1.0, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)
 
 
 @bound(kind="order", provenance="N", paper=PAPER,

@@ -34,7 +34,7 @@ def _predictor(ref: str):
         return getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError, ValueError):
         raise SpecError(f"predict = '{ref}' cannot be imported; use 'module:name', e.g. "
-                        "'theory.network:sparse_allgather_pays'") from None
+                        "'theory.network:sparse_allgather_time_ratio'") from None
 
 
 def _k(params) -> int:
@@ -114,8 +114,8 @@ def _ring_allreduce_time(dense_bytes: int, n: int, net: Network, value_bytes: in
                         doc="index coding of the top-k messages"),
         "alpha": Param("float", default=1e-6, low=0.0, doc="seconds per message"),
         "beta": Param("float", default=1e-9, low=0.0, doc="seconds per byte (links and NICs)"),
-        "predict": Param("str", default="theory.network:sparse_allgather_pays",
-                         doc="theory predictor (n, dense_bytes, sparse_bytes, alpha, beta) -> top-k faster?"),
+        "predict": Param("str", default="theory.network:sparse_allgather_time_ratio",
+                         doc="theory: (n, dense_bytes, sparse_bytes, alpha, beta) -> time ratio top-k/dense"),
     },
 )
 def allgather_crossover(params, rng, backend):
@@ -124,7 +124,8 @@ def allgather_crossover(params, rng, backend):
     Each of the ``n`` nodes holds its own standard Gaussian gradient; its top-k message is encoded
     with ``coding`` (real sizes, different per node for gap codings). Both collectives are simulated
     phase by phase. Rows ``comm_time`` are labelled ``prediction = predicted_faster`` or
-    ``predicted_slower`` by the predictor called with the mean measured message sizes; a row
+    ``predicted_slower`` by whether the predicted time ratio (top-k / dense, the ``predict`` function
+    called with the mean measured message sizes) is below 1; a row
     ``topk_predicted_faster`` (1 or 0) records which method got which label.
     """
     from simcomm.compress import top_k_indices
@@ -143,8 +144,8 @@ def allgather_crossover(params, rng, backend):
     dense_bytes = HEADER_BYTES + 4 * d
     t_sparse = _ring_allgather_time(sizes, net)
     t_dense = _ring_allreduce_time(4 * d, n, net)
-    pays = bool(_predictor(params["predict"])(n=n, dense_bytes=float(dense_bytes), sparse_bytes=float(sizes.mean()),
-                                               alpha=params["alpha"], beta=params["beta"]))
+    pays = float(_predictor(params["predict"])(n=n, dense_bytes=float(dense_bytes), sparse_bytes=float(sizes.mean()),
+                                                alpha=params["alpha"], beta=params["beta"])) < 1.0
     lab = ("predicted_faster", "predicted_slower") if pays else ("predicted_slower", "predicted_faster")
     return [dict(metric="comm_time", value=t_sparse, prediction=lab[0]),
             dict(metric="comm_time", value=t_dense, prediction=lab[1]),
@@ -174,8 +175,8 @@ def _hit(step, loss, target):
         "beta": Param("float", default=1e-9, low=0.0, doc="seconds per byte"),
         "compute_shift": Param("float", default=1e-4, low=0.0, doc="compute time: shift (s)"),
         "compute_scale": Param("float", default=5e-5, low=0.0, doc="compute time: mean of the exponential tail (s)"),
-        "predict": Param("str", default="theory.network:ef_topk_pays",
-                         doc="theory predictor (rho, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)"),
+        "predict": Param("str", default="theory.network:ef_topk_time_ratio",
+                         doc="theory: (rho, n, ..., shift, scale) -> time ratio top-k / SGD"),
     },
 )
 def compression_pays(params, rng, backend):
@@ -184,8 +185,9 @@ def compression_pays(params, rng, backend):
     A logistic regression (one-layer MLP) on ``dataset``; both evaluated runs share the initial
     parameters, minibatches (common random numbers) and the straggler draws; messages are encoded
     payloads (their byte counts). First a pilot pair on independent streams gives the step ratio
-    ``rho`` = pilot steps(top-k) / pilot steps(SGD) to the target, then the predictor labels the two
-    methods; the evaluated ``time_to_target`` rows carry the labels. A run that misses the target
+    ``rho`` = pilot steps(top-k) / pilot steps(SGD) to the target, then the predicted time ratio
+    (top-k / SGD, the ``predict`` function) labels the two methods (top-k faster iff it is below 1);
+    the evaluated ``time_to_target`` rows carry the labels. A run that misses the target
     is censored at the horizon (``censored = True``, value = the time of the horizon).
     """
     from simcomm.models._data import load_dataset
@@ -223,10 +225,10 @@ def compression_pays(params, rng, backend):
                      note="pilot run missed the target; raise steps or the target")
                 for p in ("predicted_faster", "predicted_slower")]
     rho = hits["top_k"] / hits["sgd"]
-    pays = bool(_predictor(params["predict"])(rho=rho, n=n, dense_bytes=float(dense_bytes),
-                                               sparse_bytes=float(sparse_bytes), alpha=params["alpha"],
-                                               beta=params["beta"], shift=params["compute_shift"],
-                                               scale=params["compute_scale"]))
+    pays = float(_predictor(params["predict"])(rho=rho, n=n, dense_bytes=float(dense_bytes),
+                                                sparse_bytes=float(sparse_bytes), alpha=params["alpha"],
+                                                beta=params["beta"], shift=params["compute_shift"],
+                                                scale=params["compute_scale"])) < 1.0
     label = {"top_k": "predicted_faster" if pays else "predicted_slower",
              "sgd": "predicted_slower" if pays else "predicted_faster"}
     evald = run(eval_rng)
