@@ -105,3 +105,32 @@ def test_spec_network_table_bad_input(net, msg, tmp_path):
     (tmp_path / "s.toml").write_text(SPEC.format(net=net))
     with pytest.raises(SpecError, match=msg):
         load(tmp_path / "s.toml")
+
+
+@pytest.mark.mpi
+def test_model_vs_mpi_rows():
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (the mpi extra)")
+    import numpy as np
+
+    from simcomm.experiments import get_experiment
+
+    e = get_experiment("model_vs_mpi")
+    rows = e.func(e.validate({"n": 2, "nbytes": 65536, "reps": 2}, "test"), np.random.default_rng(0), "numpy")
+    if "note" in rows[0]:
+        pytest.skip(rows[0]["note"])
+    ar = rows[0]
+    assert ar["metric"] == "allreduce_time" and ar["value"] > 0 and ar["alpha"] >= 0 and ar["beta"] >= 0
+
+
+def test_model_vs_mpi_without_mpiexec_is_a_noted_nan(monkeypatch, tmp_path):
+    import sys
+
+    import numpy as np
+
+    from simcomm.experiments import get_experiment
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    e = get_experiment("model_vs_mpi")
+    (row,) = e.func(e.validate({"n": 2}, "test"), np.random.default_rng(0), "numpy")
+    assert np.isnan(row["value"]) and "mpiexec not found" in row["note"]

@@ -311,3 +311,33 @@ def one_peer_time(params, rng, backend):
     return [dict(metric="static_time", value=t_s, onepeer_time=t_o, censored=c_s, **note),
             dict(metric="onepeer_time", value=t_o, censored=c_o, **note),
             dict(metric="step_ratio", value=s_s / max(s_o, 1))]
+
+
+@experiment(
+    "model_vs_mpi",
+    params={
+        "n": Param("int", default=2, low=2, high=16, doc="MPI ranks on this machine (loopback)"),
+        "nbytes": Param("int", default=1_048_576, low=8, doc="bytes per rank reduced by the Allreduce"),
+        "reps": Param("int", default=10, low=1, doc="repetitions per size (the best counts)"),
+    },
+)
+def model_vs_mpi(params, rng, backend):
+    """Measured MPI ``Allreduce`` time next to the alpha and beta fitted from a ping-pong in the same run.
+
+    One ``simcomm net calibrate`` measurement per replicate (mpiexec on loopback, ``n`` ranks): the
+    ping-pong over 8 B, 64 KiB, 1 MiB and ``nbytes`` gives ``alpha`` and ``beta`` (row columns, the
+    bound's inputs); the row's value is the measured Allreduce time of ``nbytes``. Without mpiexec or
+    mpi4py the row is NaN with the reason in ``note``. ``rng`` is unused: this is a measurement.
+    """
+    from simcomm._errors import UserError
+    from simcomm.network._calibrate import calibrate
+
+    sizes = sorted({8, 65536, 1048576, params["nbytes"]})
+    try:
+        res = calibrate(np_=params["n"], sizes=sizes, reps=params["reps"])
+    except UserError as exc:
+        return [dict(metric="allreduce_time", value=float("nan"), alpha=float("nan"), beta=float("nan"),
+                     note=str(exc))]
+    i = res["sizes"].index(params["nbytes"])
+    return [dict(metric="allreduce_time", value=float(res["allreduce"][i]), alpha=res["alpha"], beta=res["beta"]),
+            dict(metric="pingpong_time", value=float(res["pingpong"][i]))]
