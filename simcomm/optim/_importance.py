@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
 from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
@@ -144,8 +144,6 @@ def importance_sgd(
     (True, [0, 10, 20])
     """
     if proposal not in PROPOSALS:
-        from simcomm.experiments._registry import closest
-
         hint = closest(proposal, PROPOSALS)
         raise UserError(f"unknown proposal '{proposal}'{hint}; use one of {', '.join(PROPOSALS)}")
     for name, v in (("steps", steps), ("eval_every", eval_every)):

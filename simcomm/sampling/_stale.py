@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 
 __all__ = ["Staleness", "staleness", "StaleScoresState", "stale_init", "stale_update"]
 
@@ -58,8 +58,6 @@ def staleness(mode: str = "period", *, period: int = 1, mean_delay: float = 1.0)
     Staleness(mode='period', period=8, mean_delay=1.0)
     """
     if mode not in ("period", "delay"):
-        from simcomm.experiments._registry import closest
-
         raise UserError(f"unknown staleness mode '{mode}'{closest(mode, ('period', 'delay'))}; use 'period' or 'delay'")
     if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period <= 0:
         raise UserError(f"refresh period = {period!r} must be a positive integer number of master steps")
