@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm.compress import rand_k, rtop_k, top_k
-from simcomm.models import minibatch_gradient, split_workers
+from simcomm.models import split_workers
+from simcomm.models._nn import minibatch_gradient
 from simcomm.optim import ef_learning_rate
 
 
