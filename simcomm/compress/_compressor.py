@@ -103,7 +103,7 @@ def _float(x):
 
 @dataclass(frozen=True)
 class Identity(Compressor):
-    """No compression: full-precision float32 messages (``32 d`` bits), :math:`\\beta = 0`.
+    r"""No compression: full-precision float32 messages (``32 d`` bits), :math:`\beta = 0`.
 
     Examples
     --------
@@ -178,7 +178,7 @@ class TopK(Sparsifier):
 
 @dataclass(frozen=True)
 class RandK(Sparsifier):
-    """Rand-k sparsifier (:func:`~simcomm.compress.rand_k`); unbiased with ``scale=True`` (:math:`\\beta = d/k - 1`).
+    r"""Rand-k sparsifier (:func:`~simcomm.compress.rand_k`); unbiased with ``scale=True`` (:math:`\beta = d/k - 1`).
 
     Examples
     --------
@@ -341,7 +341,7 @@ class StochasticRound(Compressor):
         return _sr_variance(v, self.delta)
 
     def variance_bound(self, d: int) -> float:
-        """Additive bound :math:`d\\delta^2/4` on :math:`\\mathbb{E}\\|Q(v)-v\\|^2`."""
+        r"""Additive bound :math:`d\delta^2/4` on :math:`\mathbb{E}\|Q(v)-v\|^2`."""
         return d * self.delta**2 / 4.0
 
 

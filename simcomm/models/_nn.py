@@ -51,14 +51,14 @@ __all__ = [
 
 
 class MLP(NamedTuple):
-    """Architecture of a fully connected ReLU network with softmax cross-entropy.
+    r"""Architecture of a fully connected ReLU network with softmax cross-entropy.
 
     Attributes
     ----------
     sizes : tuple of int
         Layer widths ``(d_in, h_1, ..., n_classes)``; two entries mean logistic regression.
     l2 : float
-        L2 penalty :math:`\\lambda` on the weights (not the biases), part of every per-example loss.
+        L2 penalty :math:`\lambda` on the weights (not the biases), part of every per-example loss.
     """
 
     sizes: tuple

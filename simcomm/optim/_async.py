@@ -48,7 +48,7 @@ def check_delay(delay: str) -> str:
 
 
 def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: int, rng) -> np.ndarray:
-    """Delays :math:`\\tau_i(k)` of shape ``(R, N)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
+    r"""Delays :math:`\tau_i(k)` of shape ``(R, N)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
     cap = min(tau, k)
     if delay == "constant":
         return np.full((R, N), cap)

@@ -323,8 +323,10 @@ def step_size(gamma: float, k: int, schedule: str = "constant", k0: float = 10.0
 
 
 class _Noise:
-    """Per-node Gaussian noise, drawn in blocks of steps from each node's stream (bit-identical to
-    one ``standard_normal(d)`` per step, because a Generator fills arrays sequentially)."""
+    """Per-node Gaussian noise, drawn in blocks of steps from each node's stream.
+
+    Bit-identical to one ``standard_normal(d)`` per step, because a Generator fills arrays sequentially.
+    """
 
     def __init__(self, seed, n, d, steps, block_floats=1 << 21):
         self.rngs = [node_noise_rng(seed, i) for i in range(n)]

@@ -71,16 +71,16 @@ class EFState(NamedTuple):
 
 
 class EFStepInfo(NamedTuple):
-    """What one step sent and lost.
+    r"""What one step sent and lost.
 
     Attributes
     ----------
     idx, vals : numpy.ndarray, shape (n, k)
         Sent coordinates and values per worker (``None`` for uncompressed SGD).
     comp_error : numpy.ndarray, shape (n,)
-        :math:`\\|p_i - C(p_i)\\|^2 / \\|p_i\\|^2` (0 where :math:`p_i = 0`).
+        :math:`\|p_i - C(p_i)\|^2 / \|p_i\|^2` (0 where :math:`p_i = 0`).
     update : numpy.ndarray, shape (D,)
-        The aggregate :math:`\\frac1n\\sum_i \\hat g_i`.
+        The aggregate :math:`\frac1n\sum_i \hat g_i`.
     """
 
     idx: np.ndarray | None
@@ -310,7 +310,7 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
 
 @dataclass(frozen=True)
 class EFTrace:
-    """Training record of :func:`ef_sgd`.
+    r"""Training record of :func:`ef_sgd`.
 
     Attributes
     ----------
@@ -321,7 +321,7 @@ class EFTrace:
     bits : numpy.ndarray
         Bits one worker has sent up to that step.
     comp_error : numpy.ndarray, shape (steps,)
-        Mean over workers of :math:`\\|p_i - C(p_i)\\|^2/\\|p_i\\|^2` at every step (0 for SGD).
+        Mean over workers of :math:`\|p_i - C(p_i)\|^2/\|p_i\|^2` at every step (0 for SGD).
     theta : numpy.ndarray
         Final parameters.
     diverged_at : int or None

@@ -31,20 +31,20 @@ BLOWUP = 1e8
 
 
 class Trace(NamedTuple):
-    """What an optimiser run recorded.
+    r"""What an optimiser run recorded.
 
     Attributes
     ----------
     steps : numpy.ndarray, shape (T,)
         Iteration indices ``k`` at which the quantities below were recorded (``0`` and the last included).
     f_gap : numpy.ndarray, shape (R, T)
-        :math:`f(x_k) - f^\\star`.
+        :math:`f(x_k) - f^\star`.
     dist2 : numpy.ndarray, shape (R, T)
-        :math:`\\|x_k - x^\\star\\|^2`.
+        :math:`\|x_k - x^\star\|^2`.
     grad2 : numpy.ndarray, shape (R, T)
-        :math:`\\|\\nabla f(x_k)\\|^2`.
+        :math:`\|\nabla f(x_k)\|^2`.
     grad2_mean : numpy.ndarray, shape (R,)
-        :math:`\\frac1K\\sum_{k<K}\\|\\nabla f(x_k)\\|^2` over every step (not only recorded ones).
+        :math:`\frac1K\sum_{k<K}\|\nabla f(x_k)\|^2` over every step (not only recorded ones).
     bits : numpy.ndarray, shape (T,)
         Cumulative uplink bits (all workers) sent before iterate ``k`` was formed, per replicate.
     diverged_at : numpy.ndarray of int, shape (R,)

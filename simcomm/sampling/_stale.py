@@ -28,15 +28,15 @@ __all__ = ["Staleness", "staleness", "StaleScoresState", "stale_init", "stale_up
 
 
 class Staleness(NamedTuple):
-    """Refresh schedule of the workers' scores (see the module docstring).
+    r"""Refresh schedule of the workers' scores (see the module docstring).
 
     Attributes
     ----------
     mode : {"period", "delay"}
     period : int
-        Refresh period :math:`P \\ge 1` (``mode="period"``).
+        Refresh period :math:`P \ge 1` (``mode="period"``).
     mean_delay : float
-        Mean job duration :math:`\\tau \\ge 1` in master steps (``mode="delay"``).
+        Mean job duration :math:`\tau \ge 1` in master steps (``mode="delay"``).
     """
 
     mode: str = "period"
@@ -99,12 +99,12 @@ _NEVER = np.iinfo(np.int64).max
 
 
 def stale_init(initial_scores, shards) -> StaleScoresState:
-    """Start from scores computed at the initial parameters (step 0); jobs start at step 0.
+    r"""Start from scores computed at the initial parameters (step 0); jobs start at step 0.
 
     Parameters
     ----------
     initial_scores : array_like
-        ``(N,)`` norms at :math:`\\theta_0` (the workers' first pass before training).
+        ``(N,)`` norms at :math:`\theta_0` (the workers' first pass before training).
     shards : list of numpy.ndarray
         Disjoint index arrays covering ``0..N-1``, one per worker (see :func:`simcomm.models.split_workers`).
 
@@ -137,13 +137,13 @@ def stale_init(initial_scores, shards) -> StaleScoresState:
 def stale_update(
     state: StaleScoresState, step: int, norm_fn: Callable[[np.ndarray], np.ndarray], schedule: Staleness, *, rng=None
 ) -> StaleScoresState:
-    """Advance the workers to master step ``step`` (call once per step, before sampling).
+    r"""Advance the workers to master step ``step`` (call once per step, before sampling).
 
     Parameters
     ----------
     state : StaleScoresState
     step : int
-        Current master step :math:`t`; ``norm_fn`` evaluates at :math:`\\theta_t`.
+        Current master step :math:`t`; ``norm_fn`` evaluates at :math:`\theta_t`.
     norm_fn : callable
         ``norm_fn(idx) -> norms`` of examples ``idx`` at the master's current parameters.
     schedule : Staleness
