@@ -24,8 +24,8 @@ from simcomm.compress import (
 )
 from simcomm.experiments import get_experiment
 from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_gradients
+from simcomm.models._nn import worker_gradients
 from simcomm.optim import ef_init, ef_learning_rate, ef_sgd, ef_update
-from simcomm.optim._ef_sgd import worker_gradients
 from tests.naive_ef import naive_ef_sgd, numpy_loop_epoch
 
 BACKENDS = ("numpy", "numba")

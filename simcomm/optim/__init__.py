@@ -2,7 +2,7 @@
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``).
 Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, ``node_noise_rng``,
-``resolve_topology``, ``worker_gradients``, ``BLOWUP``) stay importable from their private modules.
+``resolve_topology``, ``BLOWUP``) stay importable from their private modules.
 """
 
 from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, largest_stable_step
@@ -16,7 +16,16 @@ from simcomm.optim._decentralized import (
     run_dsgd,
     step_size,
 )
-from simcomm.optim._ef_sgd import EF_SCHEDULES, EFState, EFStepInfo, EFTrace, ef_init, ef_learning_rate, ef_sgd, ef_update
+from simcomm.optim._ef_sgd import (
+    EF_SCHEDULES,
+    EFState,
+    EFStepInfo,
+    EFTrace,
+    ef_init,
+    ef_learning_rate,
+    ef_sgd,
+    ef_update,
+)
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
 from simcomm.optim._importance import PROPOSALS, ISTrace, bytes_per_example, importance_sgd
 from simcomm.optim._server import Trace, compressed_gd
