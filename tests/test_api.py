@@ -48,3 +48,29 @@ def test_python_walkthrough_runs():
     # docs/python.md (the README's "use it from Python" section) as a doctest
     res = doctest.testfile(str(ROOT / "docs" / "python.md"), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert res.attempted >= 10 and res.failed == 0
+
+
+def test_every_optimiser_record_has_the_same_tidy_table():
+    # one view of the four trace types: long format, ``step`` first, values equal to the trace's arrays
+    import numpy as np
+
+    from simcomm.compress import QSGD, TopK
+    from simcomm.models import heterogeneous_least_squares, load_dataset, logistic_regression, quadratic
+    from simcomm.optim import compressed_gd, ef_sgd, importance_sgd, run_dsgd
+
+    srv = compressed_gd(quadratic(4, 6, rng=0), QSGD(2), 0.5, 10, replicates=3, record_every=5, rng=1)
+    t = srv.table()
+    assert list(t.columns[:2]) == ["replicate", "step"] and len(t) == 3 * srv.steps.size
+    np.testing.assert_array_equal(t["f_gap"], srv.f_gap.ravel())
+    np.testing.assert_array_equal(t["bits"], np.tile(srv.bits, 3))
+    dsgd = run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, gamma=0.1, record_every=5)
+    np.testing.assert_array_equal(dsgd.table()["subopt"], dsgd.subopt)
+    ds = load_dataset("digits", n_samples=300, rng=0)
+    m = logistic_regression(64, 10)
+    ef = ef_sgd(m, ds.X_train, ds.y_train, n_workers=2, steps=6, lr=0.1, compressor=TopK(5), rng=1, eval_every=3)
+    assert list(ef.table().columns) == ["step", "train_loss", "test_accuracy", "bits"]
+    np.testing.assert_array_equal(ef.table()["train_loss"], ef.train_loss)
+    imp = importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, eval_every=3, rng=1)
+    it = imp.table()
+    assert it.columns[0] == "step" and len(it) == imp.step.size
+    np.testing.assert_array_equal(it["train_loss"], imp.train_loss)

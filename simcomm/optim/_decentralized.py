@@ -104,6 +104,13 @@ class DSGDTrace(NamedTuple):
     diverged_at: int | None
     x: np.ndarray
 
+    def table(self):
+        """Long-format pandas DataFrame: ``step`` and one column per recorded quantity."""
+        from simcomm.optim._table import tidy
+
+        return tidy(self.steps, {k: getattr(self, k) for k in ("consensus", "grad_norm_sq", "node_grad_norm_sq",
+                                                                "subopt", "messages", "bytes")})
+
     @property
     def note(self) -> str:
         """``"diverged at step t"`` or ``""`` (the runner's ``note`` column)."""

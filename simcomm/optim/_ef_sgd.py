@@ -264,6 +264,12 @@ class EFTrace:
     diverged_at: int | None
     bits_per_step: int
 
+    def table(self):
+        """Long-format pandas DataFrame: ``step``, ``train_loss``, ``test_accuracy``, ``bits``."""
+        from simcomm.optim._table import tidy
+
+        return tidy(self.step, {"train_loss": self.train_loss, "test_accuracy": self.test_accuracy, "bits": self.bits})
+
 
 def _padded_shards(shards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     lens = np.array([s.size for s in shards])

@@ -82,6 +82,15 @@ class ISTrace:
     score_bytes: np.ndarray = None
     theta: np.ndarray = None
 
+    def table(self):
+        """Long-format pandas DataFrame: ``step``, loss, accuracy, weights, staleness, bytes, ``trace_cov_*``."""
+        from simcomm.optim._table import tidy
+
+        cols = {"train_loss": self.train_loss, "test_accuracy": self.test_accuracy, "max_weight": self.max_weight,
+                "mean_staleness": self.mean_staleness, "score_bytes": self.score_bytes}
+        cols |= {f"trace_cov_{k}": v for k, v in self.trace_cov.items()}
+        return tidy(self.step, {k: v for k, v in cols.items() if v is not None})
+
 
 def importance_sgd(
     model: MLP,

@@ -62,6 +62,13 @@ class Trace(NamedTuple):
     diverged_at: np.ndarray
     x: np.ndarray
 
+    def table(self):
+        """Long-format pandas DataFrame: ``replicate``, ``step``, ``f_gap``, ``dist2``, ``grad2``, ``bits``."""
+        from simcomm.optim._table import tidy
+
+        return tidy(self.steps, {"f_gap": self.f_gap, "dist2": self.dist2, "grad2": self.grad2, "bits": self.bits},
+                    replicates=True)
+
     def notes(self) -> list[str]:
         """Per replicate: ``"diverged at step t"`` or ``""``."""
         return [f"diverged at step {t}" if t >= 0 else "" for t in self.diverged_at]
