@@ -14,7 +14,7 @@ import pandas as pd
 
 from simcomm._errors import UserError
 from simcomm.claims import Judgement, judge
-from simcomm.experiments._registry import closest
+from simcomm._errors import closest
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
 from simcomm.spec import Spec, check_plot_columns, find_specs, load, with_control

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from simcomm._errors import SpecError
-from simcomm.experiments._registry import closest, get_experiment
+from simcomm._errors import closest
+from simcomm.experiments._registry import get_experiment
 
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]

@@ -1,7 +1,7 @@
 """Slow oracles for error-feedback SGD: one Python loop over workers, one vector at a time.
 
 ``naive_ef_sgd`` follows rtopk.md (d) literally with the library's public pieces (``minibatch_gradient``,
-``with_error_feedback`` around ``top_k`` / ``rand_k(scale=False)`` / ``rtop_k``), drawing the same
+the residual memory written out around ``top_k`` / ``rand_k(scale=False)`` / ``rtop_k``), drawing the same
 random numbers in the same order as :func:`simcomm.optim.ef_sgd` (a row-major ``(n, k)`` draw equals
 ``n`` consecutive ``(k,)`` draws), so the two agree up to the order of floating-point sums.
 ``numpy_loop_epoch`` is the user's baseline for the benchmark: the same per-worker loop with top-k by
@@ -10,12 +10,11 @@ random numbers in the same order as :func:`simcomm.optim.ef_sgd` (a row-major ``
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
-from simcomm.compress import rand_k, rtop_k, top_k, with_error_feedback
-from simcomm.models import minibatch_gradient, split_workers
+from simcomm.compress import rand_k, rtop_k, top_k
+from simcomm.models import split_workers
+from simcomm.models._nn import minibatch_gradient
 from simcomm.optim import ef_learning_rate
 
 
@@ -27,15 +26,10 @@ def naive_ef_sgd(model, X, y, *, n_workers, steps, lr, batch_size, compressor, k
     shards = split_workers(y, n_workers, scheme=split, rng=batch_rng)
     theta = np.array(theta0, dtype=np.float64)
     D = theta.size
-    if compressor == "none":
-        comp = None
-    elif compressor == "top_k":
-        comp = with_error_feedback(partial(top_k, k=k))
-    elif compressor == "rand_k":
-        comp = with_error_feedback(partial(rand_k, k=k, scale=False))
-    else:
-        comp = with_error_feedback(partial(rtop_k, k=k, r=r))
-    states = [comp.init(theta) if comp else None for _ in range(n_workers)]
+    # error feedback written out (p = g + e, m = C(p), e' = p - m) on the public array functions
+    comp = {"none": None, "top_k": lambda p: top_k(p, k), "rand_k": lambda p: rand_k(p, k, rng=rng, scale=False),
+            "rtop_k": lambda p: rtop_k(p, k, r, rng=rng)}[compressor]
+    residual = [np.zeros(D) for _ in range(n_workers)]
     errs = np.zeros((steps, n_workers))
     for t in range(steps):
         pos = batch_rng.random((n_workers, batch_size))  # drawn up front, as the fast path does
@@ -46,14 +40,14 @@ def naive_ef_sgd(model, X, y, *, n_workers, steps, lr, batch_size, compressor, k
             if comp is None:
                 total += g
                 continue
-            p = g + states[i].residual
-            needs_rng = compressor != "top_k"
-            msg, states[i] = comp.apply(g, states[i], rng=rng if needs_rng else None)
+            p = g + residual[i]
+            msg = comp(p)
+            residual[i] = p - msg
             pp = float(p @ p)
-            errs[t, i] = float(states[i].residual @ states[i].residual) / pp if pp > 0 else 0.0
+            errs[t, i] = float(residual[i] @ residual[i]) / pp if pp > 0 else 0.0
             total += msg
         theta = theta - ef_learning_rate(lr, t, steps, schedule) * total / n_workers
-    mem = np.zeros((n_workers, D)) if comp is None else np.stack([s.residual for s in states])
+    mem = np.zeros((n_workers, D)) if comp is None else np.stack(residual)
     return theta, mem, errs
 
 

@@ -7,18 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from tests.naive_quantize import async_naive
 from simcomm import UserError
-from simcomm.compress import quantizer
+from simcomm.compress import QSGD, Bernoulli, Identity, Ternary
 from simcomm.models import logistic, nonconvex, quadratic, ridge
 from simcomm.optim import async_compressed_gd, compressed_gd, largest_stable_step
+from tests.naive_quantize import async_naive
 
 
 @pytest.mark.parametrize("delay", ["constant", "uniform", "adversarial"])
 @pytest.mark.parametrize("tau", [0, 1, 3, 7])
 def test_ring_buffer_matches_full_history_oracle(delay, tau):
     p = quadratic(3, 6, L=1.0, mu=0.2, sigma2=0.5, rotate=True, rng=12345)
-    q = quantizer("qsgd", 2)
+    q = QSGD(2)
     steps = 25
     tr = async_compressed_gd(p, q, 0.3, steps, tau=tau, delay=delay, rng=np.random.default_rng(12345),
                              backend="numpy")
@@ -30,7 +30,7 @@ def test_ring_buffer_matches_full_history_oracle(delay, tau):
 
 def test_tau_zero_equals_synchronous():
     p = quadratic(4, 5, L=1.0, mu=0.5, sigma2=1.0, rng=12345)
-    q = quantizer("bernoulli", 0.5)
+    q = Bernoulli(0.5)
     a = async_compressed_gd(p, q, 0.2, 30, tau=0, rng=7, backend="numpy")
     s = compressed_gd(p, q, 0.2, 30, rng=7, backend="numpy")
     np.testing.assert_allclose(a.x, s.x, rtol=1e-12)
@@ -44,15 +44,15 @@ def test_exact_delay_threshold_on_identity_hessian():
     p = quadratic(1, 3, L=1.0, mu=1.0, rng=12345)
     for tau in (1, 2, 4):
         g_star = 2 * math.sin(math.pi / (2 * (2 * tau + 1)))
-        below = async_compressed_gd(p, quantizer("none"), 0.95 * g_star, 3000, tau=tau, record_every=100)
-        above = async_compressed_gd(p, quantizer("none"), 1.05 * g_star, 3000, tau=tau, record_every=100)
+        below = async_compressed_gd(p, Identity(), 0.95 * g_star, 3000, tau=tau, record_every=100)
+        above = async_compressed_gd(p, Identity(), 1.05 * g_star, 3000, tau=tau, record_every=100)
         assert below.diverged_at[0] == -1 and below.dist2[0, -1] < below.dist2[0, 0]
         assert above.diverged_at[0] > 0
 
 
 def test_divergence_recorded_not_raised():
     p = quadratic(2, 4, L=1.0, mu=0.5, rng=12345)
-    tr = async_compressed_gd(p, quantizer("qsgd", 1), 50.0, 200, tau=4, replicates=3, rng=1)
+    tr = async_compressed_gd(p, QSGD(1), 50.0, 200, tau=4, replicates=3, rng=1)
     assert (tr.diverged_at > 0).all()
     assert tr.notes()[0].startswith("diverged at step ")
     assert np.isfinite(tr.x).all()  # frozen at x0
@@ -61,7 +61,7 @@ def test_divergence_recorded_not_raised():
 
 def test_replicates_are_independent_and_vectorised():
     p = quadratic(4, 8, L=1.0, mu=0.2, sigma2=1.0, rng=12345)
-    tr = async_compressed_gd(p, quantizer("ternary"), 0.2, 50, tau=2, delay="uniform", replicates=5, rng=3)
+    tr = async_compressed_gd(p, Ternary(), 0.2, 50, tau=2, delay="uniform", replicates=5, rng=3)
     assert tr.dist2.shape == (5, 51)
     assert len(np.unique(tr.x[:, 0])) == 5
 
@@ -72,7 +72,7 @@ def test_largest_stable_step_bisection():
 
 def test_stop_gap_truncates_trace():
     p = quadratic(1, 5, L=1.0, mu=0.5, rng=12345)
-    tr = compressed_gd(p, quantizer("none"), 1.0, 1000, stop_gap=1e-6)
+    tr = compressed_gd(p, Identity(), 1.0, 1000, stop_gap=1e-6)
     assert tr.steps[-1] < 1000 and tr.f_gap[0, -1] <= 1e-6 < tr.f_gap[0, -2]
 
 
@@ -91,11 +91,11 @@ def test_problems_constants():
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda p: async_compressed_gd(p, quantizer("none"), 0.1, 10, tau=-1), "tau >= 0"),
-        (lambda p: async_compressed_gd(p, quantizer("none"), 0.0, 10, tau=1), "gamma > 0"),
-        (lambda p: async_compressed_gd(p, quantizer("none"), -1.0, 10, tau=1), "gamma > 0"),
-        (lambda p: async_compressed_gd(p, quantizer("none"), 0.1, 10, tau=1, delay="constnat"), "did you mean 'constant'"),
-        (lambda p: compressed_gd(p, quantizer("none"), 0.1, 10, mode="all"), "workers"),
+        (lambda p: async_compressed_gd(p, Identity(), 0.1, 10, tau=-1), "tau >= 0"),
+        (lambda p: async_compressed_gd(p, Identity(), 0.0, 10, tau=1), "gamma > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), -1.0, 10, tau=1), "gamma > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), 0.1, 10, tau=1, delay="constnat"), "did you mean 'constant'"),
+        (lambda p: compressed_gd(p, Identity(), 0.1, 10, mode="all"), "workers"),
     ],
 )
 def test_bad_input(call, match):

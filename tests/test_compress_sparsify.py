@@ -1,7 +1,5 @@
 """Sparsifiers: oracles, backend parity on shared noise, properties, statistics, error feedback, bad input."""
 
-from functools import partial
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,14 +9,19 @@ from hypothesis.extra.numpy import arrays
 from simcomm import UserError
 from simcomm.backends import get_backend
 from simcomm.compress import (
+    COMPRESSORS,
+    ErrorFeedback,
     ErrorFeedbackState,
+    RandK,
+    RTopK,
+    TopK,
+    compressor_from_name,
     index_bits,
     message_bits,
     rand_k,
     rtop_k,
     top_k,
     top_k_indices,
-    with_error_feedback,
 )
 from tests.conftest import N_SIGMA
 from tests.naive_sparsify import naive_floyd, naive_rtopk_indices, naive_topk_indices
@@ -176,16 +179,16 @@ def test_rtopk_inclusion_frequency_and_error_identity():
 # ---------------------------------------------------------------- error feedback
 
 
-@pytest.mark.parametrize("compressor", [partial(top_k, k=3), partial(rtop_k, k=3, r=6)], ids=["top_k", "rtop_k"])
+@pytest.mark.parametrize("compressor", [TopK(3), RTopK(3, 6)], ids=["top_k", "rtop_k"])
 def test_error_feedback_invariant_exact(compressor):
     rng = np.random.default_rng(12345)
-    ef = with_error_feedback(compressor)
+    ef = ErrorFeedback(compressor)
     state = ef.init(np.zeros((4, 16)))
     for _ in range(5):
         g = rng.standard_normal((4, 16))
         old = state.residual.copy()
         p = g + state.residual
-        msg, new = ef.apply(g, state, rng=rng) if compressor.func is rtop_k else ef.apply(g, state)
+        msg, new = ef.apply(g, state, rng=rng)
         np.testing.assert_array_equal(msg + new.residual, p)  # g + e = C(g + e) + e', bit for bit
         np.testing.assert_array_equal(state.residual, old)  # the old state is not mutated
         assert isinstance(new, ErrorFeedbackState)
@@ -194,11 +197,45 @@ def test_error_feedback_invariant_exact(compressor):
 
 def test_error_feedback_with_scaled_rand_k():
     rng = np.random.default_rng(12345)
-    ef = with_error_feedback(partial(rand_k, k=2))
+    ef = ErrorFeedback(RandK(2))
     state = ef.init((3, 8))
     g = rng.standard_normal((3, 8))
     msg, state2 = ef.apply(g, state, rng=rng)
     np.testing.assert_allclose(msg + state2.residual, g, rtol=1e-12, atol=1e-15)
+
+
+# ---------------------------------------------------------------- compressor classes
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_compressor_classes_apply_the_array_functions(backend):
+    # a class applies its array function with the settings bound: identical output on the same generator state
+    x = np.random.default_rng(12345).standard_normal((4, 50))
+    pairs = [(TopK(5), lambda g: top_k(x, 5, backend=backend)),
+             (RandK(5), lambda g: rand_k(x, 5, rng=g, backend=backend)),
+             (RandK(5, scale=False), lambda g: rand_k(x, 5, rng=g, scale=False, backend=backend)),
+             (RTopK(5, 20), lambda g: rtop_k(x, 5, 20, rng=g, backend=backend))]
+    for c, f in pairs:
+        got = c.apply(x, rng=np.random.default_rng(7), backend=backend)
+        np.testing.assert_array_equal(got, f(np.random.default_rng(7)))
+        assert c.bits(50) == message_bits(5, 50) and c.beta(50) == (50 / 5 - 1 if c.unbiased else None)
+
+
+def test_compressor_from_name_round_trips_and_rejects():
+    for name, cls in COMPRESSORS.items():
+        settings = {"top_k": dict(k=2), "rand_k": dict(k=2), "rtop_k": dict(k=2, r=4), "qsgd": dict(s=2),
+                    "stochastic_round": dict(delta=0.5), "bernoulli": dict(p=0.5)}.get(name, {})
+        c = compressor_from_name(name, **settings)
+        assert type(c) is cls and c.name == name and hash(c) == hash(cls(**settings))  # frozen, comparable
+    for call, match in [(lambda: compressor_from_name("topk", k=2), "did you mean 'top_k'"),
+                        (lambda: compressor_from_name("top_k", s=2), "takes k"),
+                        (lambda: compressor_from_name("top_k"), "takes k"),
+                        (lambda: RTopK(4, 2), "r = 2"), (lambda: TopK(0), "k = 0"), (lambda: TopK(1.5), "k = 1.5")]:
+        with pytest.raises(UserError, match=match) as e:
+            call()
+        assert "\n" not in str(e.value)
+    with pytest.raises(Exception, match="cannot assign"):
+        TopK(2).k = 3  # settings are bound at construction
 
 
 # ---------------------------------------------------------------- message cost

@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 
 from simcomm import UserError
 from simcomm.backends import get_backend
-from simcomm.models import global_gradient, heterogeneity, heterogeneous_least_squares, logistic_problem, node_gradients
-from simcomm.optim import dsgd_init, dsgd_update, messages_per_step, node_noise_rng, run_dsgd, step_size
+from simcomm.models import global_gradient, heterogeneity, heterogeneous_least_squares, logistic_problem
+from simcomm.models._decentralized import node_gradients
+from simcomm.optim import dsgd_init, dsgd_update, messages_per_step, run_dsgd, step_size
+from simcomm.optim._decentralized import node_noise_rng
 from simcomm.topology import exponential, from_matrix, one_peer_exponential, ring, star, torus
 from tests.conftest import N_SIGMA
 from tests.naive_decentralized import dense_W, dmsgd_naive

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 import pytest
@@ -11,10 +10,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcomm._errors import UserError
-from simcomm.compress import message_bits, rand_k, rtop_k, top_k, with_error_feedback
+from simcomm.compress import (
+    QSGD,
+    ErrorFeedback,
+    RandK,
+    RTopK,
+    TopK,
+    compressor_from_name,
+    message_bits,
+    rand_k,
+    rtop_k,
+    top_k,
+)
 from simcomm.experiments import get_experiment
 from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_gradients
-from simcomm.optim import ef_compress_rows, ef_init, ef_learning_rate, ef_sgd, ef_update, worker_gradients
+from simcomm.models._nn import worker_gradients
+from simcomm.optim import ef_init, ef_learning_rate, ef_sgd, ef_update
 from tests.naive_ef import naive_ef_sgd, numpy_loop_epoch
 
 BACKENDS = ("numpy", "numba")
@@ -26,11 +37,18 @@ def digits():
     return ds, mlp((64, 16, 10))
 
 
-def _run(ds, model, **kw):
-    base = dict(n_workers=4, steps=12, lr=0.2, batch_size=8, k=30, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
+def _comp(name, k, r=None):
+    """The compressor a spec names (as the ef experiments build it): rand-k is unscaled in EF-SGD."""
+    settings = {"none": {}, "rand_k": dict(k=k, scale=False), "rtop_k": dict(k=k, r=r)}.get(name, dict(k=k))
+    return compressor_from_name(name, **settings)
+
+
+def _run(ds, model, compressor="top_k", k=30, r=None, **kw):
+    base = dict(n_workers=4, steps=12, lr=0.2, batch_size=8, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
                 theta0=init_params(model, rng=7), rng=11, batch_rng=13)
     base.update(kw)
-    return ef_sgd(model, ds.X_train, ds.y_train, **base)
+    comp = _comp(compressor, k, r) if isinstance(compressor, str) else compressor
+    return ef_sgd(model, ds.X_train, ds.y_train, compressor=comp, **base)
 
 
 # --- batched gradients ---------------------------------------------------------------------------------------
@@ -54,15 +72,23 @@ def test_worker_gradients_match_per_worker_gradient(sizes, l2):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("comp", ["top_k", "rand_k", "rtop_k"])
-def test_compress_rows_equal_public_sparsifiers(comp, backend):
+def test_select_rows_equal_public_sparsifiers(comp, backend):
+    from simcomm.backends import get_backend
+
     P = np.random.default_rng(12345).standard_normal((5, 300))
-    idx, vals = ef_compress_rows(P, comp, 7, 40, rng=np.random.default_rng(3), backend=backend)
-    dense = np.zeros_like(P)
-    np.put_along_axis(dense, idx, vals, axis=1)
+    c = _comp(comp, 7, 40)
     ref = {"top_k": lambda: top_k(P, 7, backend=backend),
            "rand_k": lambda: rand_k(P, 7, rng=np.random.default_rng(3), scale=False, backend=backend),
            "rtop_k": lambda: rtop_k(P, 7, 40, rng=np.random.default_rng(3), backend=backend)}[comp]()
-    np.testing.assert_array_equal(dense, ref)
+    np.testing.assert_array_equal(c.apply(P, rng=np.random.default_rng(3), backend=backend), ref)
+    r = c.top_set(P.shape[1])
+    # the fused path: the top-r set comes from the EF kernel, the compressor picks from it
+    tops = [None] if r is None else [None, get_backend(backend).ef_accumulate_topr(P, np.zeros_like(P), r)[1]]
+    for top in tops:
+        idx = c.select_rows(P, rng=np.random.default_rng(3), backend=backend, top=top)
+        dense = np.zeros_like(P)
+        np.put_along_axis(dense, idx, np.take_along_axis(P, idx, axis=1), axis=1)
+        np.testing.assert_array_equal(dense, ref)
 
 
 @pytest.mark.parametrize("comp", ["top_k", "rand_k", "rtop_k"])
@@ -70,17 +96,16 @@ def test_update_equals_library_error_feedback(comp):
     rng = np.random.default_rng(12345)
     n, D, k, r = 3, 200, 5, 20
     st_ = ef_init(np.zeros(D), n)
-    fns = {"top_k": partial(top_k, k=k), "rand_k": partial(rand_k, k=k, scale=False),
-           "rtop_k": partial(rtop_k, k=k, r=r)}
-    ef = with_error_feedback(fns[comp])
+    c = _comp(comp, k, r)
+    ef = ErrorFeedback(c)
     lib = [ef.init(np.zeros(D)) for _ in range(n)]
     crng, lrng = np.random.default_rng(5), np.random.default_rng(5)
     for _ in range(4):
         G = rng.standard_normal((n, D))
-        new, info = ef_update(st_, G, lr=0.5, compressor=comp, k=k, r=r, rng=crng)
+        new, info = ef_update(st_, G, lr=0.5, compressor=c, rng=crng)
         msgs = []
         for i in range(n):
-            m, lib[i] = ef.apply(G[i], lib[i], rng=None if comp == "top_k" else lrng)
+            m, lib[i] = ef.apply(G[i], lib[i], rng=lrng)
             msgs.append(m)
         np.testing.assert_array_equal(new.memory, np.stack([s.residual for s in lib]))
         np.testing.assert_allclose(new.theta, st_.theta - 0.5 * np.mean(msgs, axis=0), rtol=1e-13, atol=1e-15)
@@ -100,7 +125,7 @@ def test_ef_update_properties(n, D, data):
     state = ef_init(rng.standard_normal(D), n)._replace(memory=rng.standard_normal((n, D)))
     G = rng.standard_normal((n, D))
     old_mem = state.memory.copy()
-    new, info = ef_update(state, G, lr=0.3, compressor=comp, k=k, r=r, rng=rng)
+    new, info = ef_update(state, G, lr=0.3, compressor=_comp(comp, k, r), rng=rng)
     np.testing.assert_array_equal(state.memory, old_mem)  # pure: the input state is untouched
     p = G + old_mem
     if comp == "none":
@@ -236,6 +261,11 @@ def test_monitor_off_trains_the_same_parameters(digits):
     (dict(lr=-1.0), "step size"),
     (dict(lr=float("nan")), "step size"),
     (dict(compressor="topk"), "did you mean 'top_k'"),
+    (dict(compressor="top_k", k=10_000), "k = 10000 is out of range"),
+    (dict(compressor=RandK(30)), "unscaled"),
+    (dict(compressor=QSGD(2)), "unscaled"),
+    (dict(compressor=RTopK(3, 10_000)), "r = 10000"),
+    (dict(compressor=lambda x: x), "not a simcomm.compress.Compressor"),
     (dict(k=0), "k = 0"),
     (dict(compressor="rtop_k", r=10), "r = 10"),
     (dict(schedule="linear"), "unknown schedule"),
@@ -251,7 +281,7 @@ def test_bad_input_one_line(digits, kw, match):
 
 def test_update_bad_step_size():
     with pytest.raises(UserError, match="step size"):
-        ef_update(ef_init(np.zeros(3), 1), np.ones((1, 3)), lr=-0.1, compressor="top_k", k=1)
+        ef_update(ef_init(np.zeros(3), 1), np.ones((1, 3)), lr=-0.1, compressor=TopK(1), rng=0)
 
 
 def _defaults(name, **kw):
@@ -323,7 +353,7 @@ def test_best_intermediate_keeps_the_divergence_note(monkeypatch):
 
     def marked(*a, **kw):
         tr = real(*a, **kw)
-        return dataclasses.replace(tr, diverged_at=7) if kw.get("compressor") == "rtop_k" else tr
+        return dataclasses.replace(tr, diverged_at=7) if isinstance(kw.get("compressor"), RTopK) else tr
 
     monkeypatch.setattr(ef_exp, "ef_sgd", marked)
     e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, select="fixed",
@@ -393,5 +423,5 @@ def test_non_finite_gradients_are_recorded_as_divergence_not_a_crash():
     s = ef_init(np.zeros(4), 2)
     g = np.array([[1.0, np.nan, 0.0, 2.0], [0.5, 0.5, 0.5, 0.5]])
     for compressor in ("top_k", "rtop_k", "rand_k"):
-        new, info = ef_update(s, g, lr=0.1, compressor=compressor, k=1, r=2, rng=0, backend="numpy")
+        new, info = ef_update(s, g, lr=0.1, compressor=_comp(compressor, 1, 2), rng=0, backend="numpy")
         assert np.isnan(info.comp_error).all() and np.array_equal(new.theta, s.theta)

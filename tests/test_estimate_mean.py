@@ -8,7 +8,8 @@ import pytest
 from simcomm import UserError
 from simcomm.estimate import SCHEMES, estimate_mean, index_budget, mean_estimation_mse
 from simcomm.experiments import get_experiment
-from simcomm.models import sample_bernoulli, skewed_profile, sparse_heavy_tailed, sparse_skewed_model
+from simcomm.models import skewed_profile, sparse_heavy_tailed, sparse_skewed_model
+from simcomm.models._sparse_skewed import sample_bernoulli
 from tests.conftest import N_SIGMA
 from tests.naive_sparsify import naive_mean_estimation_sq_errors
 from theory import rtopk as th

@@ -53,3 +53,121 @@ def test_every_bound_has_provenance_and_docstring():
             continue
         assert fn.__doc__ and len(fn.__doc__) > 40, f"{name} needs a docstring stating the bound"
         assert fn.info.provenance and fn.info.statement, name
+
+
+# --- layer order ------------------------------------------------------------------------------------------------
+# Dependencies point down: a unit of simcomm may import only from its own layer or lower ones. Every import
+# counts, including the lazy ones inside functions (a lazy upward import still loads the higher layer: the
+# "did you mean" hint once imported every experiment module to print one line). The root package imports only
+# _errors eagerly and loads the subpackages lazily by name, so it sits at the bottom.
+LAYERS = [
+    {"_errors", "results", "__init__"},
+    {"backends", "_dask"},
+    {"compress", "topology", "sampling", "estimate"},
+    {"models", "network"},
+    {"optim", "scaling"},
+    {"experiments", "mpi"},
+    {"spec", "runner", "claims"},
+    {"plotting", "report", "checking", "cost"},
+    {"cli", "__main__"},
+]
+LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(module: str) -> str:
+    """The layer unit of a dotted simcomm module name: its first component below simcomm."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _simcomm_imports(path: Path):
+    """``(module, names, line)`` for every absolute simcomm import in ``path`` (``names`` of a from-import)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, (), node.lineno) for a in node.names if a.name.split(".")[0] == "simcomm")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and \
+                node.module.split(".")[0] == "simcomm":
+            yield node.module, tuple(a.name for a in node.names), node.lineno
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.parts[-1] == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def test_every_unit_has_a_layer():
+    units = {_unit(_module_name(p)) if _module_name(p) != "simcomm" else "__init__"
+             for p in (ROOT / "simcomm").rglob("*.py")}
+    assert units <= set(LAYER), f"give {sorted(units - set(LAYER))} a layer in tests/test_layout.py"
+
+
+def test_imports_point_down_the_layers():
+    bad = []
+    for path in (ROOT / "simcomm").rglob("*.py"):
+        me = _module_name(path)
+        src = _unit(me) if me != "simcomm" else "__init__"
+        for mod, _names, line in _simcomm_imports(path):
+            dst = _unit(mod)
+            if LAYER[dst] > LAYER[src]:
+                bad.append(f"{path.relative_to(ROOT)}:{line} ({src}, layer {LAYER[src]}) imports {mod} "
+                           f"(layer {LAYER[dst]})")
+    assert not bad, "imports from a lower layer to a higher one:\n" + "\n".join(bad)
+
+
+def test_layer_check_catches_an_upward_import(tmp_path):
+    # the check above can fail: an upward lazy import (the old home of the "did you mean" helper) is found
+    pkg = tmp_path / "compress"
+    pkg.mkdir()
+    (pkg / "x.py").write_text("def f():\n    from simcomm.experiments._registry import closest\n")
+    found = [(mod, LAYER[_unit(mod)] > LAYER["compress"]) for mod, _, _ in _simcomm_imports(pkg / "x.py")]
+    assert found == [("simcomm.experiments._registry", True)]
+
+
+# Known cycle, left for later (its package is being reworked elsewhere): topology._graphs and topology._mixing
+# import each other (who builds W is split across the two files).
+KNOWN_CYCLES = {frozenset({"simcomm.topology._graphs", "simcomm.topology._mixing"})}
+
+
+def _cycles(known=KNOWN_CYCLES) -> list[str]:
+    """Cycles of imports (module-level and lazy ones alike) between simcomm modules, besides ``known``."""
+    files = {_module_name(p): p for p in (ROOT / "simcomm").rglob("*.py")}
+    graph = {}
+    for me, path in files.items():
+        deps = set()
+        for mod, names, _ in _simcomm_imports(path):
+            deps.add(mod)
+            deps |= {f"{mod}.{n}" for n in names}  # ``from pkg import submodule`` depends on the submodule
+        graph[me] = {d for d in deps if d in files and d != me}
+    # a package importing its own submodules is how it re-exports them; only cycles through other edges count
+    cycles, state = [], {}
+
+    def visit(n, stack):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if m.startswith(n + "."):
+                continue
+            if state.get(m) == 1:
+                cyc = stack[stack.index(m):]
+                if frozenset(cyc) not in known:
+                    cycles.append(" -> ".join(cyc + [m]))
+            elif m not in state:
+                visit(m, stack)
+        stack.pop()
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [])
+    return cycles
+
+
+def test_no_import_cycle_between_modules():
+    assert not _cycles(), "import cycles:\n" + "\n".join(_cycles())
+
+
+def test_cycle_check_finds_the_known_cycle():
+    # the check can fail: without the exemption it reports the topology cycle (remove both once it is gone)
+    assert any("simcomm.topology._graphs" in c and "simcomm.topology._mixing" in c for c in _cycles(known=set()))

@@ -34,7 +34,8 @@ def _launch(n, args, tmp_path, timeout=180):
 @pytest.mark.parametrize("n", [4, 8])
 def test_mpi_equals_simulator(topology, n, tmp_path):
     from simcomm.models import make_node_problem
-    from simcomm.optim import problem_rng, run_dsgd
+    from simcomm.optim import run_dsgd
+    from simcomm.optim._decentralized import problem_rng
 
     out = tmp_path / "x.npz"
     args = ["--topology", topology, "--steps", "40", "--seed", "7", "--beta", "0.9", "--gamma", "0.02",

@@ -93,8 +93,8 @@ def test_formula_codings_match_library_formulas():
     x = np.random.default_rng(0).standard_normal(4096)
     m = message("top_k", x, k=40)
     assert formula_bits(m, "auto") == compress.message_bits(40, 4096)
-    assert formula_bits(message("qsgd", x, s=4, rng=0)) == compress.qsgd.bits(4096, 4)
-    assert formula_bits(message("ternary", x, rng=0)) == compress.ternary.bits(4096)
+    assert formula_bits(message("qsgd", x, s=4, rng=0)) == compress.QSGD(4).bits(4096)
+    assert formula_bits(message("ternary", x, rng=0)) == compress.Ternary().bits(4096)
     assert formula_bits(message("none", x)) == 32 * 4096
 
 

@@ -12,10 +12,12 @@ from simcomm.models import (
     init_params,
     logistic_regression,
     loss,
-    minibatch_gradient,
     mlp,
-    per_example_grad_norms,
     per_example_gradients,
+)
+from simcomm.models._nn import (
+    minibatch_gradient,
+    per_example_grad_norms,
     per_example_losses,
     unflatten,
     weighted_gradient,

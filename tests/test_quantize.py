@@ -9,10 +9,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.naive_quantize import bernoulli_naive, qsgd_naive, stochastic_round_naive, ternary_naive
 from simcomm import UserError
 from simcomm.backends import available_backends, get_backend
-from simcomm.compress import bernoulli_sparsify, qsgd, quantizer, stochastic_round, ternary
+from simcomm.compress import (
+    QSGD,
+    Bernoulli,
+    Identity,
+    RandK,
+    StochasticRound,
+    Ternary,
+    bernoulli_sparsify,
+    compressor_from_name,
+    qsgd,
+    stochastic_round,
+    ternary,
+)
+from tests.naive_quantize import bernoulli_naive, qsgd_naive, stochastic_round_naive, ternary_naive
 
 N_SIGMA = 5  # statistical tests: a 5-sigma miss has probability ~6e-7 per comparison under the null
 BACKENDS = available_backends()
@@ -88,8 +100,8 @@ def test_counter_uniforms_are_uniform():
 
 
 V = np.random.default_rng(12345).standard_t(2.0, 40)
-Q_ALL = [quantizer("qsgd", 2), quantizer("ternary"), quantizer("stochastic_round", 0.5),
-         quantizer("bernoulli", 0.2), quantizer("rand_k", 8)]
+Q_ALL = [QSGD(2), Ternary(), StochasticRound(0.5),
+         Bernoulli(0.2), RandK(8)]
 
 
 @pytest.mark.parametrize("q", Q_ALL, ids=lambda q: q.label)
@@ -123,9 +135,9 @@ def test_exact_variance_formula_and_beta(q):
 
 def test_qsgd_variance_closed_form_by_hand():
     # v = (3, 4), s = 2: s|v|/||v|| = (1.2, 1.6); p = (0.2, 0.6); (25/4) (0.16 + 0.24) = 2.5
-    assert qsgd.variance(np.array([3.0, 4.0]), 2) == pytest.approx(2.5)
-    assert ternary.variance(np.array([3.0, 4.0])) == pytest.approx(4 * 7 - 25)
-    assert bernoulli_sparsify.variance(np.array([3.0, 4.0]), 0.5) == pytest.approx(25.0)
+    assert QSGD(2).variance(np.array([3.0, 4.0])) == pytest.approx(2.5)
+    assert Ternary().variance(np.array([3.0, 4.0])) == pytest.approx(4 * 7 - 25)
+    assert Bernoulli(0.5).variance(np.array([3.0, 4.0])) == pytest.approx(25.0)
 
 
 def test_ternary_beta_is_attained_supremum():
@@ -134,9 +146,9 @@ def test_ternary_beta_is_attained_supremum():
     best = 0.0
     for t in np.linspace(0.01, 1, 2000):
         v = np.r_[1.0, np.full(d - 1, t)]
-        best = max(best, (ternary.variance(v) / (v @ v)))
-    assert best <= ternary.beta(d, None) + 1e-12
-    assert best == pytest.approx(ternary.beta(d, None), rel=1e-4)
+        best = max(best, (Ternary().variance(v) / (v @ v)))
+    assert best <= Ternary().beta(d) + 1e-12
+    assert best == pytest.approx(Ternary().beta(d), rel=1e-4)
 
 
 @settings(max_examples=50, deadline=None)
@@ -163,10 +175,10 @@ def test_batched_shape_and_rows_independent():
 
 
 def test_bits():
-    assert qsgd.bits(100, 4) == 32 + 100 * 4
-    assert ternary.bits(10) == 48
-    assert quantizer("none").bits(10) == 320
-    assert stochastic_round.bits(10, 0.5) == 320
+    assert QSGD(4).bits(100) == 32 + 100 * 4
+    assert Ternary().bits(10) == 48
+    assert Identity().bits(10) == 320
+    assert StochasticRound(0.5).bits(10) == 320
 
 
 @pytest.mark.parametrize(
@@ -179,7 +191,7 @@ def test_bits():
         (lambda: bernoulli_sparsify(np.ones(3), 0.0, rng=0), "0 < p <= 1"),
         (lambda: bernoulli_sparsify(np.ones(3), 1.5, rng=0), "0 < p <= 1"),
         (lambda: ternary(np.array([1.0, np.nan]), rng=0), "NaN"),
-        (lambda: quantizer("qsdg", 2), "did you mean 'qsgd'"),
+        (lambda: compressor_from_name("qsdg", s=2), "did you mean 'qsgd'"),
     ],
 )
 def test_bad_input_one_line(call, match):

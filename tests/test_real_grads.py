@@ -15,12 +15,12 @@ from simcomm.models import (
     init_params,
     load_dataset,
     logistic_regression,
-    minibatch_gradient,
     mlp,
-    operator_errors,
     skew_stats,
     sparse_heavy_tailed,
 )
+from simcomm.models._nn import minibatch_gradient
+from simcomm.models._real_grads import operator_errors
 
 N_SIGMA = 5  # statistical tolerances: 5 standard errors
 

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcomm import UserError
-from simcomm.models import gradient, init_params, mlp, per_example_grad_norms, per_example_gradients, weighted_gradient
+from simcomm.models import gradient, init_params, mlp, per_example_gradients
+from simcomm.models._nn import per_example_grad_norms, weighted_gradient
 from simcomm.sampling import (
     empirical_trace_cov,
     ideal_proposal,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import theory.urq as th
-from simcomm.compress import quantizer
+from simcomm.compress import StochasticRound, compressor_from_name
 from simcomm.experiments import get_experiment
 
 # (name, simcomm parameter, theory keyword arguments)
@@ -38,14 +38,14 @@ def test_theory_constants_equal_simcomm_quantizer(name, param, kw, d):
     # theory.urq duplicates the quantizers' beta/alpha/bits (theory never imports simcomm): keep them equal
     if name == "rand_k" and kw["k"] > d:
         pytest.skip("k > d")
-    q = quantizer(name, param)
+    q = compressor_from_name(name, **kw)
     assert th.beta(name, d, **kw) == pytest.approx(q.beta(d), rel=1e-15, abs=0)
     assert th.alpha(name, d, **kw) == pytest.approx(q.alpha(d), rel=1e-15, abs=0)
     assert th.message_bits(name, d, **kw) == pytest.approx(q.bits(d), rel=1e-15, abs=0)
 
 
 def test_stochastic_round_has_no_relative_bound_in_both():
-    q = quantizer("stochastic_round", 0.3)
+    q = StochasticRound(0.3)
     assert th.beta("stochastic_round", 10) == q.beta(10) == math.inf
 
 
@@ -58,7 +58,7 @@ def test_closed_form_variance_below_variance_factor(name, param, kw):
     d = 100
     vecs = [g.standard_normal(d), g.standard_t(1.5, d), np.where(g.random(d) < 0.5, -1.0, 1.0), np.eye(d)[3],
             np.r_[g.standard_normal(10), np.zeros(d - 10)]]
-    q = quantizer(name, param)
+    q = compressor_from_name(name, **kw)
     for v in vecs:
         var = q.variance(v)
         if var is None:

@@ -1,7 +1,9 @@
 """Compute backends: ``numpy`` (the readable reference), ``numba`` (default on CPU), ``cupy`` (GPU).
 
-Every backend is a module exposing the same kernel names with the same signatures, plus ``NAME`` and
-``xp`` (the array namespace). Asking for a backend that cannot run here raises
+Every backend is a module exposing the same kernel names with the same signatures, plus ``NAME``,
+``xp`` (the array namespace) and ``NONFINITE_SAFE_SELECTION`` (whether the error-feedback selection
+kernels accept non-finite rows, so a caller may check finiteness after them instead of before).
+Asking for a backend that cannot run here raises
 :class:`~simcomm.BackendUnavailable`; nothing falls back silently.
 
 Examples
@@ -16,7 +18,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from simcomm._errors import BackendUnavailable
+from simcomm._errors import BackendUnavailable, closest
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "get_backend", "available_backends"]
 
@@ -40,8 +42,6 @@ def get_backend(name: str | ModuleType | None = None) -> ModuleType:
         return name
     name = DEFAULT_BACKEND if name is None else name
     if name not in BACKENDS:
-        from simcomm.experiments._registry import closest
-
         raise BackendUnavailable(f"unknown backend '{name}'{closest(name, BACKENDS)}; choose one of {', '.join(BACKENDS)}")
     try:
         return importlib.import_module(f"simcomm.backends._{name}")

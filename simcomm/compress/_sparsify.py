@@ -49,6 +49,13 @@ def _require_rng(rng, name: str):
     return rng
 
 
+def _check_int(v, name: str, what: str = "k") -> int:
+    """``v`` as an int if it is an integer >= 1, else a one-line error naming ``what``."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise UserError(f"{name}: {what} = {v!r} is not allowed; use an integer {what} >= 1")
+    return int(v)
+
+
 def _check_k(k, d: int, name: str) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise UserError(f"{name}: k must be an integer, got {k!r}")

@@ -6,20 +6,13 @@ validated (unknown key, wrong type, out of domain) before anything runs.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from simcomm._errors import SpecError
+from simcomm._errors import SpecError, closest
 
-__all__ = ["Param", "Experiment", "experiment", "EXPERIMENTS", "get_experiment", "closest"]
-
-
-def closest(word: str, options) -> str:
-    """Return ``" (did you mean 'x'?)"`` for the closest option, or ``""``."""
-    match = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.5)
-    return f" (did you mean '{match[0]}'?)" if match else ""
+__all__ = ["Param", "Experiment", "experiment", "EXPERIMENTS", "get_experiment"]
 
 
 @dataclass(frozen=True)

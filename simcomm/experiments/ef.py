@@ -17,11 +17,21 @@ import math
 
 import numpy as np
 
+from simcomm.compress import compressor_from_name
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._data import load_dataset
 from simcomm.models._nn import init_params, mlp
 from simcomm.models._real_grads import OPERATORS, capture_gradients, fit_sparse_skewed, operator_errors, skew_stats
-from simcomm.optim._ef_sgd import EF_COMPRESSORS, EF_SCHEDULES, ef_sgd
+from simcomm.optim._ef_sgd import EF_SCHEDULES, ef_sgd
+
+#: the compressors error-feedback SGD sends ("none" is uncompressed SGD)
+EF_COMPRESSORS = ("none", "top_k", "rand_k", "rtop_k")
+
+
+def _ef_compressor(name: str, k: int, r: int | None):
+    """The spec's compressor name with ``k`` (and rTop-k's ``r``) bound; rand-k is unscaled in EF-SGD."""
+    settings = {"none": {}, "top_k": {"k": k}, "rand_k": {"k": k, "scale": False}, "rtop_k": {"k": k, "r": r}}[name]
+    return compressor_from_name(name, **settings)
 
 _DATA = {
     "dataset": Param("str", default="digits", choices=("digits", "mnist", "breast_cancer"),
@@ -89,8 +99,9 @@ def ef_invariant(params, rng, backend):
         gap[0] = max(gap[0], float(np.max(np.abs(p - (c + new.memory)))))
 
     tr = ef_sgd(model, ds.X_train, ds.y_train, n_workers=params["n_workers"], steps=params["steps"], lr=params["lr"],
-                batch_size=params["batch_size"], compressor=params["method"], k=k,
-                r=min(D, params["r_over_k"] * k), schedule=params["schedule"], split=params["split"],
+                batch_size=params["batch_size"], compressor=_ef_compressor(params["method"], k,
+                                                                           min(D, params["r_over_k"] * k)),
+                schedule=params["schedule"], split=params["split"],
                 eval_every=params["eval_every"], rng=rng, backend=backend, on_step=check)
     note = {} if tr.diverged_at is None else {"note": f"diverged at step {tr.diverged_at}"}
     return [dict(metric="invariant_gap", value=gap[0], **note),
@@ -155,7 +166,7 @@ def ef_sgd_sweep(params, rng, backend):
         batch_seed = pilot_rng.integers(2**63)
         pilot = {}
         for v, sub in zip(rs, pilot_rng.spawn(len(rs))):
-            tr = ef_sgd(model, X, y, compressor="rtop_k", k=k, r=v * k, theta0=theta_p, rng=sub,
+            tr = ef_sgd(model, X, y, compressor=_ef_compressor("rtop_k", k, v * k), theta0=theta_p, rng=sub,
                         batch_rng=batch_seed, **common)
             pilot[v] = tr.train_loss[-1] if np.isfinite(tr.train_loss[-1]) else np.inf
         chosen = min(rs, key=lambda v: (pilot[v], v))
@@ -168,7 +179,8 @@ def ef_sgd_sweep(params, rng, backend):
     methods += [("rand_k", "rand_k", None)]
     rows, finals = [], {}
     for (name, comp, r), sub in zip(methods, eval_rng.spawn(len(methods))):
-        tr = ef_sgd(model, X, y, compressor=comp, k=k, r=r, theta0=theta0, rng=sub, batch_rng=batch_seed, **common)
+        tr = ef_sgd(model, X, y, compressor=_ef_compressor(comp, k, r), theta0=theta0, rng=sub, batch_rng=batch_seed,
+                    **common)
         rr = {"sgd": 0, "top_k": 1, "rand_k": D // k}.get(name, (r or 0) // k)
         for s, b, tl, ta in zip(tr.step, tr.bits, tr.train_loss, tr.test_accuracy):
             rows.append(dict(metric="train_loss", value=float(tl), method=name, r_over_k=rr, step=int(s),

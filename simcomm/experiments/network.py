@@ -19,6 +19,7 @@ import importlib
 import numpy as np
 
 from simcomm._errors import SpecError
+from simcomm.compress import Identity, TopK
 from simcomm.experiments._registry import Param, experiment
 from simcomm.network import HEADER_BYTES, Network, Straggler, decode, encode, message, phase_time
 
@@ -215,7 +216,7 @@ def compression_pays(params, rng, backend):
         th_rng, batch_gen, comp_rng = stream_rng.spawn(3)
         theta0 = init_params(model, rng=th_rng)
         batch_seed = int(batch_gen.integers(2**63))  # the same minibatches for both methods
-        return {c: ef_sgd(model, ds.X_train, ds.y_train, compressor="none" if c == "sgd" else "top_k", k=k,
+        return {c: ef_sgd(model, ds.X_train, ds.y_train, compressor=Identity() if c == "sgd" else TopK(k),
                           theta0=theta0, batch_rng=batch_seed, rng=comp_rng, **common) for c in ("sgd", "top_k")}
 
     pilot = run(pilot_rng)

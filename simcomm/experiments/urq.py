@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from simcomm.compress import quantizer as make_quantizer
+from simcomm.compress import Bernoulli, compressor_from_name
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag, largest_stable_step
@@ -29,7 +29,7 @@ _Q = {
 def _quantizer(params):
     name = params["quantizer"]
     key = {"qsgd": "s", "bernoulli": "p", "rand_k": "k", "stochastic_round": "delta"}.get(name)
-    return make_quantizer(name, params[key] if key else None)
+    return compressor_from_name(name, **({key: params[key]} if key else {}))
 
 
 def _check_k(params):
@@ -274,7 +274,7 @@ def delay_scaling(params, rng, backend):
     x = params["x"]
     tau = params["tau0"] * x if params["axis"] == "tau" else params["tau0"]
     a = params["alpha0"] * x if params["axis"] == "alpha" else params["alpha0"]
-    q = make_quantizer("bernoulli", 1.0 / a)
+    q = Bernoulli(1.0 / a)
     g = _gamma_max(params, q, tau, rng, backend)
     return [dict(metric="gamma_max", value=g)]
 

@@ -1,4 +1,8 @@
-"""Gradient models and learning problems: quadratics, least squares, logistic regression, MLPs, real data."""
+"""Gradient models and learning problems: quadratics, least squares, logistic regression, MLPs, real data.
+
+Helpers the optimisers and experiments share (``node_gradients``, ``minibatch_gradient``,
+``weighted_gradient``, ``per_example_grad_norms``, ``unflatten``, ...) stay in their private modules.
+"""
 
 from simcomm.models._data import (
     DATASETS,
@@ -10,13 +14,11 @@ from simcomm.models._decentralized import (
     NODE_PROBLEMS,
     NodeProblem,
     global_gradient,
-    global_gradients,
     global_loss,
     heterogeneity,
     heterogeneous_least_squares,
     logistic_problem,
     make_node_problem,
-    node_gradients,
     suboptimality,
 )
 from simcomm.models._nn import (
@@ -26,14 +28,9 @@ from simcomm.models._nn import (
     init_params,
     logistic_regression,
     loss,
-    minibatch_gradient,
     mlp,
-    per_example_grad_norms,
     per_example_gradients,
-    per_example_losses,
     predict_logits,
-    unflatten,
-    weighted_gradient,
 )
 from simcomm.models._quadratic import (
     PROBLEMS,
@@ -45,17 +42,14 @@ from simcomm.models._quadratic import (
     ridge,
 )
 from simcomm.models._real_grads import (
-    OPERATORS,
     FittedSkewModel,
     SkewStats,
     capture_gradients,
     fit_sparse_skewed,
-    operator_errors,
     skew_stats,
 )
 from simcomm.models._sparse_skewed import (
     SparseSkewedModel,
-    sample_bernoulli,
     skewed_profile,
     sparse_heavy_tailed,
     sparse_skewed_model,
@@ -69,7 +63,6 @@ __all__ = [
     "fit_sparse_skewed",
     "FittedSkewModel",
     "global_gradient",
-    "global_gradients",
     "global_loss",
     "gradient",
     "heterogeneity",
@@ -82,24 +75,17 @@ __all__ = [
     "loss",
     "make_node_problem",
     "make_problem",
-    "minibatch_gradient",
     "MLP",
     "mlp",
-    "node_gradients",
     "NODE_PROBLEMS",
     "NodeProblem",
     "nonconvex",
-    "operator_errors",
-    "OPERATORS",
-    "per_example_grad_norms",
     "per_example_gradients",
-    "per_example_losses",
     "predict_logits",
     "Problem",
     "PROBLEMS",
     "quadratic",
     "ridge",
-    "sample_bernoulli",
     "skew_stats",
     "skewed_profile",
     "SkewStats",
@@ -108,6 +94,4 @@ __all__ = [
     "SparseSkewedModel",
     "split_workers",
     "suboptimality",
-    "unflatten",
-    "weighted_gradient",
 ]

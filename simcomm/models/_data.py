@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 
 __all__ = ["DATASETS", "Dataset", "load_dataset", "split_workers"]
 
@@ -71,8 +71,6 @@ def _raw(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_name(name: str) -> None:
     if name not in DATASETS:
-        from simcomm.experiments._registry import closest
-
         raise UserError(f"unknown data set '{name}'{closest(name, DATASETS)}; choose one of {', '.join(DATASETS)}")
 
 
@@ -167,8 +165,6 @@ def split_workers(y: np.ndarray, n_workers: int, *, scheme: str = "iid", rng=Non
     if n_workers > n:
         raise UserError(f"n_workers = {n_workers} is larger than the data set ({n} examples); use at most {n}")
     if scheme not in ("iid", "label"):
-        from simcomm.experiments._registry import closest
-
         raise UserError(f"unknown split scheme '{scheme}'{closest(scheme, ('iid', 'label'))}; use 'iid' or 'label'")
     perm = np.random.default_rng(rng).permutation(n)
     if scheme == "label":

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 
 __all__ = [
     "NodeProblem",
@@ -392,8 +392,6 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
         C = _check_int(n_classes, "n_classes", 2)
         Xp, yp = _mixture(_check_int(examples, "examples", 2), _check_int(features, "features", 1), C, sep, rng)
     else:
-        from simcomm.experiments._registry import closest
-
         raise UserError(f"unknown dataset '{dataset}'{closest(dataset, ('synthetic', 'digits'))}; use 'synthetic' or 'digits'")
     if n > len(yp):
         raise UserError(f"n = {n} nodes exceeds the {len(yp)} examples of '{dataset}'; use fewer nodes")
@@ -438,6 +436,4 @@ def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: 
         return logistic_problem(n, dataset="synthetic", split=split, l2=l2, features=d, rng=rng)
     if name == "digits":
         return logistic_problem(n, dataset="digits", split=split, l2=l2, rng=rng)
-    from simcomm.experiments._registry import closest
-
     raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; choose one of {', '.join(NODE_PROBLEMS)}")

@@ -26,6 +26,7 @@ using :math:`h^{(l-1)}_n W^{(l)} = a^{(l)}_n - b^{(l)}`: one forward and one bac
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -47,18 +48,19 @@ __all__ = [
     "per_example_losses",
     "per_example_gradients",
     "per_example_grad_norms",
+    "worker_gradients",
 ]
 
 
 class MLP(NamedTuple):
-    """Architecture of a fully connected ReLU network with softmax cross-entropy.
+    r"""Architecture of a fully connected ReLU network with softmax cross-entropy.
 
     Attributes
     ----------
     sizes : tuple of int
         Layer widths ``(d_in, h_1, ..., n_classes)``; two entries mean logistic regression.
     l2 : float
-        L2 penalty :math:`\\lambda` on the weights (not the biases), part of every per-example loss.
+        L2 penalty :math:`\lambda` on the weights (not the biases), part of every per-example loss.
     """
 
     sizes: tuple
@@ -344,3 +346,76 @@ def per_example_grad_norms(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
         if li > 0:
             delta = (delta @ W.T) * (pre[li - 1] > 0)
     return np.sqrt(np.maximum(sq, 0.0))
+
+
+@lru_cache(maxsize=64)
+def _layout(sizes: tuple) -> tuple[int, tuple]:
+    """``(D, ((in, out, offset of W), ...))``: the flat layout of :func:`unflatten`, once per model."""
+    shapes, pos = [], 0
+    for i, o in zip(sizes[:-1], sizes[1:]):
+        shapes.append((i, o, pos))
+        pos += (i + 1) * o
+    return pos, tuple(shapes)
+
+
+def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarray, *,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    r"""Every worker's minibatch-mean gradient from one batched forward/backward pass.
+
+    Same loss and flat layout as :func:`gradient`; row ``i`` equals
+    ``gradient(model, theta, Xb[i], yb[i])`` (a test checks it).
+
+    Parameters
+    ----------
+    model : MLP
+    theta : numpy.ndarray, shape (D,)
+    Xb : numpy.ndarray, shape (n, B, d)
+    yb : numpy.ndarray of int, shape (n, B)
+    out : numpy.ndarray, shape (n, D), optional
+        C-contiguous float64 buffer that receives the gradients (a new array by default).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, D)
+
+    Examples
+    --------
+    >>> m = mlp((3, 4, 2)); rng = np.random.default_rng(0); th = init_params(m, rng=rng)
+    >>> Xb = rng.standard_normal((2, 5, 3)); yb = rng.integers(0, 2, (2, 5))
+    >>> G = worker_gradients(m, th, Xb, yb)
+    >>> bool(np.allclose(G[1], gradient(m, th, Xb[1], yb[1])))
+    True
+    """
+    D, shapes = _layout(model.sizes)
+    if theta.shape != (D,):
+        layers = unflatten(model, theta)  # raises the one-line shape error
+    layers = [(theta[w0: w0 + i * o].reshape(i, o), theta[w0 + i * o: w0 + (i + 1) * o]) for i, o, w0 in shapes]
+    n, B = yb.shape
+    # Forward and the delta backprop run as 2-D (n B, .) matmuls: one GEMM per layer instead of n; every
+    # row is the same dot products in the same order, so the values are those of the batched form.
+    hs, pre = [Xb.reshape(n * B, -1)], []
+    for li, (W, b) in enumerate(layers):
+        a = hs[-1] @ W + b  # (n B, out): one matmul for all workers
+        pre.append(a)
+        if li < len(layers) - 1:
+            hs.append(np.maximum(a, 0.0))
+    z = pre[-1] - pre[-1].max(axis=1, keepdims=True)
+    delta = np.exp(z)
+    delta /= delta.sum(axis=1, keepdims=True)
+    delta[np.arange(n * B), yb.ravel()] -= 1.0
+    delta /= B  # d(mean loss)/d logits
+    out = np.empty((n, D)) if out is None else out
+    pos = D
+    for li in range(len(layers) - 1, -1, -1):
+        W, b = layers[li]
+        nb, nw = b.size, W.size
+        d3 = delta.reshape(n, B, -1)
+        out[:, pos - nb: pos] = d3.sum(axis=1)
+        gW = out[:, pos - nb - nw: pos - nb].reshape(n, W.shape[0], W.shape[1])
+        np.matmul(hs[li].reshape(n, B, -1).transpose(0, 2, 1), d3, out=gW)  # batched h_i^T delta_i
+        if model.l2:
+            gW += model.l2 * W
+        pos -= nb + nw
+        if li > 0:
+            delta = (delta @ W.T) * (pre[li - 1] > 0)
+    return out

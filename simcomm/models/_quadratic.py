@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 
 __all__ = ["Problem", "quadratic", "ridge", "logistic", "nonconvex", "make_problem", "PROBLEMS"]
 
@@ -418,6 +418,4 @@ def make_problem(name: str, *, N: int, d: int = 50, L: float = 1.0, mu: float = 
         return logistic(N, data=name[len("logistic_"):], heterogeneous=heterogeneous, **kw)
     if name == "nonconvex":
         return nonconvex(N, d, L=L, rng=rng, **kw)
-    from simcomm.experiments._registry import closest
-
     raise UserError(f"unknown problem '{name}'{closest(name, PROBLEMS)}; choose one of {', '.join(PROBLEMS)}")

@@ -1,5 +1,7 @@
-r"""Real stochastic gradients: capture them during training, measure their sparsity and skew, fit the
-sparse skewed model to them, and compare sparsifier errors on both.
+r"""Real stochastic gradients: capture, sparsity and skew, the fitted sparse skewed model, sparsifier errors.
+
+Gradients are captured during training; their sparsity and skew are measured, the sparse skewed model is
+fitted to them, and sparsifier errors are compared on both.
 
 The rTop-k paper motivates its sparse skewed model with the gradients of deep networks on CIFAR-10,
 ImageNet and Penn Treebank ([P], abstract); those are out of reach here (2 cores, no downloads), so the

@@ -63,9 +63,9 @@ def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float =
     ``n == comm.size`` or ``"parallel"``).
     """
     from simcomm.models._decentralized import node_gradients
-    from simcomm.optim._decentralized import _check_hyper, node_noise_rng, step_size
+    from simcomm.optim._decentralized import check_hyper, node_noise_rng, step_size
 
-    _check_hyper(gamma, beta)
+    check_hyper(gamma, beta)
     rank, size = comm.Get_rank(), comm.Get_size()
     local = problem._replace(A=problem.A[rank:rank + 1], y=problem.y[rank:rank + 1])
     noise = node_noise_rng(seed, rank) if sigma > 0 else None

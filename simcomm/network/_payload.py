@@ -20,14 +20,14 @@ Codings (:data:`CODINGS`)
   same gaps, first gap ``i_0``... plus one as for gamma), or ``auto`` = the cheaper of packed and bitmap,
   which is the encoding :func:`simcomm.compress.message_bits` counts;
 * ``qsgd``: a float32 norm, then ``fixed`` (one signed level in :math:`\{-s..s\}` in
-  :math:`\lceil\log_2(2s+1)\rceil` bits per coordinate, the encoding ``qsgd.bits`` counts) or ``elias``
+  :math:`\lceil\log_2(2s+1)\rceil` bits per coordinate, the encoding ``QSGD(s).bits`` counts) or ``elias``
   (as in the QSGD paper's code: for each non-zero level, the Elias-gamma gap to it, a sign bit and the
   Elias-gamma level; the paper uses recursive Elias coding, gamma has the same prefix-free structure);
 * ``ternary``: a float32 scale, then ``trit5`` (five trits per byte, :math:`3^5 = 243`, the encoding
-  ``ternary.bits`` counts) or ``2bit`` (two bits per trit);
+  ``Ternary().bits`` counts) or ``2bit`` (two bits per trit);
 * ``stochastic_round``: an int32 offset (the smallest grid index), then each grid index minus the
   offset in :math:`\lceil\log_2(\text{range} + 2)\rceil` bits (``fixed``), the encoding
-  ``stochastic_round.bits(d, delta, span)`` counts with ``span = range * delta``.
+  ``StochasticRound(delta).bits(d, span)`` counts with ``span = range * delta``.
 """
 
 from __future__ import annotations
@@ -196,8 +196,8 @@ def message(compressor: str, x, *, k=None, r=None, s=None, delta=None, p=None, v
         Unknown compressor or value dtype, a missing or out-of-range parameter (k > d, ...), non-finite x.
     """
     from simcomm import compress
+    from simcomm._errors import closest
     from simcomm.backends import get_backend
-    from simcomm.experiments._registry import closest
 
     if compressor not in COMPRESSORS:
         raise UserError(f"unknown compressor '{compressor}'{closest(compressor, COMPRESSORS)}; "
@@ -278,7 +278,7 @@ def _coding(msg: Message, coding: str | None) -> str:
     if coding is None:
         return allowed[0]
     if coding not in allowed:
-        from simcomm.experiments._registry import closest
+        from simcomm._errors import closest
 
         raise UserError(f"unknown coding '{coding}' for a {msg.kind} message{closest(coding, allowed)}; "
                         f"choose one of {', '.join(allowed)}")
@@ -482,10 +482,10 @@ def payload_sections(msg: Message, coding: str | None = None) -> int:
 
 
 def formula_bits(msg: Message, coding: str | None = None) -> int:
-    """Bits of ``msg`` under ``coding`` by the library's formula, header and padding excluded.
+    r"""Bits of ``msg`` under ``coding`` by the library's formula, header and padding excluded.
 
-    Uses :func:`simcomm.compress.message_bits` (sparse ``auto``), ``qsgd.bits`` (``fixed``),
-    ``ternary.bits`` (``trit5``) and ``stochastic_round.bits`` with ``span = range * delta``; the other
+    Uses :func:`simcomm.compress.message_bits` (sparse ``auto``), ``QSGD(s).bits`` (``fixed``),
+    ``Ternary().bits`` (``trit5``) and ``StochasticRound(delta).bits`` with ``span = range * delta``; the other
     codings have no library formula, so their exact code length on this message is returned
     (``raw``: 32 bits per index; ``packed``/``bitmap``: the two terms of ``message_bits``; ``gamma``:
     :math:`\\sum_i (2\\lfloor\\log_2 g_i\\rfloor + 1)`; ``varint``: 8 bits per started 7-bit group;
@@ -511,11 +511,11 @@ def formula_bits(msg: Message, coding: str | None = None) -> int:
         return c * vb + idx_bits
     if msg.kind == "qsgd":
         if coding == "fixed":
-            return compress.qsgd.bits(d, msg.s)
+            return compress.QSGD(msg.s).bits(d)
         nz = np.flatnonzero(msg.levels)
         return 32 + 64 + _bits.gamma_bits(_gaps(nz)) + nz.size + _bits.gamma_bits(np.abs(msg.levels[nz]))
     if msg.kind == "ternary":
-        return compress.ternary.bits(d) if coding == "trit5" else 32 + 2 * d
+        return compress.Ternary().bits(d) if coding == "trit5" else 32 + 2 * d
     lo, width = _sround_width(msg.levels)
     span = (int(msg.levels.max()) - lo) * msg.scale
-    return compress.stochastic_round.bits(d, msg.scale, span=span)
+    return compress.StochasticRound(msg.scale).bits(d, span=span)

@@ -242,8 +242,10 @@ def _layer_edges(layer):
 
 
 def gossip_time(topology, nbytes, net: Network, step: int = 0) -> float:
-    """One gossip round on ``topology`` (its layer for ``step`` if time-varying): each node sends one
-    message of ``nbytes`` (scalar, or one per node) to each of its out-neighbours; :func:`phase_time`.
+    """One gossip round on ``topology`` (its layer for ``step`` if time-varying).
+
+    Each node sends one message of ``nbytes`` (scalar, or one per node) to each of its
+    out-neighbours; :func:`phase_time`.
 
     A static exponential graph sends ``ceil(log2 n)`` messages per node and step, the one-peer graph one.
     """
@@ -264,7 +266,7 @@ def comm_time(pattern: str, n: int, nbytes, net: Network, *, topology=None, down
     ``ps`` uses ``down_bytes`` for the broadcast (default: dense ``nbytes``); ``gossip`` needs ``topology``.
     """
     if pattern not in PATTERNS:
-        from simcomm.experiments._registry import closest
+        from simcomm._errors import closest
 
         raise UserError(f"unknown pattern '{pattern}'{closest(pattern, PATTERNS)}; choose one of {', '.join(PATTERNS)}")
     if pattern == "ps":

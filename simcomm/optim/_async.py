@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-from simcomm._errors import UserError
-from simcomm.optim._server import Monitor, Trace, check_gamma, check_steps, start
+from simcomm._errors import UserError, closest
+from simcomm.optim._server import Monitor, Trace, check_compressor, check_gamma, check_steps, start
 
 __all__ = ["async_compressed_gd", "largest_stable_step", "DELAY_MODELS"]
 
@@ -43,14 +43,12 @@ def check_tau(tau) -> int:
 def check_delay(delay: str) -> str:
     """Validate a delay model name."""
     if delay not in DELAY_MODELS:
-        from simcomm.experiments._registry import closest
-
         raise UserError(f"unknown delay model '{delay}'{closest(delay, DELAY_MODELS)}; choose one of {', '.join(DELAY_MODELS)}")
     return delay
 
 
 def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: int, rng) -> np.ndarray:
-    """Delays :math:`\\tau_i(k)` of shape ``(R, N)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
+    r"""Delays :math:`\tau_i(k)` of shape ``(R, N)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
     cap = min(tau, k)
     if delay == "constant":
         return np.full((R, N), cap)
@@ -64,7 +62,7 @@ def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: 
     return np.repeat(worst[:, None], N, axis=1)
 
 
-def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: int, delay: str = "constant",
+def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: int, delay: str = "constant",
                         x0=None, replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                         backend=None) -> Trace:
     r"""Asynchronous compressed gradient descent with delays bounded by ``tau``.
@@ -72,7 +70,7 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
     Parameters
     ----------
     problem : simcomm.models.Problem
-    quantizer : simcomm.compress.Quantizer
+    compressor : simcomm.compress.Compressor
     gamma : float
         Step size, ``> 0``.
     steps : int
@@ -96,11 +94,12 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
     Examples
     --------
     >>> from simcomm.models import quadratic
-    >>> from simcomm.compress import quantizer
+    >>> from simcomm.compress import Identity
     >>> p = quadratic(2, 5, L=1.0, mu=1.0, rng=0)      # H = I: x_{k+1} = x_k - gamma (x_{k-tau} - x*)
-    >>> async_compressed_gd(p, quantizer("none"), 1.5, 200, tau=1).notes()   # 1.5 > 1 = threshold
+    >>> async_compressed_gd(p, Identity(), 1.5, 200, tau=1).notes()   # 1.5 > 1 = threshold
     ['diverged at step 46']
     """
+    compressor = check_compressor(compressor)
     gamma = check_gamma(gamma)
     steps = check_steps(steps)
     tau = check_tau(tau)
@@ -109,7 +108,7 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    per_step = N * quantizer.bits(d)
+    per_step = N * compressor.bits(d)
     idx = np.tile(np.arange(N), R)
     rows = np.arange(R)[:, None]
     B = tau + 1
@@ -121,7 +120,7 @@ def async_compressed_gd(problem, quantizer, gamma: float, steps: int, *, tau: in
         t = delays(delay, k, tau, R, N, buf, slot, rng)
         X = buf[rows, (slot - t) % B]  # (R, N, d): worker i sees x_{k - tau_i(k)}
         G = problem.grad(X.reshape(R * N, d), idx)
-        U = quantizer.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
+        U = compressor.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
         x = x - gamma * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
         if mon.done:

@@ -28,9 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 
 __all__ = [
+    "check_hyper",
     "DSGDState",
     "DSGDTrace",
     "dsgd_init",
@@ -102,6 +103,13 @@ class DSGDTrace(NamedTuple):
     bytes: np.ndarray
     diverged_at: int | None
     x: np.ndarray
+
+    def table(self):
+        """Long-format pandas DataFrame: ``step`` and one column per recorded quantity."""
+        from simcomm.optim._table import tidy
+
+        return tidy(self.steps, {k: getattr(self, k) for k in ("consensus", "grad_norm_sq", "node_grad_norm_sq",
+                                                                "subopt", "messages", "bytes")})
 
     @property
     def note(self) -> str:
@@ -198,7 +206,8 @@ def _bytes_per_message(topo, n: int, d: int) -> float:
 # --------------------------------------------------------------------------- init / update
 
 
-def _check_hyper(gamma, beta):
+def check_hyper(gamma, beta) -> None:
+    """Raise a one-line :class:`~simcomm.UserError` unless ``gamma > 0`` is finite and ``0 <= beta < 1``."""
     if not (isinstance(gamma, (int, float, np.floating)) and math.isfinite(gamma) and gamma > 0):
         raise UserError(f"step size gamma must be a finite number > 0, got {gamma!r}")
     if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta < 1.0):
@@ -263,7 +272,7 @@ def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float 
     """
     from simcomm.backends import get_backend
 
-    _check_hyper(gamma, beta)
+    check_hyper(gamma, beta)
     n, d = state.x.shape
     topo = resolve_topology(topology, n)
     plans = _plans(topo)
@@ -317,14 +326,14 @@ def step_size(gamma: float, k: int, schedule: str = "constant", k0: float = 10.0
         return float(gamma)
     if schedule == "inv_sqrt":
         return float(gamma) / math.sqrt(1.0 + k / k0)
-    from simcomm.experiments._registry import closest
-
     raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; use one of {', '.join(SCHEDULES)}")
 
 
 class _Noise:
-    """Per-node Gaussian noise, drawn in blocks of steps from each node's stream (bit-identical to
-    one ``standard_normal(d)`` per step, because a Generator fills arrays sequentially)."""
+    """Per-node Gaussian noise, drawn in blocks of steps from each node's stream.
+
+    Bit-identical to one ``standard_normal(d)`` per step, because a Generator fills arrays sequentially.
+    """
 
     def __init__(self, seed, n, d, steps, block_floats=1 << 21):
         self.rngs = [node_noise_rng(seed, i) for i in range(n)]
@@ -407,7 +416,7 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
     """
     from simcomm.backends import get_backend
 
-    _check_hyper(gamma, beta)
+    check_hyper(gamma, beta)
     steps = int(steps)
     if steps < 0:
         raise UserError(f"steps must be >= 0, got {steps}")

@@ -6,20 +6,22 @@ One step with ``n`` workers and flat parameters :math:`\theta \in \mathbb{R}^D`:
     g_i = \nabla \ell_{B_i}(\theta_t), \quad p_i = g_i + m_i, \quad \hat g_i = C(p_i), \quad
     m_i \leftarrow p_i - \hat g_i, \quad \theta_{t+1} = \theta_t - \eta_t \frac1n \sum_i \hat g_i,
 
-with :math:`C` one of ``top_k``, ``rand_k`` (a uniform ``k``-subset, *unscaled*, as in the notes'
-algorithm; it is ``rtop_k`` with ``r = D``) or ``rtop_k`` (a uniform ``k``-subset of the ``r`` largest
-:math:`|p_{ij}|`), or ``"none"`` (uncompressed SGD, the reference; :math:`m_i` stays 0).
+with :math:`C` a sparsifier of :mod:`simcomm.compress`: :class:`~simcomm.compress.TopK`,
+:class:`~simcomm.compress.RandK` with ``scale=False`` (a uniform ``k``-subset, *unscaled*, as in the
+notes' algorithm; it is rTop-k with ``r = D``) or :class:`~simcomm.compress.RTopK` (a uniform
+``k``-subset of the ``r`` largest :math:`|p_{ij}|`), or :class:`~simcomm.compress.Identity`
+(uncompressed SGD, the reference; :math:`m_i` stays 0).
 
 Vectorised over workers: the ``n`` minibatch gradients come from one batched forward/backward pass
-(an ``(n, B, d)`` batch, batched matmuls), the selection kernels of :mod:`simcomm.backends` run over the
-``n`` rows of :math:`P` at once, the residual is :math:`P` with the sent entries zeroed (so
+(``worker_gradients`` of :mod:`simcomm.models`' MLP module, an ``(n, B, d)`` batch, batched matmuls),
+the compressor's row-batch selection (``select_rows``, fused with :math:`p = g + m` for the top-set
+sparsifiers) runs over the ``n`` rows of :math:`P` at once, the residual is :math:`P` with the sent entries zeroed (so
 :math:`p = C(p) + m'` holds exactly: every coordinate lands in exactly one of the two), and the server
-sums the ``n k`` sent values with one ``bincount``. The selections are the ones
-:func:`simcomm.compress.top_k`, :func:`~simcomm.compress.rand_k` and :func:`~simcomm.compress.rtop_k`
-make on the same generator state (same uniforms, same kernels; a test checks it).
+sums the ``n k`` sent values with one ``bincount``. The selections are the ones the
+compressors' ``apply`` makes on the same generator state (same uniforms, same kernels; a test checks it).
 
-Communication: each worker sends :func:`simcomm.compress.message_bits` ``(k, D)`` bits per step
-(``32 D`` uncompressed).
+Communication: each worker sends ``compressor.bits(D)`` bits per step
+(:func:`simcomm.compress.message_bits` ``(k, D)``; ``32 D`` uncompressed).
 
 The rTop-k paper's experiments (CIFAR-10, ImageNet, Penn Treebank, [P]) are out of reach on a 2-core
 machine without downloads; this module reproduces the comparison on scikit-learn's digits and the
@@ -30,25 +32,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 from simcomm.backends import get_backend
-from simcomm.backends._numpy.ef import ef_send as _ref_send
-from simcomm.compress import message_bits
+from simcomm.compress import Compressor, Identity, RandK, Sparsifier
 from simcomm.models._data import split_workers
-from simcomm.models._nn import MLP, accuracy, init_params, loss, unflatten
+from simcomm.models._nn import MLP, accuracy, init_params, loss, worker_gradients
 
 __all__ = [
-    "EF_COMPRESSORS", "EF_SCHEDULES", "EFState", "EFStepInfo", "EFTrace",
-    "ef_init", "ef_update", "ef_compress_rows", "worker_gradients", "ef_sgd", "ef_learning_rate",
+    "EF_SCHEDULES", "EFState", "EFStepInfo", "EFTrace",
+    "ef_init", "ef_update", "ef_sgd", "ef_learning_rate",
 ]
 
-#: Compressors accepted by :func:`ef_sgd` ("none" is uncompressed SGD).
-EF_COMPRESSORS = ("none", "top_k", "rand_k", "rtop_k")
 #: Step-size schedules accepted by :func:`ef_sgd`.
 EF_SCHEDULES = ("constant", "cosine")
 
@@ -72,16 +70,16 @@ class EFState(NamedTuple):
 
 
 class EFStepInfo(NamedTuple):
-    """What one step sent and lost.
+    r"""What one step sent and lost.
 
     Attributes
     ----------
     idx, vals : numpy.ndarray, shape (n, k)
         Sent coordinates and values per worker (``None`` for uncompressed SGD).
     comp_error : numpy.ndarray, shape (n,)
-        :math:`\\|p_i - C(p_i)\\|^2 / \\|p_i\\|^2` (0 where :math:`p_i = 0`).
+        :math:`\|p_i - C(p_i)\|^2 / \|p_i\|^2` (0 where :math:`p_i = 0`).
     update : numpy.ndarray, shape (D,)
-        The aggregate :math:`\\frac1n\\sum_i \\hat g_i`.
+        The aggregate :math:`\frac1n\sum_i \hat g_i`.
     """
 
     idx: np.ndarray | None
@@ -97,23 +95,22 @@ def _check_lr(lr) -> float:
     return float(lr)
 
 
-def _check_kr(compressor: str, k, r, D: int) -> tuple[int, int]:
-    if compressor not in EF_COMPRESSORS:
-        from simcomm.experiments._registry import closest
-
-        raise UserError(f"unknown compressor '{compressor}'{closest(compressor, EF_COMPRESSORS)}; "
-                        f"choose one of {', '.join(EF_COMPRESSORS)}")
-    if compressor == "none":
-        return D, D
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= D:
-        raise UserError(f"k = {k!r} is out of range; use an integer 1 <= k <= D = {D}")
-    if compressor == "top_k":
-        return int(k), int(k)
-    if compressor == "rand_k":
-        return int(k), D
-    if r is None or isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not k <= r <= D:
-        raise UserError(f"rtop_k: r = {r!r} is out of range; use an integer k = {k} <= r <= D = {D}")
-    return int(k), int(r)
+def _check_compressor(compressor, D: int) -> Compressor:
+    """``compressor`` if error-feedback SGD can send it in dimension ``D``, else a one-line error."""
+    if not isinstance(compressor, Compressor):
+        raise UserError(f"compressor = {compressor!r} is not a simcomm.compress.Compressor; pass e.g. TopK(k), "
+                        "or build one from a name with simcomm.compress.compressor_from_name")
+    if isinstance(compressor, Identity):
+        return compressor
+    if not isinstance(compressor, Sparsifier) or (isinstance(compressor, RandK) and compressor.scale):
+        raise UserError(f"error-feedback SGD sends the kept entries of p unscaled; {compressor!r} does not: use "
+                        "TopK, RTopK, RandK(k, scale=False) or Identity (ErrorFeedback wraps any compressor)")
+    if compressor.k > D:
+        raise UserError(f"k = {compressor.k!r} is out of range; use an integer 1 <= k <= D = {D}")
+    r = compressor.top_set(D)
+    if r is not None and r > D:
+        raise UserError(f"rtop_k: r = {r!r} is out of range; use an integer k = {compressor.k} <= r <= D = {D}")
+    return compressor
 
 
 def ef_learning_rate(lr: float, step: int, steps: int, schedule: str = "constant") -> float:
@@ -130,8 +127,6 @@ def ef_learning_rate(lr: float, step: int, steps: int, schedule: str = "constant
         return lr
     if schedule == "cosine":
         return 0.5 * lr * (1.0 + math.cos(math.pi * step / steps))
-    from simcomm.experiments._registry import closest
-
     raise UserError(f"unknown schedule '{schedule}'{closest(schedule, EF_SCHEDULES)}; "
                     f"choose one of {', '.join(EF_SCHEDULES)}")
 
@@ -149,49 +144,8 @@ def ef_init(theta0, n_workers: int) -> EFState:
     return EFState(theta0.copy(), np.zeros((int(n_workers), theta0.shape[0])), 0)
 
 
-def ef_compress_rows(P: np.ndarray, compressor: str, k: int, r: int, *, rng, backend=None):
-    r"""Indices and values each row of ``P`` sends: the selection of the ``simcomm.compress`` sparsifiers.
-
-    Draws the same uniforms as :func:`simcomm.compress.rand_k` / :func:`~simcomm.compress.rtop_k`
-    (``rng.random((n, k))``; none for top-k) and calls the same backend kernels, so the kept set
-    equals theirs on the same generator state. ``rand_k`` is unscaled.
-
-    Parameters
-    ----------
-    P : numpy.ndarray, shape (n, D)
-        C-contiguous float64 rows.
-    compressor : {"top_k", "rand_k", "rtop_k"}
-    k, r : int
-        Kept coordinates and top-set size (``r`` is ignored by top-k and rand-k).
-    rng : numpy.random.Generator
-    backend : str or module, optional
-
-    Returns
-    -------
-    idx : numpy.ndarray of int64, shape (n, k)
-    vals : numpy.ndarray, shape (n, k)
-
-    Examples
-    --------
-    >>> idx, vals = ef_compress_rows(np.array([[3.0, -1.0, -5.0, 2.0]]), "top_k", 2, 2, rng=0)
-    >>> sorted(idx[0].tolist()), sorted(vals[0].tolist())
-    ([0, 2], [-5.0, 3.0])
-    """
-    be = get_backend(backend)
-    rng = np.random.default_rng(rng)
-    if compressor == "top_k":
-        idx = be.topk_indices(P, int(k))
-    elif compressor == "rand_k":
-        idx = be.floyd_sample(rng.random((P.shape[0], int(k))), P.shape[1])
-    elif compressor == "rtop_k":
-        idx = be.rtopk_indices(P, int(k), int(r), rng.random((P.shape[0], int(k))))
-    else:
-        raise UserError(f"ef_compress_rows: compressor '{compressor}' sends no sparse message")
-    return idx, np.take_along_axis(P, idx, axis=1)
-
-
-def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, k: int = 1, r: int | None = None,
-              rng=None, backend=None) -> tuple[EFState, EFStepInfo]:
+def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compressor, rng,
+              backend=None) -> tuple[EFState, EFStepInfo]:
     r"""One error-feedback step given the workers' gradients (pure: ``state`` is not modified).
 
     Parameters
@@ -201,12 +155,10 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, 
         Worker gradients at ``state.theta``.
     lr : float
         Step size of this step, > 0.
-    compressor : {"none", "top_k", "rand_k", "rtop_k"}
-    k : int
-        Coordinates each worker sends.
-    r : int, optional
-        rTop-k's top-set size, ``k <= r <= D``.
-    rng : numpy.random.Generator, optional
+    compressor : Compressor
+        :class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RTopK`,
+        ``RandK(k, scale=False)`` or :class:`~simcomm.compress.Identity` (uncompressed).
+    rng : numpy.random.Generator or seed
         Compressor randomness (rand-k, rTop-k).
     backend : str or module, optional
 
@@ -216,17 +168,18 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: str, 
 
     Examples
     --------
+    >>> from simcomm.compress import TopK
     >>> s = ef_init(np.zeros(3), 1)
-    >>> s, info = ef_update(s, np.array([[1.0, 0.5, 0.25]]), lr=1.0, compressor="top_k", k=1)
+    >>> s, info = ef_update(s, np.array([[1.0, 0.5, 0.25]]), lr=1.0, compressor=TopK(1), rng=0)
     >>> s.theta.tolist(), s.memory.tolist()
     ([-1.0, 0.0, 0.0], [[0.0, 0.5, 0.25]])
-    >>> s, info = ef_update(s, np.array([[0.0, 0.75, 0.0]]), lr=1.0, compressor="top_k", k=1)
+    >>> s, info = ef_update(s, np.array([[0.0, 0.75, 0.0]]), lr=1.0, compressor=TopK(1), rng=0)
     >>> s.theta.tolist(), s.memory.tolist()   # the residual is sent later
     ([-1.0, -1.25, 0.0], [[0.0, 0.0, 0.25]])
     """
     lr = _check_lr(lr)
-    k, r = _check_kr(compressor, k, r, state.memory.shape[1])
-    return _ef_step(state, grads, lr, compressor, k, r, rng, get_backend(backend))
+    compressor = _check_compressor(compressor, state.memory.shape[1])
+    return _ef_step(state, grads, lr, compressor, rng, get_backend(backend))
 
 
 def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
@@ -235,7 +188,7 @@ def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
             EFStepInfo(np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0)), np.full(n, np.nan), np.zeros(D)))
 
 
-def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: int, r: int, rng, be,
+def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compressor, rng, be,
              out: np.ndarray | None = None) -> tuple[EFState, EFStepInfo]:
     """:func:`ef_update` on checked arguments; ``out`` (not ``grads``) may receive P.
 
@@ -243,37 +196,35 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: i
     takes over its buffer); ``grads`` stays intact either way.
     """
     n, D = state.memory.shape
-    if compressor == "none":
+    if isinstance(compressor, Identity):
         upd = grads.mean(axis=0)
         return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
                 EFStepInfo(None, None, np.zeros(n), upd))
-    fused = getattr(be, "ef_accumulate_topr", None)
-    # The numba kernel takes NaN rows without failing, and a non-finite g_i makes ||p_i||^2 non-finite, so
-    # there the full pass over the gradients only runs when a norm is not finite (before any uniform is
-    # drawn: a diverged step consumes no randomness either way). Other backends check first.
-    lazy = getattr(be, "NAME", None) == "numba"
+    # Where the selection kernels take NaN rows without failing (numba), a non-finite g_i makes ||p_i||^2
+    # non-finite, so the full pass over the gradients only runs when a norm is not finite (before any
+    # uniform is drawn: a diverged step consumes no randomness either way). Other backends check first.
+    lazy = be.NONFINITE_SAFE_SELECTION
     if not lazy and not np.isfinite(grads).all():
         return _diverged(state, n, D)
-    if compressor != "rand_k" and fused is not None:
+    r = compressor.top_set(D)
+    if r is not None:
         # One kernel writes p_i = g_i + m_i (into a fresh array or ``out``: the state stays intact),
         # ||p_i||^2 and the top-r set (ascending, ties to the lower index: the selection of
-        # simcomm.compress.top_k).
-        P, idx, tot = fused(grads, state.memory, r) if out is None else fused(grads, state.memory, r, out=out)
+        # simcomm.compress.top_k); the compressor picks its k of them.
+        P, top, tot = be.ef_accumulate_topr(grads, state.memory, r, out=out)
         if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
             return _diverged(state, n, D)
-        if compressor == "rtop_k":  # a Floyd k-subset of the top-r set, on the uniforms rtop_k draws
-            rng = np.random.default_rng(rng)
-            idx = np.take_along_axis(idx, be.floyd_sample(rng.random((n, k)), r), axis=1)
+        idx = compressor.select_rows(P, rng=rng, backend=be, top=top)
     else:
         if lazy and not np.isfinite(grads).all():
             return _diverged(state, n, D)
         P = np.ascontiguousarray(state.memory + grads)
-        idx, _ = ef_compress_rows(P, compressor, k, r, rng=rng, backend=be)
+        idx = compressor.select_rows(P, rng=rng, backend=be)
         tot = np.einsum("ij,ij->i", P, P)
     # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
     # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the
     # server averages the messages and steps (one fused call on the numba backend).
-    vals, upd, theta = getattr(be, "ef_send", _ref_send)(P, idx, state.theta, lr)
+    vals, upd, theta = be.ef_send(P, idx, state.theta, lr)
     sent = np.einsum("ij,ij->i", vals, vals)
     res = np.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
     err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
@@ -282,83 +233,9 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: str, k: i
     return EFState(theta, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
 
-@lru_cache(maxsize=64)
-def _layout(sizes: tuple) -> tuple[int, tuple]:
-    """``(D, ((in, out, offset of W), ...))``: the flat layout of :func:`simcomm.models.unflatten`, once per model."""
-    shapes, pos = [], 0
-    for i, o in zip(sizes[:-1], sizes[1:]):
-        shapes.append((i, o, pos))
-        pos += (i + 1) * o
-    return pos, tuple(shapes)
-
-
-def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarray, *,
-                     out: np.ndarray | None = None) -> np.ndarray:
-    r"""Every worker's minibatch-mean gradient from one batched forward/backward pass.
-
-    Same loss and flat layout as :func:`simcomm.models.gradient`; row ``i`` equals
-    ``gradient(model, theta, Xb[i], yb[i])`` (a test checks it).
-
-    Parameters
-    ----------
-    model : MLP
-    theta : numpy.ndarray, shape (D,)
-    Xb : numpy.ndarray, shape (n, B, d)
-    yb : numpy.ndarray of int, shape (n, B)
-    out : numpy.ndarray, shape (n, D), optional
-        C-contiguous float64 buffer that receives the gradients (a new array by default).
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, D)
-
-    Examples
-    --------
-    >>> from simcomm.models import mlp, gradient
-    >>> m = mlp((3, 4, 2)); rng = np.random.default_rng(0); th = init_params(m, rng=rng)
-    >>> Xb = rng.standard_normal((2, 5, 3)); yb = rng.integers(0, 2, (2, 5))
-    >>> G = worker_gradients(m, th, Xb, yb)
-    >>> bool(np.allclose(G[1], gradient(m, th, Xb[1], yb[1])))
-    True
-    """
-    D, shapes = _layout(model.sizes)
-    if theta.shape != (D,):
-        layers = unflatten(model, theta)  # raises the one-line shape error
-    layers = [(theta[w0: w0 + i * o].reshape(i, o), theta[w0 + i * o: w0 + (i + 1) * o]) for i, o, w0 in shapes]
-    n, B = yb.shape
-    # Forward and the delta backprop run as 2-D (n B, .) matmuls: one GEMM per layer instead of n; every
-    # row is the same dot products in the same order, so the values are those of the batched form.
-    hs, pre = [Xb.reshape(n * B, -1)], []
-    for li, (W, b) in enumerate(layers):
-        a = hs[-1] @ W + b  # (n B, out): one matmul for all workers
-        pre.append(a)
-        if li < len(layers) - 1:
-            hs.append(np.maximum(a, 0.0))
-    z = pre[-1] - pre[-1].max(axis=1, keepdims=True)
-    delta = np.exp(z)
-    delta /= delta.sum(axis=1, keepdims=True)
-    delta[np.arange(n * B), yb.ravel()] -= 1.0
-    delta /= B  # d(mean loss)/d logits
-    out = np.empty((n, D)) if out is None else out
-    pos = D
-    for li in range(len(layers) - 1, -1, -1):
-        W, b = layers[li]
-        nb, nw = b.size, W.size
-        d3 = delta.reshape(n, B, -1)
-        out[:, pos - nb: pos] = d3.sum(axis=1)
-        gW = out[:, pos - nb - nw: pos - nb].reshape(n, W.shape[0], W.shape[1])
-        np.matmul(hs[li].reshape(n, B, -1).transpose(0, 2, 1), d3, out=gW)  # batched h_i^T delta_i
-        if model.l2:
-            gW += model.l2 * W
-        pos -= nb + nw
-        if li > 0:
-            delta = (delta @ W.T) * (pre[li - 1] > 0)
-    return out
-
-
 @dataclass(frozen=True)
 class EFTrace:
-    """Training record of :func:`ef_sgd`.
+    r"""Training record of :func:`ef_sgd`.
 
     Attributes
     ----------
@@ -369,7 +246,7 @@ class EFTrace:
     bits : numpy.ndarray
         Bits one worker has sent up to that step.
     comp_error : numpy.ndarray, shape (steps,)
-        Mean over workers of :math:`\\|p_i - C(p_i)\\|^2/\\|p_i\\|^2` at every step (0 for SGD).
+        Mean over workers of :math:`\|p_i - C(p_i)\|^2/\|p_i\|^2` at every step (0 for SGD).
     theta : numpy.ndarray
         Final parameters.
     diverged_at : int or None
@@ -386,6 +263,12 @@ class EFTrace:
     theta: np.ndarray
     diverged_at: int | None
     bits_per_step: int
+
+    def table(self):
+        """Long-format pandas DataFrame: ``step``, ``train_loss``, ``test_accuracy``, ``bits``."""
+        from simcomm.optim._table import tidy
+
+        return tidy(self.step, {"train_loss": self.train_loss, "test_accuracy": self.test_accuracy, "bits": self.bits})
 
 
 def _padded_shards(shards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -408,7 +291,7 @@ def _progress(enabled: bool, total: int, label: str):
 
 
 def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_size: int = 32,
-           compressor: str = "top_k", k: int | None = None, r: int | None = None, schedule: str = "constant",
+           compressor: Compressor, schedule: str = "constant",
            split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, theta0=None,
            rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> EFTrace:
     r"""Train ``model`` with ``n_workers`` workers running error-feedback SGD (see the module docstring).
@@ -426,11 +309,9 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
         Base step size, > 0.
     batch_size : int, default 32
         Examples per worker and step, drawn with replacement from its shard.
-    compressor : {"none", "top_k", "rand_k", "rtop_k"}
-    k : int
-        Coordinates each worker sends (not used by "none").
-    r : int, optional
-        rTop-k's top-set size, ``k <= r <= D``.
+    compressor : Compressor
+        :class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RTopK` (``r <= D``),
+        ``RandK(k, scale=False)`` or :class:`~simcomm.compress.Identity` (uncompressed SGD); ``k <= D``.
     schedule : {"constant", "cosine"}
     split : {"iid", "label"}
         How examples are divided among workers (:func:`simcomm.models.split_workers`).
@@ -460,13 +341,15 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     Raises
     ------
     UserError
-        More workers than examples, a step size <= 0, an unknown compressor or schedule, k or r out of range.
+        More workers than examples, a step size <= 0, a compressor EF cannot send, an unknown schedule,
+        k or r out of range.
 
     Examples
     --------
+    >>> from simcomm.compress import RTopK
     >>> from simcomm.models import load_dataset, logistic_regression
     >>> ds = load_dataset("digits", rng=0); m = logistic_regression(64, 10)
-    >>> tr = ef_sgd(m, ds.X_train, ds.y_train, n_workers=4, steps=50, lr=0.5, compressor="rtop_k", k=20, r=80,
+    >>> tr = ef_sgd(m, ds.X_train, ds.y_train, n_workers=4, steps=50, lr=0.5, compressor=RTopK(20, 80),
     ...             rng=1, X_test=ds.X_test, y_test=ds.y_test)
     >>> bool(tr.train_loss[-1] < tr.train_loss[0]), int(tr.bits[-1]) == 50 * tr.bits_per_step
     (True, True)
@@ -486,7 +369,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise UserError(f"batch_size = {batch_size!r} must be a positive integer")
     D = model.n_params
-    k, r = _check_kr(compressor, k, r, D)
+    compressor = _check_compressor(compressor, D)
     ef_learning_rate(lr, 0, steps, schedule)  # validates the name
     if eval_every is None:
         eval_every = max(1, steps // 20)
@@ -495,7 +378,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     eval_every = int(eval_every)
     theta0 = init_params(model, rng=rng) if theta0 is None else np.asarray(theta0, dtype=np.float64)
     pad, lens = _padded_shards(split_workers(y, n_workers, scheme=split, rng=batch_rng))
-    bps = 32 * D if compressor == "none" else message_bits(k, D)
+    bps = compressor.bits(D)
 
     def monitor(theta):
         tl = loss(model, theta, X, y)
@@ -516,13 +399,13 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
         ev_step, ev_loss, ev_acc = [], [], []
     cerr = np.full(steps, np.nan)
     diverged = None
-    bar = _progress(progress, steps, f"EF-SGD {compressor}")
+    bar = _progress(progress, steps, f"EF-SGD {compressor.label}")
     try:
         for t in range(steps):
             pos = (batch_rng.random((n_workers, batch_size)) * lens[:, None]).astype(np.int64)
             bidx = pad[rows, pos]
             G = worker_gradients(model, state.theta, X[bidx], y[bidx], out=g_buf)
-            new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor, k, r,
+            new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor,
                                  rng, be, out=state.memory if reuse else None)
             if on_step is not None:
                 on_step(t, G, state, new, info)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.optim._server import Monitor, Trace, check_gamma, check_steps, start
+from simcomm.optim._server import Monitor, Trace, check_compressor, check_gamma, check_steps, start
 
 __all__ = ["compressed_iag", "IAG_ORDERS"]
 
@@ -23,7 +23,7 @@ __all__ = ["compressed_iag", "IAG_ORDERS"]
 IAG_ORDERS = ("cyclic", "random")
 
 
-def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str = "cyclic", x0=None,
+def compressed_iag(problem, compressor, gamma: float, steps: int, *, order: str = "cyclic", x0=None,
                    replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                    backend=None) -> Trace:
     r"""Compressed IAG: one worker refreshes its quantized gradient per step.
@@ -31,7 +31,7 @@ def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str =
     Parameters
     ----------
     problem : simcomm.models.Problem
-    quantizer : simcomm.compress.Quantizer
+    compressor : simcomm.compress.Compressor
     gamma : float
         Step size, ``> 0``.
     steps : int
@@ -49,12 +49,13 @@ def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str =
     Examples
     --------
     >>> from simcomm.models import quadratic
-    >>> from simcomm.compress import quantizer
+    >>> from simcomm.compress import Identity
     >>> p = quadratic(4, 10, L=1.0, mu=0.5, sigma2=1.0, rng=0)
-    >>> tr = compressed_iag(p, quantizer("none"), 0.2, 400)
+    >>> tr = compressed_iag(p, Identity(), 0.2, 400)
     >>> bool(tr.dist2[0, -1] < 1e-10)
     True
     """
+    compressor = check_compressor(compressor)
     gamma = check_gamma(gamma)
     steps = check_steps(steps)
     if order not in IAG_ORDERS:
@@ -63,16 +64,16 @@ def compressed_iag(problem, quantizer, gamma: float, steps: int, *, order: str =
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    b = quantizer.bits(d)
+    b = compressor.bits(d)
     rows = np.arange(R)
     # table of the last quantized gradient of every worker, all computed at x0
-    U = quantizer.apply(problem.grad(np.repeat(x, N, axis=0), np.tile(np.arange(N), R)), rng=rng,
+    U = compressor.apply(problem.grad(np.repeat(x, N, axis=0), np.tile(np.arange(N), R)), rng=rng,
                         backend=backend).reshape(R, N, d).astype(np.float64)
     S = U.sum(axis=1)
     x = mon.check(0, x, N * b)
     for k in range(steps):
         i = np.full(R, k % N) if order == "cyclic" else rng.integers(0, N, size=R)
-        q = np.asarray(quantizer.apply(problem.grad(x, i), rng=rng, backend=backend), dtype=np.float64)
+        q = np.asarray(compressor.apply(problem.grad(x, i), rng=rng, backend=backend), dtype=np.float64)
         S += q - U[rows, i]
         U[rows, i] = q
         if (k + 1) % N == 0:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
 from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
@@ -81,6 +81,15 @@ class ISTrace:
     mean_staleness: np.ndarray = None
     score_bytes: np.ndarray = None
     theta: np.ndarray = None
+
+    def table(self):
+        """Long-format pandas DataFrame: ``step``, loss, accuracy, weights, staleness, bytes, ``trace_cov_*``."""
+        from simcomm.optim._table import tidy
+
+        cols = {"train_loss": self.train_loss, "test_accuracy": self.test_accuracy, "max_weight": self.max_weight,
+                "mean_staleness": self.mean_staleness, "score_bytes": self.score_bytes}
+        cols |= {f"trace_cov_{k}": v for k, v in self.trace_cov.items()}
+        return tidy(self.step, {k: v for k, v in cols.items() if v is not None})
 
 
 def importance_sgd(
@@ -144,8 +153,6 @@ def importance_sgd(
     (True, [0, 10, 20])
     """
     if proposal not in PROPOSALS:
-        from simcomm.experiments._registry import closest
-
         hint = closest(proposal, PROPOSALS)
         raise UserError(f"unknown proposal '{proposal}'{hint}; use one of {', '.join(PROPOSALS)}")
     for name, v in (("steps", steps), ("eval_every", eval_every)):

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.compress import Compressor
 
 __all__ = ["Trace", "compressed_gd", "BLOWUP"]
 
@@ -30,20 +31,20 @@ BLOWUP = 1e8
 
 
 class Trace(NamedTuple):
-    """What an optimiser run recorded.
+    r"""What an optimiser run recorded.
 
     Attributes
     ----------
     steps : numpy.ndarray, shape (T,)
         Iteration indices ``k`` at which the quantities below were recorded (``0`` and the last included).
     f_gap : numpy.ndarray, shape (R, T)
-        :math:`f(x_k) - f^\\star`.
+        :math:`f(x_k) - f^\star`.
     dist2 : numpy.ndarray, shape (R, T)
-        :math:`\\|x_k - x^\\star\\|^2`.
+        :math:`\|x_k - x^\star\|^2`.
     grad2 : numpy.ndarray, shape (R, T)
-        :math:`\\|\\nabla f(x_k)\\|^2`.
+        :math:`\|\nabla f(x_k)\|^2`.
     grad2_mean : numpy.ndarray, shape (R,)
-        :math:`\\frac1K\\sum_{k<K}\\|\\nabla f(x_k)\\|^2` over every step (not only recorded ones).
+        :math:`\frac1K\sum_{k<K}\|\nabla f(x_k)\|^2` over every step (not only recorded ones).
     bits : numpy.ndarray, shape (T,)
         Cumulative uplink bits (all workers) sent before iterate ``k`` was formed, per replicate.
     diverged_at : numpy.ndarray of int, shape (R,)
@@ -61,6 +62,13 @@ class Trace(NamedTuple):
     diverged_at: np.ndarray
     x: np.ndarray
 
+    def table(self):
+        """Long-format pandas DataFrame: ``replicate``, ``step``, ``f_gap``, ``dist2``, ``grad2``, ``bits``."""
+        from simcomm.optim._table import tidy
+
+        return tidy(self.steps, {"f_gap": self.f_gap, "dist2": self.dist2, "grad2": self.grad2, "bits": self.bits},
+                    replicates=True)
+
     def notes(self) -> list[str]:
         """Per replicate: ``"diverged at step t"`` or ``""``."""
         return [f"diverged at step {t}" if t >= 0 else "" for t in self.diverged_at]
@@ -71,6 +79,14 @@ class Trace(NamedTuple):
         hit = v <= eps
         first = np.where(hit.any(axis=1), self.steps[hit.argmax(axis=1)], np.nan)
         return first.astype(float)
+
+
+def check_compressor(compressor) -> Compressor:
+    """``compressor`` if it is a :class:`~simcomm.compress.Compressor`, else a one-line error."""
+    if not isinstance(compressor, Compressor):
+        raise UserError(f"compressor = {compressor!r} is not a simcomm.compress.Compressor; pass e.g. QSGD(s) or "
+                        "Identity(), or build one from a name with simcomm.compress.compressor_from_name")
+    return compressor
 
 
 def check_gamma(gamma) -> float:
@@ -158,7 +174,7 @@ def start(problem, x0, replicates: int) -> np.ndarray:
     return np.array(np.broadcast_to(x0, (replicates, problem.d)), dtype=np.float64)
 
 
-def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "workers", x0=None,
+def compressed_gd(problem, compressor, gamma: float, steps: int, *, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                   backend=None) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
@@ -167,8 +183,8 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
     ----------
     problem : simcomm.models.Problem
         :math:`f = \frac1N\sum_i f_i` with known :math:`x^\star`, :math:`f^\star`.
-    quantizer : simcomm.compress.Quantizer
-        The URQ applied to each message (``quantizer("none")`` for exact gradients).
+    compressor : simcomm.compress.Compressor
+        The URQ applied to each message (:class:`~simcomm.compress.Identity` for exact gradients).
     gamma : float
         Step size, ``> 0``.
     steps : int
@@ -189,7 +205,7 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
         (or has diverged); the trace then ends there.
     rng : numpy.random.Generator or seed, optional
     backend : str, optional
-        Backend of the quantizer kernels.
+        Backend of the compressor kernels.
 
     Returns
     -------
@@ -199,12 +215,13 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
     Examples
     --------
     >>> from simcomm.models import quadratic
-    >>> from simcomm.compress import quantizer
+    >>> from simcomm.compress import Identity
     >>> p = quadratic(4, 10, L=1.0, mu=0.5, rng=0)
-    >>> tr = compressed_gd(p, quantizer("none"), 1.0, 30)
+    >>> tr = compressed_gd(p, Identity(), 1.0, 30)
     >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0]), tr.notes()
     (True, [''])
     """
+    compressor = check_compressor(compressor)
     gamma = check_gamma(gamma)
     steps = check_steps(steps)
     if mode not in ("workers", "aggregate"):
@@ -213,15 +230,15 @@ def compressed_gd(problem, quantizer, gamma: float, steps: int, *, mode: str = "
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    per_step = (N if mode == "workers" else 1) * quantizer.bits(d)
+    per_step = (N if mode == "workers" else 1) * compressor.bits(d)
     idx = np.tile(np.arange(N), R)
     x = mon.check(0, x, 0.0)
     for k in range(steps):
         if mode == "workers":
             G = problem.grad(np.repeat(x, N, axis=0), idx)  # (R*N, d): worker i's gradient at x_k
-            U = quantizer.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
+            U = compressor.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
         else:
-            U = quantizer.apply(problem.full_grad(x), rng=rng, backend=backend)
+            U = compressor.apply(problem.full_grad(x), rng=rng, backend=backend)
         x = x - gamma * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
         if mon.done:

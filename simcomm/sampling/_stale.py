@@ -22,21 +22,21 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 
 __all__ = ["Staleness", "staleness", "StaleScoresState", "stale_init", "stale_update"]
 
 
 class Staleness(NamedTuple):
-    """Refresh schedule of the workers' scores (see the module docstring).
+    r"""Refresh schedule of the workers' scores (see the module docstring).
 
     Attributes
     ----------
     mode : {"period", "delay"}
     period : int
-        Refresh period :math:`P \\ge 1` (``mode="period"``).
+        Refresh period :math:`P \ge 1` (``mode="period"``).
     mean_delay : float
-        Mean job duration :math:`\\tau \\ge 1` in master steps (``mode="delay"``).
+        Mean job duration :math:`\tau \ge 1` in master steps (``mode="delay"``).
     """
 
     mode: str = "period"
@@ -58,8 +58,6 @@ def staleness(mode: str = "period", *, period: int = 1, mean_delay: float = 1.0)
     Staleness(mode='period', period=8, mean_delay=1.0)
     """
     if mode not in ("period", "delay"):
-        from simcomm.experiments._registry import closest
-
         raise UserError(f"unknown staleness mode '{mode}'{closest(mode, ('period', 'delay'))}; use 'period' or 'delay'")
     if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period <= 0:
         raise UserError(f"refresh period = {period!r} must be a positive integer number of master steps")
@@ -101,12 +99,12 @@ _NEVER = np.iinfo(np.int64).max
 
 
 def stale_init(initial_scores, shards) -> StaleScoresState:
-    """Start from scores computed at the initial parameters (step 0); jobs start at step 0.
+    r"""Start from scores computed at the initial parameters (step 0); jobs start at step 0.
 
     Parameters
     ----------
     initial_scores : array_like
-        ``(N,)`` norms at :math:`\\theta_0` (the workers' first pass before training).
+        ``(N,)`` norms at :math:`\theta_0` (the workers' first pass before training).
     shards : list of numpy.ndarray
         Disjoint index arrays covering ``0..N-1``, one per worker (see :func:`simcomm.models.split_workers`).
 
@@ -139,13 +137,13 @@ def stale_init(initial_scores, shards) -> StaleScoresState:
 def stale_update(
     state: StaleScoresState, step: int, norm_fn: Callable[[np.ndarray], np.ndarray], schedule: Staleness, *, rng=None
 ) -> StaleScoresState:
-    """Advance the workers to master step ``step`` (call once per step, before sampling).
+    r"""Advance the workers to master step ``step`` (call once per step, before sampling).
 
     Parameters
     ----------
     state : StaleScoresState
     step : int
-        Current master step :math:`t`; ``norm_fn`` evaluates at :math:`\\theta_t`.
+        Current master step :math:`t`; ``norm_fn`` evaluates at :math:`\theta_t`.
     norm_fn : callable
         ``norm_fn(idx) -> norms`` of examples ``idx`` at the master's current parameters.
     schedule : Staleness

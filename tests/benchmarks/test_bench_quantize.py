@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from simcomm.compress import qsgd, quantizer, ternary
+from simcomm.compress import QSGD, qsgd, ternary
 from simcomm.models import quadratic
 from simcomm.optim import async_compressed_gd
 from tests.naive_quantize import async_naive
@@ -100,7 +100,7 @@ def test_bench_quantize_vs_numpy(benchmark, case, method):
 def test_bench_async_run(benchmark):
     """10,000 steps, tau = 32, N = 16, d = 1,000, QSGD s = 4, constant delay."""
     p = quadratic(16, 1000, L=1.0, mu=0.01, sigma2=1.0, rng=12345)
-    q = quantizer("qsgd", 4)
+    q = QSGD(4)
     async_compressed_gd(p, q, 0.01, 50, tau=32, rng=0)  # compile
     tr = benchmark.pedantic(lambda: async_compressed_gd(p, q, 0.01, 10_000, tau=32, record_every=1000, rng=1),
                             rounds=1, iterations=1)

@@ -25,3 +25,5 @@ from simcomm.backends._cupy.quant import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.select import *  # noqa: F401,F403,E402
 
 NAME = "cupy"
+#: callers check finiteness before the EF selection kernels (see simcomm.backends)
+NONFINITE_SAFE_SELECTION = False

@@ -9,3 +9,5 @@ from simcomm.backends._numpy.select import *  # noqa: F401,F403
 from simcomm.backends._numpy.ef import *  # noqa: F401,F403
 
 NAME = "numpy"
+#: callers check finiteness before the EF selection kernels (see simcomm.backends)
+NONFINITE_SAFE_SELECTION = False
