@@ -108,5 +108,40 @@ def test_delay_bisection_uses_common_random_numbers(monkeypatch):
         return real(*args, rng=rng, **kw)
 
     monkeypatch.setattr(mod, "async_compressed_gd", spy)
-    _run("delay_threshold", quantizer="qsgd", tau=2, d=5, N=2, steps=50, iters=3)
+    _run("delay_exact", quantizer="qsgd", tau=2, d=5, steps=200, steps_per_tau=50, iters=3)
     assert len(states) >= 5 and len(set(states)) == 1
+
+
+@pytest.mark.parametrize("tau", [0, 1, 2, 3, 5, 10, 32, 64])
+def test_delay_threshold_formula_matches_polynomial_roots(tau):
+    # theory.urq.delay_threshold_exact against the characteristic polynomial z^{tau+1} - z^tau + gamma L:
+    # bisection on the spectral radius of its roots (numpy.roots), independent of the derivation
+    def radius(gl):
+        c = np.zeros(tau + 2)
+        c[0], c[1] = 1.0, -1.0
+        c[-1] += gl
+        return np.abs(np.roots(c)).max()
+
+    lo, hi = 1e-6, 2.5
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if radius(mid) < 1 else (lo, mid)
+    exact = th.delay_threshold_exact(tau, 1.0)
+    assert lo == pytest.approx(exact, rel=1e-9)
+    assert radius(exact * (1 - 1e-6)) < 1 < radius(exact * (1 + 1e-6))  # the crossing is outward
+    assert th.delay_threshold_exact(tau, 4.0) == pytest.approx(exact / 4, rel=1e-15)
+
+
+@pytest.mark.parametrize("tau", [0, 1, 4, 16, 64])
+def test_seed_condition_is_below_exact_threshold(tau):
+    # delay.bound_tightness in exact arithmetic: the [B] sufficient condition is 2 to 2.6 times smaller
+    ratio = th.delay_threshold_exact(tau, 1.0) / th.delay_stepsize(tau, 1.0)
+    assert 2.0 - 1e-12 <= ratio <= 2.6
+
+
+def test_delay_exact_measures_the_threshold():
+    # the measured threshold of plain delayed GD (no quantizer) lands within the bracket + horizon error
+    for tau in (0, 2):
+        rows = _run("delay_exact", quantizer="none", tau=tau, iters=9)
+        g = next(r["value"] for r in rows if r["metric"] == "gamma_max")
+        assert g == pytest.approx(th.delay_threshold_exact(tau, 1.0), rel=0.01)
