@@ -27,6 +27,7 @@ __all__ = [
     "bias_zero",
     "variance_exact",
     "variance_factor",
+    "variance_factor_times_norm2",
     "rate_strongly_convex",
     "rate_nonconvex",
     "floor_plateau",
@@ -182,6 +183,24 @@ def variance_factor(quantizer: str, d: int, s: int = 1, p: float = 1.0, k: int =
     2.0
     """
     return beta(quantizer, d, s=s, p=p, k=k)
+
+
+@bound(kind="upper", provenance="N", paper=PAPER,
+       statement="E||Q(v)-v||^2 <= beta(d) ||v||^2 (the worst case over v of the URQ's variance)")
+def variance_factor_times_norm2(quantizer: str, d: int, norm2: float, s: int = 1, p: float = 1.0,
+                                k: int = 1) -> float:
+    r"""Worst-case variance in absolute terms, :math:`\beta(d)\|v\|^2` (notes B3 [N]; upper).
+
+    ``norm2`` is :math:`\|v\|^2` of the quantized vector (a column of the experiment's rows). Used as
+    the wrong reference of ``urq.variance``'s negative control: it equals the exact variance only for
+    Bernoulli and scaled rand-k, whose variance is the same for every ``v``.
+
+    Examples
+    --------
+    >>> variance_factor_times_norm2("qsgd", 100, 4.0, s=4)
+    10.0
+    """
+    return beta(quantizer, d, s=s, p=p, k=k) * norm2
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,

@@ -59,6 +59,8 @@ def _vector(kind: str, d: int, seed: int) -> np.ndarray:
         "vector": Param("str", default="gaussian", choices=("gaussian", "sparse", "heavy", "equal"), doc="test vector v"),
         "v_seed": Param("int", default=20180618, low=0, doc="seed of the fixed test vector (same in every replicate)"),
         "draws": Param("int", default=2000, low=2, doc="quantizations of v per replicate"),
+        "miscale": Param("float", default=0.0, low=-0.5, high=0.5,
+                         doc="negative control only: the output is multiplied by 1 + miscale (a biased quantizer)"),
     },
     check=_check_k,
 )
@@ -66,37 +68,46 @@ def urq_quantizer(params, rng, backend):
     """Monte Carlo moments of Q(v) for a fixed v (urq.unbiased, urq.variance).
 
     Metrics: ``bias`` = <mean Q(v) - v, w>/(|v| |w|) for ``direction`` w = v and w = a fixed random
-    sign vector (expectation 0); ``variance_ratio`` = mean |Q(v) - v|^2 / exact closed form (1);
-    ``variance_over_norm2`` = mean |Q(v) - v|^2 / |v|^2 (at most beta(d)); ``beta`` (worst case) and
-    ``bits`` per message are reported alongside.
+    sign vector (expectation 0); ``variance`` = mean |Q(v) - v|^2 over the draws (raw), with the
+    statistics of v that the closed forms of ``theory.urq.variance_exact`` need as columns: ``norm2``
+    (|v|^2), ``norm1``, ``norm_inf`` and ``frac_sum`` = sum_i f_i (1 - f_i), f_i the fractional part of
+    v_i on the quantizer's own grid (QSGD: s |v_i| / |v|; stochastic rounding: v_i / delta; nan for the
+    others, whose closed forms do not use it). These depend on v only, so they are the same in every
+    replicate. ``variance_over_norm2`` (at most beta(d)), ``beta`` and ``bits`` are reported alongside.
+    ``miscale`` != 0 turns the quantizer into a biased one, Q'(v) = (1 + miscale) Q(v), for the
+    claims' negative controls.
     """
     q = _quantizer(params)
     d = params["d"]
     v = _vector(params["vector"], d, params["v_seed"])
     w = np.where(np.random.default_rng(params["v_seed"] + 1).random(d) < 0.5, -1.0, 1.0)
     M = params["draws"]
+    scale = 1.0 + params["miscale"]
     chunk = max(1, min(M, 2_000_000 // d))
     qsum = np.zeros(d)
     err2 = 0.0
     for lo in range(0, M, chunk):
         m = min(chunk, M - lo)
-        Q = np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng, backend=backend), dtype=np.float64)
+        Q = scale * np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng, backend=backend), dtype=np.float64)
         qsum += Q.sum(axis=0)
         err2 += float(((Q - v) ** 2).sum())
     mean = qsum / M
-    nv = float(np.linalg.norm(v))
-    exact = float(q.variance(v))
+    n2 = float(v @ v)
+    nv = math.sqrt(n2)
+    grid = {"qsgd": params["s"] * np.abs(v) / (nv if nv > 0 else 1.0),
+            "stochastic_round": v / params["delta"]}.get(params["quantizer"])
+    frac = grid - np.floor(grid) if grid is not None else None
+    stats = dict(norm2=n2, norm1=float(np.abs(v).sum()), norm_inf=float(np.abs(v).max()),
+                 frac_sum=float((frac * (1.0 - frac)).sum()) if frac is not None else math.nan)
     emp = err2 / M
-    rows = [
-        dict(metric="bias", value=float((mean - v) @ v) / nv**2, direction="v"),
+    return [
+        dict(metric="bias", value=float((mean - v) @ v) / n2, direction="v"),
         dict(metric="bias", value=float((mean - v) @ w) / (nv * math.sqrt(d)), direction="sign"),
-        dict(metric="variance_over_norm2", value=emp / nv**2),
+        dict(metric="variance", value=emp, **stats),
+        dict(metric="variance_over_norm2", value=emp / n2),
         dict(metric="beta", value=float(q.beta(d))),
         dict(metric="bits", value=float(q.bits(d))),
     ]
-    if exact > 0:
-        rows.append(dict(metric="variance_ratio", value=emp / exact))
-    return rows
 
 
 _PROBLEM = {
