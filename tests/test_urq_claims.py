@@ -145,3 +145,32 @@ def test_delay_exact_measures_the_threshold():
         rows = _run("delay_exact", quantizer="none", tau=tau, iters=9)
         g = next(r["value"] for r in rows if r["metric"] == "gamma_max")
         assert g == pytest.approx(th.delay_threshold_exact(tau, 1.0), rel=0.01)
+
+
+@pytest.mark.parametrize("name,param,kw", [*QUANTIZERS, ("stochastic_round", 0.3, dict(delta=0.3))])
+@pytest.mark.parametrize("vector", ["gaussian", "sparse", "heavy", "equal"])
+def test_variance_exact_from_row_statistics_matches_monte_carlo(name, param, kw, vector):
+    # theory.urq.variance_exact evaluated on the statistics the experiment emits equals the quantizer's
+    # own closed form (float rounding only), and the raw Monte Carlo variance lies within 6 standard
+    # errors of it (the standard error estimated from 8 replicates)
+    if name == "none":
+        pytest.skip("no randomness")
+    prm = dict(quantizer=name, vector=vector, d=100, draws=4000, **{k: v for k, v in kw.items()})
+    vals = []
+    for r in range(8):
+        rows = _run("urq_quantizer", rng=r, **prm)
+        row = next(x for x in rows if x["metric"] == "variance")
+        vals.append(row["value"])
+    b = th.variance_exact(name, 100, row["norm2"], row["norm1"], row["norm_inf"], row["frac_sum"], **kw)
+    from simcomm.experiments.urq import _vector
+
+    assert b == pytest.approx(float(quantizer(name, param).variance(_vector(vector, 100, 20180618))), rel=1e-12, abs=1e-12)
+    se = np.std(vals, ddof=1) / math.sqrt(len(vals))
+    assert abs(np.mean(vals) - b) <= 6 * se + 1e-9
+
+
+def test_miscaled_quantizer_is_biased():
+    # the negative control's perturbation does what the controls rely on: bias along v = miscale
+    rows = _run("urq_quantizer", quantizer="qsgd", s=4, draws=4000, miscale=0.2)
+    bias_v = next(r["value"] for r in rows if r["metric"] == "bias" and r["direction"] == "v")
+    assert bias_v == pytest.approx(0.2, abs=0.02)

@@ -31,6 +31,9 @@ __all__ = [
     "rate_strongly_convex",
     "rate_nonconvex",
     "floor_plateau",
+    "floor_plateau_identical",
+    "gd_rate_strongly_convex",
+    "gd_rate_nonconvex",
     "delay_stepsize",
     "delay_threshold_exact",
     "delay_compressed_limit",
@@ -265,6 +268,57 @@ def floor_plateau(quantizer: str, d: int, N: int, L: float, mu: float, gamma: fl
         return math.inf
     floor = 2.0 * gamma * b * sigma2 / (N * (2.0 * mu - gamma * L**2 * (1.0 + 2.0 * b / N)))
     return rho**K1 * e0 + floor
+
+
+@bound(kind="upper", provenance="N", paper=PAPER,
+       statement="uncompressed GD at gamma = 1/L: per-step rate of f - f* <= 1 - mu/L")
+def gd_rate_strongly_convex(L: float, mu: float) -> float:
+    r"""Rate of plain gradient descent at :math:`\gamma = 1/L`: :math:`1 - \mu/L` (D1 with :math:`\alpha = 1` [N]; upper).
+
+    Serves as the wrong reference of ``urq.rate_strongly_convex``'s negative control: compressed GD at
+    :math:`\gamma = 1/(\alpha L)` contracts the slowest direction by about :math:`1 - 2\mu/(\alpha L)` per
+    step in ``f``, slower than :math:`1 - \mu/L` once :math:`\alpha > 2`.
+
+    Examples
+    --------
+    >>> gd_rate_strongly_convex(1.0, 0.1)
+    0.9
+    """
+    return 1.0 - mu / L
+
+
+@bound(kind="upper", provenance="N", paper=PAPER,
+       statement="uncompressed GD at gamma = 1/L: (1/K) sum_{k<K} ||grad f(x_k)||^2 <= 2 L (f(x_0) - f*) / K")
+def gd_rate_nonconvex(L: float, f0_gap: float, K: int) -> float:
+    r"""Non-convex rate of plain GD at :math:`\gamma = 1/L`: :math:`2L(f(x_0)-f^\star)/K` ([N]; upper).
+
+    :func:`rate_nonconvex` with :math:`\alpha = 1`; the wrong reference of ``urq.rate_nonconvex``'s
+    negative control (compressed GD runs at the step :math:`1/(\alpha L)`, so its gradients stay larger).
+
+    Examples
+    --------
+    >>> gd_rate_nonconvex(2.0, 5.0, 100)
+    0.2
+    """
+    return 2.0 * L * f0_gap / K
+
+
+@bound(kind="upper", provenance="N", paper=PAPER,
+       statement="D2 with identical workers (sigma* = 0): E||x_k - x*||^2 <= rho^k e0 for k >= K1, no floor")
+def floor_plateau_identical(quantizer: str, d: int, N: int, L: float, mu: float, gamma: float, e0: float, K1: int,
+                            s: int = 1, p: float = 1.0, k: int = 1) -> float:
+    r""":func:`floor_plateau` with :math:`\sigma_\star = 0`: only the transient :math:`\rho^{K_1}e_0` (notes D2 [N]; upper).
+
+    The wrong reference of ``urq.floor``'s negative control: with heterogeneous workers
+    (:math:`\sigma_\star > 0`) the quantization noise of the non-zero local gradients at
+    :math:`x^\star` keeps the iterates off :math:`x^\star`, so a plateau above the transient is expected.
+
+    Examples
+    --------
+    >>> round(floor_plateau_identical("none", 10, 4, 1.0, 0.5, 0.1, 1.0, 10), 6)   # rho = 0.91: 0.91**10
+    0.389416
+    """
+    return floor_plateau(quantizer, d, N, L, mu, gamma, 0.0, e0, K1, s=s, p=p, k=k)
 
 
 @bound(kind="lower", provenance="B", paper=PAPER,
