@@ -164,7 +164,8 @@ def test_variance_exact_from_row_statistics_matches_monte_carlo(name, param, kw,
     b = th.variance_exact(name, 100, row["norm2"], row["norm1"], row["norm_inf"], row["frac_sum"], **kw)
     from simcomm.experiments.urq import _vector
 
-    assert b == pytest.approx(float(quantizer(name, param).variance(_vector(vector, 100, 20180618))), rel=1e-12, abs=1e-12)
+    own = float(quantizer(name, param).variance(_vector(vector, 100, 20180618)))
+    assert b == pytest.approx(own, rel=1e-12, abs=1e-12)
     se = np.std(vals, ddof=1) / math.sqrt(len(vals))
     assert abs(np.mean(vals) - b) <= 6 * se + 1e-9
 

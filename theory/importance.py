@@ -142,7 +142,8 @@ def trace_cov_from_moment(weighted_sq: float, gbar_sq: float, batch_size: int = 
     kind="upper",
     provenance="S",
     paper="is",
-    statement="over training, the stale proposal's Tr Cov stays at or below the uniform one: max_t T_stale/T_unif <= 1 (empirical report)",
+    statement="over training, the stale proposal's Tr Cov stays at or below the uniform one: "
+              "max_t T_stale/T_unif <= 1 (empirical report)",
 )
 def stale_over_uniform_upper() -> float:
     r"""Largest ratio of the stale proposal's Tr Cov to the uniform one over training: at most one.
@@ -197,10 +198,11 @@ _BYTES = 8  # float64 scores, gradients and parameters
     kind="equal",
     provenance="N",
     paper="is",
-    statement="bytes(score workers)/bytes(gradient workers), both directions = R (N_train + W D) / (2 T W D), R = T//P + 2",
+    statement="bytes(score workers)/bytes(gradient workers), both directions = R (N_train + W D) / (2 T W D), "
+              "R = T//P + 2",
 )
 def comm_bytes_ratio(n_train: int, n_params: int, n_workers: int, period: int, steps: int) -> float:
-    r"""Bytes sent by score-computing workers over bytes sent by gradient-computing workers, both directions ([N]; equal).
+    r"""Bytes of score-computing over gradient-computing workers, both directions ([N]; equal).
 
     **Model.** Over ``T = steps`` updates with ``W`` workers and ``D = n_params`` parameters (all float64):
 

@@ -125,7 +125,8 @@ def bias_zero() -> float:
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,
-       statement="E||Q(v)-v||^2 equals the URQ's closed form given the statistics of v (QSGD: (||v||^2/s^2) sum p_i(1-p_i))")
+       statement="E||Q(v)-v||^2 equals the URQ's closed form given the statistics of v "
+                 "(QSGD: (||v||^2/s^2) sum p_i(1-p_i))")
 def variance_exact(quantizer: str, d: int, norm2: float, norm1: float = math.nan, norm_inf: float = math.nan,
                    frac_sum: float = math.nan, s: int = 1, p: float = 1.0, k: int = 1, delta: float = 1.0) -> float:
     r"""Exact :math:`\mathbb{E}\|Q(v)-v\|^2` of each URQ as a function of statistics of ``v`` (notes B3 [N]; equal).
@@ -273,7 +274,7 @@ def floor_plateau(quantizer: str, d: int, N: int, L: float, mu: float, gamma: fl
 @bound(kind="upper", provenance="N", paper=PAPER,
        statement="uncompressed GD at gamma = 1/L: per-step rate of f - f* <= 1 - mu/L")
 def gd_rate_strongly_convex(L: float, mu: float) -> float:
-    r"""Rate of plain gradient descent at :math:`\gamma = 1/L`: :math:`1 - \mu/L` (D1 with :math:`\alpha = 1` [N]; upper).
+    r"""Rate of plain gradient descent at :math:`\gamma = 1/L`: :math:`1 - \mu/L` (D1, :math:`\alpha = 1` [N]; upper).
 
     Serves as the wrong reference of ``urq.rate_strongly_convex``'s negative control: compressed GD at
     :math:`\gamma = 1/(\alpha L)` contracts the slowest direction by about :math:`1 - 2\mu/(\alpha L)` per
@@ -307,7 +308,7 @@ def gd_rate_nonconvex(L: float, f0_gap: float, K: int) -> float:
        statement="D2 with identical workers (sigma* = 0): E||x_k - x*||^2 <= rho^k e0 for k >= K1, no floor")
 def floor_plateau_identical(quantizer: str, d: int, N: int, L: float, mu: float, gamma: float, e0: float, K1: int,
                             s: int = 1, p: float = 1.0, k: int = 1) -> float:
-    r""":func:`floor_plateau` with :math:`\sigma_\star = 0`: only the transient :math:`\rho^{K_1}e_0` (notes D2 [N]; upper).
+    r""":func:`floor_plateau` at :math:`\sigma_\star = 0`: the transient :math:`\rho^{K_1}e_0` only (D2 [N]; upper).
 
     The wrong reference of ``urq.floor``'s negative control: with heterogeneous workers
     (:math:`\sigma_\star > 0`) the quantization noise of the non-zero local gradients at
@@ -341,9 +342,10 @@ def delay_stepsize(tau: int, L: float) -> float:
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,
-       statement="delayed GD x_{k+1} = x_k - gamma grad f(x_{k-tau}) on a quadratic with largest curvature L is stable iff gamma L < 2 sin(pi/(2(2 tau + 1)))")
+       statement="delayed GD x_{k+1} = x_k - gamma grad f(x_{k-tau}) on a quadratic with largest curvature L "
+                 "is stable iff gamma L < 2 sin(pi/(2(2 tau + 1)))")
 def delay_threshold_exact(tau: int, L: float) -> float:
-    r"""Exact stability threshold of delayed gradient descent on a quadratic: :math:`2\sin(\pi/(2(2\tau+1)))/L` ([N]; equal).
+    r"""Exact stability threshold of delayed GD on a quadratic: :math:`2\sin(\pi/(2(2\tau+1)))/L` ([N]; equal).
 
     **Statement.** For :math:`f(x) = \frac12 (x-x^\star)^\top H(x-x^\star)` with eigenvalues in
     :math:`(0, L]` and a constant delay :math:`\tau`, the iteration
@@ -378,9 +380,10 @@ def delay_threshold_exact(tau: int, L: float) -> float:
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="delayed GD with Bernoulli compression (alpha = 1/p): largest stable step <= min(2 sin(pi/(2(2 tau+1))), 2/alpha) / L")
+       statement="delayed GD with Bernoulli compression (alpha = 1/p): largest stable step "
+                 "<= min(2 sin(pi/(2(2 tau+1))), 2/alpha) / L")
 def delay_compressed_limit(tau: int, L: float, alpha: float) -> float:
-    r"""Upper limit of the stable step with delay :math:`\tau` and a URQ of parameter :math:`\alpha`: :math:`\min(\gamma^\star_\tau, 2/(\alpha L))` ([N]; upper).
+    r"""Stable step limit with delay :math:`\tau` and a URQ: :math:`\min(\gamma^\star_\tau, 2/(\alpha L))` ([N]; upper).
 
     **Statement.** For :math:`x_{k+1} = x_k - \gamma Q(\nabla f(x_{k-\tau}))` on a quadratic with largest
     curvature ``L``, ``Q`` unbiased with :math:`\mathbb{E}\|Q(v)\|^2 = \alpha\|v\|^2`:
