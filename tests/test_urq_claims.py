@@ -175,3 +175,20 @@ def test_miscaled_quantizer_is_biased():
     rows = _run("urq_quantizer", quantizer="qsgd", s=4, draws=4000, miscale=0.2)
     bias_v = next(r["value"] for r in rows if r["metric"] == "bias" and r["direction"] == "v")
     assert bias_v == pytest.approx(0.2, abs=0.02)
+
+
+MY_SPECS = ["urq_unbiased", "urq_variance", "urq_rate_strongly_convex", "urq_rate_nonconvex", "urq_floor",
+            "urq_bits_to_eps", "delay_threshold_exact", "delay_bound_tightness", "delay_compressed_limit",
+            "iag_converges", "is_unbiased", "is_optimal_minimum", "is_optimal_is_min", "is_smoothing_sampled",
+            "is_norm_trick_exact", "is_communication", "is_stale_between", "is_training_faster"]
+
+
+@pytest.mark.parametrize("name", MY_SPECS)
+def test_urq_and_is_specs_load_with_controls(name):
+    # every claim of the urq and is papers loads in both grids and carries a negative control
+    from simcomm.spec import find_specs, load
+
+    path = next(p for p in find_specs() if p.stem == name)
+    for quick in (True, False):
+        spec = load(path, quick=quick)
+        assert spec.claim.controls, f"{name} has no [[control]]"
