@@ -116,7 +116,7 @@ def test_communication_counts_the_bytes_of_both_runs():
 
 
 def test_communication_ratio_matches_the_theory_model():
-    # theory.importance.comm_bytes_ratio against the simulated counts (is.communication in miniature)
+    # theory.importance.comm_bytes_ratio against the simulated counts (is.communication_crossover in miniature)
     import theory.importance as ti
 
     for period in (1, 4):

@@ -9,7 +9,7 @@ unbiased and minimises the variance; stale weights still help; training is faste
 **[P]** or **[S]** where they come from the abstract or a summary. Nothing here is presented as the
 paper's theorem or quotes its numbering, which is unknown [X].
 
-Order claims (``is.optimal_is_min``, ``is.training_faster``, ``is.communication``) compare measured
+Order claims (``is.optimal_is_min``, ``is.training_faster``) compare measured
 values with each other and have no bound here; their specs carry the provenance.
 
 The identities involve data-dependent sums (per-example gradient norms); each bound takes the sums it
@@ -239,7 +239,7 @@ def comm_bytes_ratio_uplink(n_train: int, n_params: int, n_workers: int, period:
     r"""The uplink-only ratio :math:`R N_{train}/(TWD)`, :math:`R = \lfloor T/P\rfloor + 2` ([N]; equal).
 
     The comparison before the parameter broadcast was counted; the wrong reference of
-    ``is.communication``'s negative control (it differs from :func:`comm_bytes_ratio` by the downlink).
+    ``is.communication_crossover``'s negative control (it differs from :func:`comm_bytes_ratio` by the downlink).
 
     Examples
     --------
