@@ -239,7 +239,8 @@ def comm_bytes_ratio_uplink(n_train: int, n_params: int, n_workers: int, period:
     r"""The uplink-only ratio :math:`R N_{train}/(TWD)`, :math:`R = \lfloor T/P\rfloor + 2` ([N]; equal).
 
     The comparison before the parameter broadcast was counted; the wrong reference of
-    ``is.communication_crossover``'s negative control (it differs from :func:`comm_bytes_ratio` by the downlink).
+    ``is.communication_crossover``'s negative control (it differs from :func:`comm_bytes_ratio` by the
+    downlink).
 
     Examples
     --------
