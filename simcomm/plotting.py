@@ -226,6 +226,9 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
 
 def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
     """Circle the points where the order is not shown at the claim's confidence."""
+    # an ill-posed cell may have no finite value to circle: a NaN point on a categorical axis makes
+    # matplotlib's legend placement fail, so only finite points are drawn
+    bad = np.asarray(bad) & np.isfinite(np.asarray(ys, float))
     if bad.any():
         label = None if flagged else (f"circled: {j.claim.lower} not shown below a competitor here "
                                       "(inconclusive, violated or ill-posed)")

@@ -78,11 +78,11 @@ def test_experiment_rows(name):
     metrics = {r["metric"] for r in rows}
     expected = {
         "is_norm_trick": {"norm_abs_err"},
-        "is_estimator": {"bias_along_grad", "ideal_vs_closed_form", "trace_cov_over_ideal"},
-        "is_smoothing": {"trace_cov_increment"},
+        "is_estimator": {"bias_along_grad", "trace_cov_empirical", "trace_cov_sampled"},
+        "is_smoothing": {"trace_cov_sampled", "trace_cov_increment"},
         "is_staleness": {"stale_position_max"},
         "is_training": {"final_train_loss"},
-        "is_communication": {"bytes_per_example"},
+        "is_communication": {"bytes_per_example", "bytes_ratio"},
     }[name]
     assert expected <= metrics
     if name == "is_norm_trick":
@@ -100,13 +100,82 @@ def _exp(name, **kw):
 def test_communication_counts_the_bytes_of_both_runs():
     # digits, 200 rows: 150 train after the split; D = 64*8 + 8 + 8*10 + 10 = 610 parameters
     rows = _exp("is_communication", n_samples=200, hidden=8, steps=6, period=3, batch_size=8, n_workers=4)
-    got = {r["method"]: r["value"] for r in rows}
-    n_train, D = rows[0]["n_train"], rows[0]["n_params"]
+    got = {r["method"]: r["value"] for r in rows if r["metric"] == "bytes_per_example"}
+    up = {r["method"]: r["value"] for r in rows if r["metric"] == "uplink_bytes_per_example"}
+    ratio = next(r for r in rows if r["metric"] == "bytes_ratio")
+    n_train, D = ratio["n_train"], ratio["n_params"]
     assert D == 610
-    # 4 workers with 2 examples each send one float64 gradient per step
-    assert got["gradient"] == 6 * 4 * 8 * D / (6 * 8)
-    # scores: the initial pass, then a full refresh at steps 0, 3 and 6 (the final monitor included)
-    assert got["score"] == 8 * n_train * (1 + 3) / (6 * 8)
+    # 4 workers with 2 examples each send one float64 gradient per step, after fetching the parameters
+    assert up["gradient"] == 6 * 4 * 8 * D / (6 * 8)
+    assert got["gradient"] == 2 * up["gradient"]
+    # scores: the initial pass, then a full refresh at steps 0, 3 and 6 (the final monitor included);
+    # each of the 4 rounds also broadcasts the parameters to the 4 workers
+    assert up["score"] == 8 * n_train * (1 + 3) / (6 * 8)
+    assert got["score"] == pytest.approx(up["score"] + 4 * 4 * 8 * D / (6 * 8), rel=1e-12)
+    assert ratio["value"] == pytest.approx(got["score"] / got["gradient"], rel=1e-12)
+
+
+def test_communication_ratio_matches_the_theory_model():
+    # theory.importance.comm_bytes_ratio against the simulated counts (is.communication_crossover in miniature)
+    import theory.importance as ti
+
+    for period in (1, 4):
+        rows = _exp("is_communication", n_samples=200, hidden=0, steps=8, period=period, batch_size=8, n_workers=4)
+        r = next(x for x in rows if x["metric"] == "bytes_ratio")
+        pred = ti.comm_bytes_ratio(r["n_train"], r["n_params"], 4, period, 8)
+        assert r["value"] == pytest.approx(pred, rel=1e-12)
+        assert abs(ti.comm_bytes_ratio_uplink(r["n_train"], r["n_params"], 4, period, 8) / pred - 1) > 0.05
+
+
+def test_smoothing_exact_trace_cov_is_monotone_in_c():
+    # C5 (Chebyshev sum inequality), formerly the claim is.smoothing_monotone: the exact Tr Cov of
+    # q proportional to |g_n| + c is non-decreasing in c, on real norms (identity, so a test, not a claim)
+    rows = _exp("is_smoothing", n_samples=300, hidden=8, warmup_steps=30, n_c=9, c_min_rel=1e-3, c_max_rel=1e3,
+                draws=2)
+    inc = [r["value"] for r in rows if r["metric"] == "trace_cov_increment_exact"]
+    assert len(inc) == 8 and min(inc) >= -1e-12 and max(inc) > 0
+
+
+def test_smoothing_sampled_trace_cov_uses_theory_inputs():
+    # the columns the claim is.smoothing_sampled passes to theory reproduce simcomm's exact Tr Cov
+    import theory.importance as ti
+
+    rows = _exp("is_smoothing", n_samples=300, hidden=8, warmup_steps=30, n_c=4, c_min_rel=0.1, c_max_rel=10.0,
+                draws=400, batch_size=4)
+    sampled = [r for r in rows if r["metric"] == "trace_cov_sampled"]
+    pos_x = [r["value"] for r in rows if r["metric"] == "trace_cov_position_exact"]
+    exact = np.array([ti.trace_cov_from_moment(r["weighted_sq"], r["gbar_sq"], 4) for r in sampled])
+    # position 0 at c = 0 (the ideal proposal): theory's B4 at q* equals its C3 minimum
+    assert pos_x[0] == pytest.approx(0.0, abs=1e-9)
+    emp = np.array([r["value"] for r in sampled])
+    np.testing.assert_allclose(emp, exact, rtol=0.25)  # K = 400 draws: a few % Monte Carlo error
+
+
+def test_estimator_columns_feed_the_closed_forms():
+    # ideal proposal: B4 from weighted_sq equals the C3 minimum from norm_mean (Cauchy-Schwarz equality);
+    # uniform proposal: B4 equals theory's uniform Tr Cov; both against simcomm.sampling's exact value
+    import theory.importance as ti
+
+    rows = _exp("is_estimator", n_samples=200, hidden=8, draws=20, warmup_steps=5, batch_size=4)
+    samp = {r["proposal"]: r for r in rows if r["metric"] == "trace_cov_sampled"}
+    exact = {r["proposal"]: r["value"] for r in rows if r["metric"] == "trace_cov_exact"}
+    i = next(r for r in rows if r["metric"] == "trace_cov_ideal_sampled")
+    u = next(r for r in rows if r["metric"] == "trace_cov_uniform_sampled")
+    assert ti.trace_cov_minimum(i["norm_mean"], i["gbar_sq"], 4) == pytest.approx(exact["ideal"], rel=1e-9)
+    assert ti.trace_cov_from_moment(samp["ideal"]["weighted_sq"], i["gbar_sq"], 4) == pytest.approx(exact["ideal"],
+                                                                                                     rel=1e-9)
+    assert ti.trace_cov_uniform(u["norm_sq_mean"], u["gbar_sq"], 4) == pytest.approx(exact["uniform"], rel=1e-9)
+    for name, r in samp.items():  # B4 from the row's columns, every proposal
+        assert ti.trace_cov_from_moment(r["weighted_sq"], r["gbar_sq"], 4) == pytest.approx(exact[name], rel=1e-9)
+    # the sampled values carry only their own closed form's inputs (the judge groups by the others)
+    assert set(i) - {"metric", "value", "proposal"} == {"norm_mean", "gbar_sq"}
+
+
+def test_unweighted_control_is_biased():
+    # the negative control of is.unbiased: without the 1/(N q_I) weights the ideal proposal is biased
+    rows = _exp("is_estimator", n_samples=300, hidden=8, draws=200, warmup_steps=30, reweight="none")
+    bias = {r["proposal"]: r["value"] for r in rows if r["metric"] == "bias_along_grad"}
+    assert abs(bias["uniform"]) < 0.1 < abs(bias["ideal"])
 
 
 def test_smoothing_empirical_increments_track_the_exact_ones():

@@ -108,5 +108,87 @@ def test_delay_bisection_uses_common_random_numbers(monkeypatch):
         return real(*args, rng=rng, **kw)
 
     monkeypatch.setattr(mod, "async_compressed_gd", spy)
-    _run("delay_threshold", quantizer="qsgd", tau=2, d=5, N=2, steps=50, iters=3)
+    _run("delay_exact", quantizer="qsgd", tau=2, d=5, steps=200, steps_per_tau=50, iters=3)
     assert len(states) >= 5 and len(set(states)) == 1
+
+
+@pytest.mark.parametrize("tau", [0, 1, 2, 3, 5, 10, 32, 64])
+def test_delay_threshold_formula_matches_polynomial_roots(tau):
+    # theory.urq.delay_threshold_exact against the characteristic polynomial z^{tau+1} - z^tau + gamma L:
+    # bisection on the spectral radius of its roots (numpy.roots), independent of the derivation
+    def radius(gl):
+        c = np.zeros(tau + 2)
+        c[0], c[1] = 1.0, -1.0
+        c[-1] += gl
+        return np.abs(np.roots(c)).max()
+
+    lo, hi = 1e-6, 2.5
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if radius(mid) < 1 else (lo, mid)
+    exact = th.delay_threshold_exact(tau, 1.0)
+    assert lo == pytest.approx(exact, rel=1e-9)
+    assert radius(exact * (1 - 1e-6)) < 1 < radius(exact * (1 + 1e-6))  # the crossing is outward
+    assert th.delay_threshold_exact(tau, 4.0) == pytest.approx(exact / 4, rel=1e-15)
+
+
+@pytest.mark.parametrize("tau", [0, 1, 4, 16, 64])
+def test_seed_condition_is_below_exact_threshold(tau):
+    # delay.bound_tightness in exact arithmetic: the [B] sufficient condition is 2 to 2.6 times smaller
+    ratio = th.delay_threshold_exact(tau, 1.0) / th.delay_stepsize(tau, 1.0)
+    assert 2.0 - 1e-12 <= ratio <= 2.6
+
+
+def test_delay_exact_measures_the_threshold():
+    # the measured threshold of plain delayed GD (no quantizer) lands within the bracket + horizon error
+    for tau in (0, 2):
+        rows = _run("delay_exact", quantizer="none", tau=tau, iters=9)
+        g = next(r["value"] for r in rows if r["metric"] == "gamma_max")
+        assert g == pytest.approx(th.delay_threshold_exact(tau, 1.0), rel=0.01)
+
+
+@pytest.mark.parametrize("name,param,kw", [*QUANTIZERS, ("stochastic_round", 0.3, dict(delta=0.3))])
+@pytest.mark.parametrize("vector", ["gaussian", "sparse", "heavy", "equal"])
+def test_variance_exact_from_row_statistics_matches_monte_carlo(name, param, kw, vector):
+    # theory.urq.variance_exact evaluated on the statistics the experiment emits equals the quantizer's
+    # own closed form (float rounding only), and the raw Monte Carlo variance lies within 6 standard
+    # errors of it (the standard error estimated from 8 replicates)
+    if name == "none":
+        pytest.skip("no randomness")
+    prm = dict(quantizer=name, vector=vector, d=100, draws=4000, **{k: v for k, v in kw.items()})
+    vals = []
+    for r in range(8):
+        rows = _run("urq_quantizer", rng=r, **prm)
+        row = next(x for x in rows if x["metric"] == "variance")
+        vals.append(row["value"])
+    b = th.variance_exact(name, 100, row["norm2"], row["norm1"], row["norm_inf"], row["frac_sum"], **kw)
+    from simcomm.experiments.urq import _vector
+
+    own = float(compressor_from_name(name, **kw).variance(_vector(vector, 100, 20180618)))
+    assert b == pytest.approx(own, rel=1e-12, abs=1e-12)
+    se = np.std(vals, ddof=1) / math.sqrt(len(vals))
+    assert abs(np.mean(vals) - b) <= 6 * se + 1e-9
+
+
+def test_miscaled_quantizer_is_biased():
+    # the negative control's perturbation does what the controls rely on: bias along v = miscale
+    rows = _run("urq_quantizer", quantizer="qsgd", s=4, draws=4000, miscale=0.2)
+    bias_v = next(r["value"] for r in rows if r["metric"] == "bias" and r["direction"] == "v")
+    assert bias_v == pytest.approx(0.2, abs=0.02)
+
+
+MY_SPECS = ["urq_unbiased", "urq_variance", "urq_rate_strongly_convex", "urq_rate_nonconvex", "urq_floor",
+            "urq_bits_to_eps", "delay_threshold_exact", "delay_bound_tightness", "delay_compressed_limit",
+            "iag_converges", "is_unbiased", "is_optimal_minimum", "is_optimal_is_min", "is_smoothing_sampled",
+            "is_norm_trick_exact", "is_communication_crossover", "is_stale_between", "is_training_faster"]
+
+
+@pytest.mark.parametrize("name", MY_SPECS)
+def test_urq_and_is_specs_load_with_controls(name):
+    # every claim of the urq and is papers loads in both grids and carries a negative control
+    from simcomm.spec import find_specs, load
+
+    path = next(p for p in find_specs() if p.stem == name)
+    for quick in (True, False):
+        spec = load(path, quick=quick)
+        assert spec.claim.controls, f"{name} has no [[control]]"

@@ -9,11 +9,12 @@ unbiased and minimises the variance; stale weights still help; training is faste
 **[P]** or **[S]** where they come from the abstract or a summary. Nothing here is presented as the
 paper's theorem or quotes its numbering, which is unknown [X].
 
-Order claims (``is.optimal_is_min``, ``is.training_faster``, ``is.communication``) compare measured
+Order claims (``is.optimal_is_min``, ``is.training_faster``) compare measured
 values with each other and have no bound here; their specs carry the provenance.
 
-Because the identities involve data-dependent sums (per-example gradient norms), each bound is stated
-for a *normalised* observable that the experiment computes, so the bound is a constant.
+The identities involve data-dependent sums (per-example gradient norms); each bound takes the sums it
+needs as arguments (the experiment emits them as columns of its rows, e.g. ``norm_mean``,
+``gbar_sq``), so the formula lives here and the observable stays a raw measurement.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from theory._bound import bound
 
 __all__ = [
     "unbiased_bias",
-    "optimal_minimum_ratio",
-    "smoothing_increment_lower",
-    "stale_position_upper",
+    "trace_cov_minimum",
+    "trace_cov_uniform",
+    "trace_cov_from_moment",
+    "stale_over_uniform_upper",
     "norm_trick_error",
+    "comm_bytes_ratio",
+    "comm_bytes_ratio_uplink",
 ]
 
 
@@ -34,6 +38,7 @@ __all__ = [
     provenance="P+N",
     paper="is",
     statement="E_q[g_I/(N q_I)] = g_bar for every proposal q > 0, stale q included (C1)",
+    constant=True,
 )
 def unbiased_bias() -> float:
     r"""Relative bias of the importance-sampled gradient along the full gradient: zero.
@@ -61,80 +66,101 @@ def unbiased_bias() -> float:
     kind="equal",
     provenance="P+N",
     paper="is",
-    statement="Tr Cov under q* = |g_n|/sum|g_m| equals ((1/N) sum |g_n|)^2 - |g_bar|^2 (C3)",
+    statement="Tr Cov under q* = |g_n|/sum|g_m| equals (((1/N) sum |g_n|)^2 - |g_bar|^2)/M (C3)",
 )
-def optimal_minimum_ratio() -> float:
-    r"""Empirical Tr Cov of the ideal proposal divided by its closed form: one.
+def trace_cov_minimum(norm_mean: float, gbar_sq: float, batch_size: int = 1) -> float:
+    r"""Minimum :math:`\mathrm{Tr\,Cov}` over proposals, reached by :math:`q^*_n \propto \|g_n\|` (C3; equal).
 
-    **Statement** (equal; C3, [N]): with :math:`q^*_n = \|g_n\|/\sum_m\|g_m\|`,
-    :math:`\mathrm{Tr\,Cov}(\hat g_{q^*}) = (\frac1N\sum_n\|g_n\|)^2 - \|\bar g\|^2` (divided by :math:`M`
-    for a minibatch of :math:`M` i.i.d. draws). That :math:`q^*` minimises the variance is the paper's
-    claim [P]; the minimum value is derived here [N].
+    **Statement**: for one draw :math:`I\sim q` with weight :math:`1/(Nq_I)`,
+    :math:`\mathrm{Tr\,Cov} = \frac1{N^2}\sum_n \|g_n\|^2/q_n - \|\bar g\|^2` (B4). By Cauchy-Schwarz,
+    :math:`\sum_n a_n^2/q_n \ge (\sum_n a_n)^2` with equality iff :math:`q_n \propto a_n`, so the
+    minimum is :math:`\bar a^2 - \|\bar g\|^2` with :math:`\bar a = \frac1N\sum_n\|g_n\|`; a minibatch of
+    :math:`M` i.i.d. draws divides it by :math:`M` (C4). That :math:`q^*` minimises the variance is the
+    paper's claim [P]; the value is derived here [N].
 
-    Returns
-    -------
-    float
-        ``1.0``.
+    Parameters
+    ----------
+    norm_mean : float
+        :math:`\frac1N\sum_n\|g_n\|` at the parameters where the variance is measured.
+    gbar_sq : float
+        :math:`\|\bar g\|^2`, the squared norm of the full gradient there.
+    batch_size : int
+        :math:`M`.
 
     Examples
     --------
-    >>> optimal_minimum_ratio()
+    >>> trace_cov_minimum(2.0, 4.0)   # norms (1, 3), g_bar = 2: every norm points the same way
+    0.0
+    >>> trace_cov_minimum(2.0, 1.0, batch_size=3)
     1.0
     """
-    return 1.0
+    return (norm_mean**2 - gbar_sq) / batch_size
 
 
 @bound(
-    kind="lower",
+    kind="equal",
     provenance="N",
     paper="is",
-    statement="Tr Cov of q proportional to |g_n| + c is non-decreasing in c (C5, Chebyshev sum inequality)",
+    statement="Tr Cov of uniform sampling equals ((1/N) sum |g_n|^2 - |g_bar|^2)/M (B4 with q = 1/N)",
 )
-def smoothing_increment_lower() -> float:
-    r"""Increments of the normalised Tr Cov between consecutive smoothing constants: at least zero.
+def trace_cov_uniform(norm_sq_mean: float, gbar_sq: float, batch_size: int = 1) -> float:
+    r""":math:`\mathrm{Tr\,Cov}` of uniform sampling: :math:`(\frac1N\sum_n\|g_n\|^2 - \|\bar g\|^2)/M` ([N]; equal).
 
-    **Statement** (lower; C5, [N], not claimed by the paper as far as known): with :math:`a_n=\|g_n\|`,
-    :math:`F(c) = (S+Nc)\sum_n a_n^2/(a_n+c)` has
-    :math:`F'(c) = N\sum_n a_n^2(a_n-\bar a)/(a_n+c)^2 \ge 0`, so Tr Cov grows from the ideal value
-    (:math:`c=0`) to the uniform value (:math:`c\to\infty`). Observable: the increment of the Tr Cov
-    measured from sampled minibatches (common random numbers across :math:`c`),
-    :math:`(\hat T(c_j)-\hat T(c_{j-1}))/(T_{unif}-T^*)`, whose expectation is at least zero.
-
-    Returns
-    -------
-    float
-        ``0.0``.
+    B4 with :math:`q_n = 1/N`. It exceeds :func:`trace_cov_minimum` by the variance of the norms over
+    :math:`M`, :math:`(\overline{a^2} - \bar a^2)/M`, which is what importance sampling removes.
 
     Examples
     --------
-    >>> smoothing_increment_lower()
-    0.0
+    >>> trace_cov_uniform(5.0, 4.0)   # norms (1, 3), g_bar = 2
+    1.0
     """
-    return 0.0
+    return (norm_sq_mean - gbar_sq) / batch_size
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper="is",
+    statement="Tr Cov of any proposal q equals ((1/N^2) sum |g_n|^2/q_n - |g_bar|^2)/M (B4, C4)",
+)
+def trace_cov_from_moment(weighted_sq: float, gbar_sq: float, batch_size: int = 1) -> float:
+    r""":math:`\mathrm{Tr\,Cov}` of the importance-sampled minibatch gradient for a proposal ``q`` (B4, C4 [N]; equal).
+
+    **Statement**: with :math:`\hat g = \frac1M\sum_{m} g_{I_m}/(Nq_{I_m})`, :math:`I_m` i.i.d. from ``q``,
+    :math:`\mathbb{E}\|\hat g-\bar g\|^2 = (\sum_n q_n\|g_n/(Nq_n)\|^2 - \|\bar g\|^2)/M`. Its one
+    data-dependent sum, ``weighted_sq`` :math:`= \frac1{N^2}\sum_n\|g_n\|^2/q_n`, is a column of the
+    experiment's rows (the second moment of one reweighted draw).
+
+    Examples
+    --------
+    >>> trace_cov_from_moment(5.0, 4.0, batch_size=2)
+    0.5
+    """
+    return (weighted_sq - gbar_sq) / batch_size
 
 
 @bound(
     kind="upper",
     provenance="S",
     paper="is",
-    statement="over training, stale-score Tr Cov stays between the ideal and the uniform Tr Cov (empirical report)",
+    statement="over training, the stale proposal's Tr Cov stays at or below the uniform one: "
+              "max_t T_stale/T_unif <= 1 (empirical report)",
+    constant=True,
 )
-def stale_position_upper() -> float:
-    r"""Position of the stale proposal's Tr Cov between ideal (0) and uniform (1): at most one.
+def stale_over_uniform_upper() -> float:
+    r"""Largest ratio of the stale proposal's Tr Cov to the uniform one over training: at most one.
 
     **Statement** (upper; C6): :math:`T_{stale} \ge T^*` always [N], but :math:`T_{stale} \le T_{unif}`
     is NOT a theorem: badly wrong stale scores can exceed the uniform variance. The paper reports
-    empirically that the stale variance lies between ideal and uniform [S]; this checks that report for
-    moderate staleness. Observable: :math:`\max_t (T_{stale}-T^*)/(T_{unif}-T^*)`.
-
-    Returns
-    -------
-    float
-        ``1.0``.
+    empirically that the stale variance lies between ideal and uniform [S]; with the lower end a
+    theorem, the report's content is the upper end, checked here for moderate staleness. Observable:
+    :math:`\max_t T_{stale}(t)/T_{unif}(t)` (both the exact Tr Cov of the proposal the master used at
+    step ``t``). The statement IS the constant 1; the claim fails for long refresh periods, which is its
+    negative control.
 
     Examples
     --------
-    >>> stale_position_upper()
+    >>> stale_over_uniform_upper()
     1.0
     """
     return 1.0
@@ -145,6 +171,7 @@ def stale_position_upper() -> float:
     provenance="S+N",
     paper="is",
     statement="|g_n|^2 = sum_l |delta_n^l|^2 (|h_n^(l-1)|^2 + 1) for dense layers, exact (C7)",
+    constant=True,
 )
 def norm_trick_error() -> float:
     r"""Absolute error of per-example norms from one forward/backward pass: zero.
@@ -165,3 +192,63 @@ def norm_trick_error() -> float:
     0.0
     """
     return 0.0
+
+
+_BYTES = 8  # float64 scores, gradients and parameters
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper="is",
+    statement="bytes(score workers)/bytes(gradient workers), both directions = R (N_train + W D) / (2 T W D), "
+              "R = T//P + 2",
+)
+def comm_bytes_ratio(n_train: int, n_params: int, n_workers: int, period: int, steps: int) -> float:
+    r"""Bytes of score-computing over gradient-computing workers, both directions ([N]; equal).
+
+    **Model.** Over ``T = steps`` updates with ``W`` workers and ``D = n_params`` parameters (all float64):
+
+    * *score workers* (the importance-sampling scheme): in each refresh round every worker fetches the
+      current parameters (downlink, :math:`8D` each) and returns one score per example of its shard
+      (uplink, :math:`8 N_{train}` in total), so :math:`8R(N_{train} + WD)` bytes for :math:`R` rounds.
+      simcomm's period schedule has :math:`R = \lfloor T/P\rfloor + 2` rounds: the initial pass at
+      :math:`\theta_0`, refreshes at steps :math:`0, P, 2P, \dots \le T` (the last one at the final
+      evaluation);
+    * *gradient workers* (data-parallel SGD, minibatch of at least ``W`` examples): every step each worker
+      fetches the parameters and returns a gradient: :math:`2\cdot 8\,TWD` bytes.
+
+    Ratio :math:`R(N_{train} + WD)/(2TWD)`. **Crossover**: for :math:`T \gg P`, :math:`R \approx T/P`,
+    so scores cost less iff :math:`N_{train}/P < WD\,(2 - 1/P)`: the uplink-only comparison
+    :math:`N_{train}/P < WD` of the seed summary ignores the parameter broadcast, which both schemes pay
+    but the score scheme pays only once per round.
+
+    Examples
+    --------
+    >>> comm_bytes_ratio(100, 10, 4, 10, 100)   # R = 12: 12 * 140 / (2 * 100 * 40)
+    0.21
+    """
+    rounds = steps // period + 2
+    return rounds * (n_train + n_workers * n_params) / (2.0 * steps * n_workers * n_params)
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper="is",
+    statement="uplink only (no parameter broadcast): bytes(scores)/bytes(gradients) = R N_train / (T W D)",
+)
+def comm_bytes_ratio_uplink(n_train: int, n_params: int, n_workers: int, period: int, steps: int) -> float:
+    r"""The uplink-only ratio :math:`R N_{train}/(TWD)`, :math:`R = \lfloor T/P\rfloor + 2` ([N]; equal).
+
+    The comparison before the parameter broadcast was counted; the wrong reference of
+    ``is.communication_crossover``'s negative control (it differs from :func:`comm_bytes_ratio` by the
+    downlink).
+
+    Examples
+    --------
+    >>> comm_bytes_ratio_uplink(100, 10, 4, 10, 100)
+    0.3
+    """
+    rounds = steps // period + 2
+    return rounds * n_train / (steps * n_workers * n_params)
