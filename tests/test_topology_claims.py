@@ -103,8 +103,6 @@ def test_theory_raises_outside_its_statement():
     with pytest.raises(ValueError):
         th.rho_static_exponential_even(7)
     with pytest.raises(ValueError):
-        th.one_peer_deviation_pow2(12)
-    with pytest.raises(ValueError):
         th.one_peer_deviation_floor(16)
 
 
