@@ -62,15 +62,18 @@ def sparsifier_error(params, rng, backend):
 
     Each vector has ``nnz`` nonzeros at random positions with random signs (pareto: random heavy-tailed
     magnitudes; powerlaw: the magnitudes ``j^-alpha``), and each is compressed with fresh randomness.
-    The row's value is the RAW mean squared error; the columns ``norm2`` (mean of ``||x||^2``) and
-    ``topr_norm2`` (mean of ``||Top_r(x)||^2``, r = k when ``r = 0``) over the same vectors are the
-    measured statistics the bounds of ``theory.rtopk`` take (they are linear in them, so means
-    compare with means).
+    Every vector is scaled to unit norm before it is compressed: the identities are homogeneous of
+    degree 2, and Pareto magnitudes with tail index <= 2 have no finite mean square, so unscaled
+    squared errors would not average. The row's value is the RAW mean squared error over the draws;
+    the columns ``norm2`` (mean of ``||x||^2``, 1 up to rounding) and ``topr_norm2`` (mean of
+    ``||Top_r(x)||^2``, r = k when ``r = 0``) over the same vectors are the measured statistics the
+    bounds of ``theory.rtopk`` take (they are linear in them, so means compare with means).
     """
     d, k, method = params["d"], params["k"], params["method"]
     r = params["r"] or k
     x = sparse_heavy_tailed(d, params["nnz"], alpha=params["alpha"], profile=params["profile"], rng=rng,
                             size=(params["draws"],))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
     if method == "top_k":
         c = top_k(x, k, backend=backend)
     elif method == "rand_k":
