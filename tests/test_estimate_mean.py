@@ -175,5 +175,6 @@ def test_experiments_run_small():
     exp = get_experiment("rtopk_limits")
     # r = d: uniform k-subsets, Z - 1 is O(sqrt(2/d)); r = d/2: only the top half is ever kept, Z - 1 ~ T p/(1-p)
     uni = exp.func(exp.validate({"d": 50, "k": 5, "draws": 400}, "t"), np.random.default_rng(1), be)[0]["value"]
-    half = exp.func(exp.validate({"d": 50, "k": 5, "draws": 400, "r": 25}, "t"), np.random.default_rng(1), be)[0]["value"]
+    half = exp.func(exp.validate({"d": 50, "k": 5, "draws": 400, "r": 25}, "t"), np.random.default_rng(1),
+                    be)[0]["value"]
     assert abs(uni) < 1.0 < 40.0 < half

@@ -23,7 +23,8 @@ PAPER = "expgraph"
     kind="equal",
     provenance="P+N",
     paper=PAPER,
-    statement="after the transient, DmSGD over exponential graphs (n = 2^p) attains the node gradient norm of parallel SGD: the late-window ratio tends to 1",
+    statement="after the transient, DmSGD over exponential graphs (n = 2^p) attains the node gradient norm of "
+              "parallel SGD: the late-window ratio tends to 1",
 )
 def parallel_ratio_limit() -> float:
     r"""Limit of the decentralized / parallel ratio of node gradient norms after the transient: 1.
@@ -51,10 +52,12 @@ def parallel_ratio_limit() -> float:
     kind="upper",
     provenance="P+N",
     paper=PAPER,
-    statement="at the same step count the one-peer exponential sequence's consensus error is at most tau = ceil(log2 n) times the static exponential graph's, while it sends tau times fewer messages (n = 2^p)",
+    statement="at the same step count the one-peer exponential sequence's consensus error is at most "
+              "tau = ceil(log2 n) times the static exponential graph's, while it sends tau times fewer messages "
+              "(n = 2^p)",
 )
 def one_peer_consensus_budget(n: int, static_consensus: float) -> float:
-    r"""Consensus error the one-peer sequence may have if it averages as effectively per message: :math:`\tau\,c_{static}`.
+    r"""Consensus error of the one-peer sequence if it averages as effectively per message: :math:`\tau\,c_{static}`.
 
     **Statement** (upper): for :math:`n = 2^p`, the stationary consensus error
     :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2` of DmSGD with the one-peer sequence is at most
@@ -144,7 +147,8 @@ def transient_shape_slope(topology: str, n_min: float = 8, n_max: float = 24) ->
     kind="upper",
     provenance="R+N",
     paper=PAPER,
-    statement="measured transient iterations <= const * max(n^3 rho^4/(sigma^2 (1-rho)^2), n^3 rho^4 b^4/(sigma^6 (1-rho)^4), n rho^2/(sigma^2 (1-rho)^2)), const fixed on independent pilot runs",
+    statement="measured transient iterations <= const * max(n^3 rho^4/(sigma^2 (1-rho)^2), "
+              "n^3 rho^4 b^4/(sigma^6 (1-rho)^4), n rho^2/(sigma^2 (1-rho)^2)), const fixed on independent pilot runs",
 )
 def transient_bound_scaled(n: int, topology: str, sigma: float, b: float, const: float) -> float:
     r"""The transient-iteration shape of C5 times a constant: an upper bound on measured transients.
