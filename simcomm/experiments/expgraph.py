@@ -152,8 +152,7 @@ def noisy_consensus(params, rng, backend):
     """Time-averaged stationary consensus error of x <- W (x - gamma xi), xi ~ N(0, sigma^2) (papers C6).
 
     Starts at x = 0 (``lazy``: mixes with (I + W)/2); ``consensus_error`` is the mean over the last
-    ``steps`` iterations of
-    (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
+    ``steps`` iterations of (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
     """
     n, d = params["n"], params["d"]
     topo = build(params["topology"], n, rng=rng)
