@@ -133,7 +133,7 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     colors = plt.cm.tab10.colors
     ys = []
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
-    ci = f" ({j.claim.confidence:.1%} CI, {reps} replicates)".replace(".0%", "%") if reps > 1 else ""
+    ci = f" (family-wise {j.claim.confidence:.1%} CI, {reps} replicates)".replace(".0%", "%") if reps > 1 else ""
     series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
     # One bound line when every series has the same bound at the same x (the bound ignores the hue).
     curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
@@ -150,21 +150,37 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
         if not shared or i == 0:
             bc, btag = ("k", "") if shared else (c, tag)
             ax.plot(xs, b, "--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
-            slack = np.abs(b) * j.claim.rtol + j.claim.atol
+            slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
             if j.claim.kind == "equal" and np.any(slack > 0):
                 # categorical x (strings) sits at positions 0..m-1 in order of appearance
                 band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
                 ax.fill_between(band_x, b - slack, b + slack, color=bc, alpha=0.12, lw=0,
-                                label=f"tolerance band (rtol {j.claim.rtol:g}, atol {j.claim.atol:g})")
-        bad = (grp["verdict"] != Verdict.HOLDS.value).to_numpy()
-        if bad.any():
-            ax.scatter(xs[bad], grp["mean"].to_numpy(float)[bad], s=90, facecolors="none", edgecolors="#cf222e",
-                       lw=1.5, zorder=5, label=None if flagged else "not holding (inconclusive or violated)")
-            flagged = True
+                                label="equivalence margin")
+        flagged = _mark_states(ax, xs, grp, flagged)
         ys.extend([grp["mean"].to_numpy(float), b])
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     ax.set_xlabel(plot.get("xlabel", x or "cell"))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
+
+
+_STATE_MARK = {  # verdict -> (marker, colour, legend text); holds is the plain error bar
+    Verdict.VIOLATED.value: ("X", "#cf222e", "violated"),
+    Verdict.INCONCLUSIVE.value: ("o", "#9a6700", "inconclusive"),
+    Verdict.ILL_POSED.value: ("s", "#6e7781", "ill-posed"),
+}
+
+
+def _mark_states(ax, xs, grp, shown: set | bool) -> set:
+    """Ring each cell that does not hold with a marker for its state (one legend entry per state)."""
+    shown = set() if not isinstance(shown, set) else shown
+    for state, (marker, color, text) in _STATE_MARK.items():
+        sel = (grp["verdict"] == state).to_numpy()
+        if sel.any():
+            ax.scatter(np.asarray(xs)[sel], grp["mean"].to_numpy(float)[sel], s=110, marker=marker,
+                       facecolors="none" if marker != "X" else color, edgecolors=color, lw=1.5, zorder=5,
+                       alpha=0.8, label=None if state in shown else f"cell {text}")
+            shown.add(state)
+    return shown
 
 
 def _draw_slope(ax, j: Judgement, plot: dict) -> None:
@@ -201,7 +217,7 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
 def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
     """Circle the points where the order is not shown at the claim's confidence."""
     if bad.any():
-        label = None if flagged else f"order not shown ({j.claim.confidence:.1%} CI)".replace(".0%", "%")
+        label = None if flagged else "cell where the order is not shown (inconclusive, violated or ill-posed)"
         ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
                    lw=1.5, zorder=5, label=label)
         return True

@@ -25,10 +25,19 @@ def _ratio(r: float) -> str:
     return "—" if not math.isfinite(r) else f"{r:.4g}"
 
 
+def controls_text(j: Judgement) -> str:
+    """``2/2 caught`` (each control came out violated), or which ones were not; empty if none ran."""
+    if not j.controls:
+        return ""
+    missed = [f"{n}: {v}" for n, v in j.controls if v != "violated"]
+    caught = len(j.controls) - len(missed)
+    return f"{caught}/{len(j.controls)} caught" + (f" (NOT caught: {', '.join(missed)})" if missed else "")
+
+
 def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
-    """Rows of the verdict table: id, paper, statement, provenance, verdict, tightest ratio."""
+    """Rows of the verdict table: id, paper, statement, provenance, verdict, reason, ratio, controls."""
     return [[j.claim.id, j.claim.paper, j.claim.statement + (f" ({j.scope()})" if j.scope() else ""), j.provenance,
-             j.verdict.value, _ratio(j.ratio)] for j in judgements]
+             j.verdict.value, j.reason, _ratio(j.ratio), controls_text(j)] for j in judgements]
 
 
 def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
@@ -44,6 +53,19 @@ def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
         vals = [f"{v:.4g}" if isinstance(v, float) else _cell(v) for v in (row[c] for c in cols)]
         lines.append("| " + " | ".join(vals) + f" | {_cell(row.get('note', '') or '')} |")
     return lines
+
+
+def _effect_text(c) -> str:
+    if c.kind == "equal":
+        return f"equivalence margin rel {c.margin_rel:g}, abs {c.margin_abs:g} (rounding atol {c.atol:g})"
+    if c.kind == "slope":
+        return f"slope margin {c.slope_tol:g}"
+    sense = "" if c.kind != "order" else ("superiority (<), " if c.strict else "non-inferiority (<=), ")
+    return f"{sense}min_effect rel {c.min_effect_rel:g}, abs {c.min_effect_abs:g}"
+
+
+def _why(claim, name: str) -> str:
+    return next((c.why for c in claim.controls if c.name == name), "")
 
 
 def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mode: str, meta: dict) -> str:
@@ -66,7 +88,8 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
              "[R] recollection. The full texts of the papers were not available: where the paper's exact "
              "statement is unknown, the claim checks the derived statement named in its row.", "",
-             "| claim | paper | statement | provenance | verdict | tightest ratio |", "|---|---|---|---|---|---|"]
+             "| claim | paper | statement | provenance | verdict | reason | tightest ratio | controls |",
+             "|---|---|---|---|---|---|---|---|"]
     for row, j in zip(verdict_rows(judgements), judgements):
         row = [_cell(c) for c in row]
         row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
@@ -76,8 +99,14 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         lines += ["", f"## {c.id}", "",
                   f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",
-                  f"**Verdict: {j.verdict.value}**; tightest ratio empirical/bound {_ratio(j.ratio)}; "
-                  f"{len(j.cells)} cells; confidence {c.confidence:g}, rtol {c.rtol:g}, atol {c.atol:g}."]
+                  f"**Verdict: {j.verdict.value}**" + (f" ({j.reason})" if j.reason else "")
+                  + f"; tightest ratio empirical/bound {_ratio(j.ratio)}; {len(j.cells)} cells; "
+                  f"family-wise confidence {c.confidence:g} (Holm over the cells; per-cell level in the "
+                  f"column `level`); {_effect_text(c)}; test `{c.test}` on a {c.scale} scale."]
+        if j.controls:
+            lines += ["", "**Negative controls** (each must come out violated): "
+                      + "; ".join(f"`{n}` {v}" + (f" — {w}" if (w := _why(c, n)) else "") for n, v in j.controls)
+                      + "."]
         if c.id in figures:
             lines += ["", f"![{c.id}]({figures[c.id]})"]
         lines += _cell_lines(j)

@@ -65,7 +65,7 @@ def code_version(module: str | None = None) -> str:
 
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
-             module: str | None = None, threads: int | None = None) -> list[dict]:
+             module: str | None = None, threads: int | None = None, first: int = 0) -> list[dict]:
     """Run every replicate of one cell; pure apart from the experiment's own computation.
 
     ``module`` is where the experiment is defined; a worker process imports it first, so experiments
@@ -95,7 +95,7 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
     # One BLAS thread per cell: cells are the unit of parallelism, and multithreaded BLAS on small
     # matrices is slower (and oversubscribes the cores when several cells run at once).
     with threadpool_limits(limits=1):
-        for rep in range(replicates):
+        for rep in range(first, replicates):
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
             for row in exp.func(dict(params), rng, be):
                 rows.append({**params, "replicate": rep, **row})
@@ -165,14 +165,16 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         module = get_experiment(spec.experiment).func.__module__
         version = code_version(module)
         for c, params in enumerate(spec.cells()):
-            key = content_hash([spec.experiment, params, spec.seed, spec.replicates, backend, version])
+            reps = spec.replicates if not spec.first_replicate else [spec.first_replicate, spec.replicates]
+            key = content_hash([spec.experiment, params, spec.seed, reps, backend, version])
             if cache_dir is not None and _cache_path(cache_dir, key).is_file():
                 try:
                     cached[(s, c)] = json.loads(_cache_path(cache_dir, key).read_text())
                     continue
                 except (OSError, ValueError):
                     pass  # unreadable cache entry: recompute it
-            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell))
+            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
+                          spec.first_replicate))
             keys.append(key)
             owners.append((s, c))
     total = len(tasks) + len(cached)

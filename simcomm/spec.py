@@ -11,6 +11,7 @@ import importlib
 import inspect
 import itertools
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,21 +20,45 @@ from typing import Any
 from simcomm._errors import SpecError
 from simcomm.experiments._registry import closest, get_experiment
 
-__all__ = ["ClaimSpec", "Spec", "load", "loads", "resolve", "sims_dir", "find_specs", "content_hash"]
+__all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
+           "content_hash"]
 
 KINDS = ("upper", "lower", "equal", "slope", "order")
 PAPERS = ("expgraph", "rtopk", "urq", "is")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
-    "bound_args": dict, "atol": float, "rtol": float, "confidence": float, "strict": bool,
+    "bound_args": dict, "atol": float, "confidence": float, "strict": bool,
     "where": dict, "slope_in": str, "slope_tol": float, "slope_space": str, "compare": str,
-    "lower": str, "higher": list, "provenance": str,
+    "lower": str, "higher": list, "provenance": str, "margin_rel": float, "margin_abs": float,
+    "min_effect_rel": float, "min_effect_abs": float, "scale": str, "test": str,
 }
-_EXPERIMENT_KEYS = {"name": str, "replicates": int, "seed": int}
+_REPLACED = {"rtol": "'rtol' is gone: an 'equal' claim states an equivalence margin with 'margin_rel' and/or "
+                     "'margin_abs'; upper/lower/order state 'min_effect_rel'/'min_effect_abs'"}
+_CONTROL_KEYS = {"name": str, "why": str, "set": dict, "bound_scale": float, "bound": str, "swap": bool}
+SCALES = ("linear", "log")
+TESTS = ("t", "sign", "bootstrap")
+_EXPERIMENT_KEYS = {"name": str, "replicates": object, "seed": int}
 _PLOT_KEYS = {
     "x": str, "hue": str, "logx": bool, "logy": bool, "xlabel": str, "ylabel": str, "title": str,
 }
-_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot")
+_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control")
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """A negative control: a perturbation under which the claim must come out violated.
+
+    ``set`` re-runs the experiment with parameters overridden (like ``--set``); ``bound_scale``
+    multiplies the bound (or predicted slope); ``bound`` judges against another bound; ``swap``
+    exchanges ``lower`` and the first of ``higher`` in an order claim.
+    """
+
+    name: str
+    why: str = ""
+    set: dict = field(default_factory=dict)
+    bound_scale: float = 1.0
+    bound: str | None = None
+    swap: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,7 +73,12 @@ class ClaimSpec:
     bound: str | None = None
     bound_args: dict = field(default_factory=dict)
     atol: float = 0.0
-    rtol: float = 0.0
+    margin_rel: float = 0.0
+    margin_abs: float = 0.0
+    min_effect_rel: float = 0.0
+    min_effect_abs: float = 0.0
+    scale: str = "linear"
+    test: str = "t"
     confidence: float = 0.99
     strict: bool = False
     where: dict = field(default_factory=dict)
@@ -59,6 +89,7 @@ class ClaimSpec:
     lower: str | None = None
     higher: tuple = ()
     provenance: str | None = None
+    controls: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +106,17 @@ class Spec:
     claim: ClaimSpec | None
     plot: dict
     quick: bool
+    max_replicates: int | None = None
+    source: str = ""
+    overrides: tuple = ()
+    first_replicate: int = 0  # adaptive replicates: a batch runs replicates first_replicate..replicates-1
+
+    @property
+    def looks(self) -> int:
+        """Planned looks at the data: 1, or one per doubling from replicates to max_replicates."""
+        if not self.max_replicates:
+            return 1
+        return 1 + max(0, math.ceil(math.log2(self.max_replicates / self.replicates)))
 
     def cells(self) -> list[dict]:
         """Cartesian product of the grid, each merged with the fixed parameters (file order)."""
@@ -86,8 +128,10 @@ class Spec:
         claim = None if self.claim is None else {k: v for k, v in vars(self.claim).items()}
         if claim is not None:
             claim["higher"] = list(claim["higher"])
+            claim["controls"] = [vars(c) for c in claim["controls"]]
         return dict(
-            name=self.name, experiment=self.experiment, replicates=self.replicates, seed=self.seed,
+            name=self.name, experiment=self.experiment, replicates=self.replicates,
+            max_replicates=self.max_replicates, seed=self.seed,
             params=self.params, grid=self.grid, claim=claim, plot=self.plot, quick=self.quick,
         )
 
@@ -199,7 +243,7 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
         for key, value in raw.get("quick", {}).items():
             place(key, value, f"{where} [quick]")
     for text_ in overrides:
-        key, value = _parse_override(text_)
+        key, value = text_ if isinstance(text_, tuple) else _parse_override(text_)
         place(key, value, f"--set {key}")
     # A list set on a fixed parameter makes it a grid axis; a scalar on a grid axis fixes it.
     for key in list(params):
@@ -212,9 +256,7 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
             raise SpecError(f"{where}: grid axis '{key}' is empty; give at least one value")
         if key in params:
             del params[key]
-    replicates = exp.get("replicates", 1)
-    if replicates < 1:
-        raise SpecError(f"{where}: 'replicates' must be >= 1, got {replicates}")
+    replicates, max_replicates = _replicates(exp.get("replicates", 1), where)
     seed = exp.get("seed", 0)
     if seed < 0:
         raise SpecError(f"{where}: 'seed' must be >= 0, got {seed}")
@@ -229,11 +271,72 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
             params[key] = value
     claim = None
     if "claim" in raw:
-        claim = _claim(raw["claim"], f"{where} [claim]", set(grid))
-    return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick)
+        controls = _controls(raw.get("control", []), f"{where} [[control]]", experiment, set(grid) | set(params))
+        claim = _claim(raw["claim"], f"{where} [claim]", set(grid), controls)
+    elif "control" in raw:
+        raise SpecError(f"{where}: [[control]] needs a [claim] to control")
+    return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick, max_replicates,
+                text, tuple(overrides))
 
 
-def _claim(table: dict, where: str, grid_axes: set) -> ClaimSpec:
+def _replicates(value: Any, where: str) -> tuple[int, int | None]:
+    """``replicates = 5`` or ``replicates = {min = 4, max = 16}`` (adaptive)."""
+    if isinstance(value, dict):
+        extra = set(value) - {"min", "max"}
+        if extra or not {"min", "max"} <= set(value):
+            raise SpecError(f"{where}: 'replicates' as a table needs exactly 'min' and 'max', "
+                            "e.g. {min = 4, max = 16}")
+        lo, hi = value["min"], value["max"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)):
+            raise SpecError(f"{where}: 'replicates' min and max must be integers, got {value}")
+        if lo < 1:
+            raise SpecError(f"{where}: 'replicates' min must be >= 1, got {lo}")
+        if lo > hi:
+            raise SpecError(f"{where}: 'replicates' min ({lo}) is larger than max ({hi}); swap them")
+        return lo, (hi if hi > lo else None)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpecError(f"{where}: 'replicates' must be an integer or {{min = .., max = ..}}, got {value!r}")
+    if value < 1:
+        raise SpecError(f"{where}: 'replicates' must be >= 1, got {value}")
+    return value, None
+
+
+def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
+    if not isinstance(tables, list):
+        raise SpecError(f"{where}: write controls as [[control]] tables (an array of tables)")
+    out, names = [], set()
+    for i, table in enumerate(tables):
+        here = f"{where} #{i + 1}"
+        _check_table(table, _CONTROL_KEYS, here)
+        if "name" not in table:
+            raise SpecError(f"{here}: missing 'name'")
+        if table["name"] in names:
+            raise SpecError(f"{here}: control name '{table['name']}' is used twice")
+        names.add(table["name"])
+        if not {"set", "bound_scale", "bound", "swap"} & set(table):
+            raise SpecError(f"{here}: a control needs at least one of 'set', 'bound_scale', 'bound', 'swap'")
+        for key in table.get("set", {}):
+            if key not in experiment.params and key not in known:
+                allowed = sorted(set(experiment.params) | known)
+                raise SpecError(f"{here}: 'set' names unknown parameter '{key}'{closest(key, allowed)}; "
+                                f"parameters: {', '.join(allowed)}")
+        if "bound_scale" in table and not (table["bound_scale"] > 0 and table["bound_scale"] != 1):
+            raise SpecError(f"{here}: 'bound_scale' must be positive and not 1, got {table['bound_scale']}")
+        if "bound" in table:
+            fn = resolve(table["bound"], here)
+            if not hasattr(fn, "info"):
+                raise SpecError(f"{here}: '{table['bound']}' is not a registered bound")
+        data = dict(table)
+        if "bound_scale" in data:
+            data["bound_scale"] = float(data["bound_scale"])
+        out.append(ControlSpec(**data))
+    return tuple(out)
+
+
+def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> ClaimSpec:
+    for key, why in _REPLACED.items():
+        if key in table:
+            raise SpecError(f"{where}: {why}")
     _check_table(table, _CLAIM_KEYS, where)
     for key in ("id", "paper", "statement", "kind", "observable"):
         if key not in table:
@@ -269,17 +372,49 @@ def _claim(table: dict, where: str, grid_axes: set) -> ClaimSpec:
         raise SpecError(f"{where}: a claim without 'bound' needs 'provenance' (a tag from papers/: P, C, N, B, R)")
     if not 0.5 <= table.get("confidence", 0.99) < 1:
         raise SpecError(f"{where}: 'confidence' must be in [0.5, 1), got {table['confidence']}")
-    for key in ("atol", "rtol", "slope_tol"):
-        if table.get(key, 0) < 0:
+    numbers = ("atol", "slope_tol", "margin_rel", "margin_abs", "min_effect_rel", "min_effect_abs")
+    for key in numbers:
+        if table.get(key, 0) < 0 or table.get(key, 0) != table.get(key, 0):
             raise SpecError(f"{where}: '{key}' must be >= 0, got {table[key]}")
     if table.get("slope_space", "loglog") not in ("loglog", "logx"):
         raise SpecError(f"{where}: 'slope_space' must be 'loglog' or 'logx'")
+    if table.get("scale", "linear") not in SCALES:
+        raise SpecError(f"{where}: scale '{table['scale']}' is unknown{closest(table['scale'], SCALES)}; "
+                        f"use one of {', '.join(SCALES)}")
+    if table.get("test", "t") not in TESTS:
+        raise SpecError(f"{where}: test '{table['test']}' is unknown{closest(table['test'], TESTS)}; "
+                        f"use one of {', '.join(TESTS)}")
+    if kind == "equal" and not (table.get("margin_rel", 0) > 0 or table.get("margin_abs", 0) > 0):
+        raise SpecError(f"{where}: an 'equal' claim needs an equivalence margin: 'margin_rel' and/or 'margin_abs' "
+                        "> 0 (the largest deviation that still counts as equal; 'atol' is for rounding only)")
+    if kind != "equal" and ("margin_rel" in table or "margin_abs" in table):
+        raise SpecError(f"{where}: 'margin_rel'/'margin_abs' apply to 'equal' claims; a '{kind}' claim states "
+                        "'min_effect_rel'/'min_effect_abs'" if kind != "slope" else
+                        f"{where}: a 'slope' claim states its margin as 'slope_tol'")
+    if kind in ("equal", "slope") and ("min_effect_rel" in table or "min_effect_abs" in table):
+        raise SpecError(f"{where}: 'min_effect_*' applies to upper/lower/order claims; an '{kind}' claim states "
+                        "its margin instead")
+    if table.get("scale") == "log" and table.get("min_effect_abs", 0) > 0:
+        raise SpecError(f"{where}: with scale = 'log' state the effect as 'min_effect_rel' (a ratio), "
+                        "not 'min_effect_abs'")
+    for c in controls:
+        if c.swap and kind != "order":
+            raise SpecError(f"{where}: control '{c.name}' swaps methods, which only an 'order' claim has")
+        if (c.bound_scale != 1.0 or c.bound) and kind == "order":
+            raise SpecError(f"{where}: control '{c.name}' changes the bound of an 'order' claim, which has none")
     data = dict(table)
     data["higher"] = tuple(data.get("higher", ()))
-    for key in ("atol", "rtol", "slope_tol"):
+    data["controls"] = controls
+    for key in numbers:
         if key in data:
             data[key] = float(data[key])
     return ClaimSpec(**data)
+
+
+def with_control(spec: Spec, control: ControlSpec) -> Spec:
+    """The spec re-loaded with a control's ``set`` overrides (after the spec's own)."""
+    return loads(spec.source, name=spec.name, path=spec.path, quick=spec.quick,
+                 overrides=spec.overrides + tuple(control.set.items()))
 
 
 def load(path: str | Path, *, quick: bool = False, overrides: tuple[str, ...] = ()) -> Spec:

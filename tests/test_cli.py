@@ -74,7 +74,8 @@ def test_check_writes_figures_report_json(tmp_path):
     assert "![toy.mean](toy_mean.png)" in report and "**Verdict: holds**" in report
     verdicts = json.loads((tmp_path / "v.json").read_text())
     assert verdicts == [{"id": "toy.mean", "paper": "expgraph", "kind": "equal", "verdict": "holds",
-                         "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1}]
+                         "reason": "", "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1,
+                         "controls": []}]
     folders = list((out / "results" / "toy_claim").iterdir())
     assert len(folders) == 1 and {p.name for p in folders[0].iterdir()} == {"table.csv", "meta.json", "verdict.json"}
     # plot DIR redraws from the written table

@@ -25,6 +25,8 @@ from simcomm.cli._common import (
 @click.option("--quick/--full", default=True, show_default=True,
               help="Small grids (minutes) or the grids the committed gallery was made with.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any claim is violated.")
+@click.option("--controls", is_flag=True,
+              help="Also run each claim's negative controls (perturbations under which it must be violated).")
 @jobs_option
 @backend_option
 @seed_option
@@ -35,7 +37,7 @@ from simcomm.cli._common import (
               help="Also write the verdicts as JSON to this file.")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
-def check(claim_ids, quick, strict, jobs, backend, seed, scheduler, out, json_path, specs_dir):
+def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, out, json_path, specs_dir):
     """Run the registered claims and report a verdict for each.
 
     Prints a table (claim id, paper, statement, provenance, verdict, tightest ratio empirical/bound),
@@ -56,7 +58,7 @@ def check(claim_ids, quick, strict, jobs, backend, seed, scheduler, out, json_pa
     specs = checking.select_specs(claim_ids, quick=quick, seed=seed, folder=specs_dir)
     with progress_bar(f"checking {len(specs)} claims", enabled=sys.stderr.isatty()) as bar:
         outcome = checking.evaluate(specs, jobs=jobs, scheduler=scheduler, backend=backend,
-                                    cache_dir=out / "results" / ".cache", progress=bar.update)
+                                    cache_dir=out / "results" / ".cache", progress=bar.update, controls=controls)
     write_outcome(outcome, specs, out, mode="quick" if quick else "full")
     _print_table(outcome.judgements)
     click.echo(f"report: {outcome.report_path}")
@@ -98,10 +100,11 @@ def _print_table(judgements) -> None:
 
     from simcomm.report import verdict_rows
 
-    colors = {"holds": "green", "violated": "red", "inconclusive": "yellow"}
+    colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
     table = Table(title="simcomm check", show_lines=False)
-    for col in ("claim", "paper", "statement", "prov.", "verdict", "ratio"):
-        table.add_column(col, overflow="fold", max_width=60 if col == "statement" else None)
+    widths = {"statement": 48, "reason": 36, "controls": 20}
+    for col in ("claim", "paper", "statement", "prov.", "verdict", "reason", "ratio", "controls"):
+        table.add_column(col, overflow="fold", max_width=widths.get(col))
     from rich.markup import escape
 
     for row in verdict_rows(judgements):
