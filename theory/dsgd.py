@@ -6,15 +6,12 @@ tolerances, each with its provenance tag. ``simcomm.experiments.dsgd`` holds the
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from theory._bound import bound
 from theory.expgraph import ceil_log2, eigenvalues, transient_iterations
 
-__all__ = ["parallel_ratio_limit", "one_peer_consensus_budget", "transient_shape", "transient_shape_slope",
-           "transient_bound_scaled"]
+__all__ = ["parallel_ratio_limit", "one_peer_consensus_budget", "transient_bound_scaled"]
 
 PAPER = "expgraph"
 
@@ -87,60 +84,6 @@ def one_peer_consensus_budget(n: int, static_consensus: float) -> float:
 def _rho(topology: str, n: int) -> float:
     lam = eigenvalues(topology, int(n))
     return float(np.abs(lam[1:]).max())
-
-
-@bound(
-    kind="order",
-    provenance="R+N",
-    paper=PAPER,
-    statement="transient iterations of DmSGD grow like n^3/(1-rho)^2 (homogeneous data), constants omitted",
-)
-def transient_shape(topology: str, n: int) -> float:
-    r"""The shape :math:`n^3/(1-\rho)^2` of the transient iterations (papers C5, b = 0).
-
-    Derived [N] from the recalled rate C3 [R] (see ``theory.expgraph:transient_iterations``);
-    :math:`\rho` from the closed-form spectrum of ``topology`` (``theory.expgraph:eigenvalues``).
-
-    Examples
-    --------
-    >>> round(transient_shape("exponential", 16))
-    25600
-    """
-    return float(n) ** 3 / (1.0 - _rho(topology, n)) ** 2
-
-
-@bound(
-    kind="slope",
-    provenance="R+N",
-    paper=PAPER,
-    statement="log-log slope in n of transient iterations = secant slope of log(n^3/(1-rho)^2) over [n_min, n_max]",
-)
-def transient_shape_slope(topology: str, n_min: float = 8, n_max: float = 24) -> float:
-    r"""Predicted log-log slope of the transient iterations against n over :math:`[n_1, n_2]`.
-
-    **Statement** (slope): the secant slope of :math:`\log(n^3/(1-\rho(n))^2)` against
-    :math:`\log n` between ``n_min`` and ``n_max``: asymptotically 7 for the ring
-    (:math:`1-\rho = \Theta(n^{-2})`) and :math:`3 + o(1)` for the static exponential graph
-    (:math:`1-\rho = 2/(1+\lceil\log_2 n\rceil)` for even n). At small n the secant differs
-    from the asymptote (ring over [8, 24]: 6.92).
-
-    Provenance: R+N (shape recalled from the paper's Table 1 / C5 [R]; derived and evaluated here
-    [N]). The hidden constants are unknown, so the spec's tolerance is wide.
-
-    Parameters
-    ----------
-    topology : {"ring", "exponential", "torus", ...}
-        Any name accepted by ``theory.expgraph.eigenvalues``.
-    n_min, n_max : float
-        Range of n the slope is fitted over.
-
-    Examples
-    --------
-    >>> round(transient_shape_slope("ring", 8, 24), 2), round(transient_shape_slope("exponential", 8, 24), 2)
-    (6.92, 3.74)
-    """
-    a, b = int(n_min), int(n_max)
-    return math.log(transient_shape(topology, b) / transient_shape(topology, a)) / math.log(b / a)
 
 
 @bound(

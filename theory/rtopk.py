@@ -31,7 +31,6 @@ __all__ = [
     "skewed_profile",
     "poisson_binomial_pmf",
     "rtopk_error_identity",
-    "rtopk_error_powerlaw",
     "rtopk_contraction",
     "randk_variance",
     "rtopk_limit_discrepancy",
@@ -146,41 +145,6 @@ def rtopk_error_identity(norm2: float, topr_norm2: float, k: int, r: int) -> flo
     8.0
     """
     return norm2 - (k / r) * topr_norm2
-
-
-@bound(kind="equal", provenance="N", paper=PAPER,
-       statement="E||x - rTop_k(x)||^2/||x||^2 = 1 - (k/r) sum_{j<=min(r,nnz)} j^(-2 alpha) / "
-                 "sum_{j<=nnz} j^(-2 alpha) for |x| a permutation of j^(-alpha), j <= nnz (rtopk.md B2)")
-def rtopk_error_powerlaw(k: int, r: int, alpha: float, nnz: int) -> float:
-    r"""Relative expected error of rTop-k on a power-law vector (exact; B2 made a scalar function).
-
-    **Statement** (equal; provenance [N], rtopk.md B2 — not the paper's): if the nonzero magnitudes
-    of :math:`x` are :math:`j^{-\alpha}`, ``j = 1..nnz`` (any positions and signs), then
-    :math:`\|x\|^2 = \sum_{j \le nnz} j^{-2\alpha}`, :math:`\|\mathrm{Top}_r(x)\|^2 =
-    \sum_{j \le \min(r, nnz)} j^{-2\alpha}` and
-
-    .. math:: \frac{\mathbb{E}\|x - \mathrm{rTop}_k(x)\|^2}{\|x\|^2}
-              = 1 - \frac{k}{r} \frac{\sum_{j \le \min(r, nnz)} j^{-2\alpha}}{\sum_{j \le nnz} j^{-2\alpha}}.
-
-    It is :func:`rtopk_error_identity` evaluated at these two norms, divided by :math:`\|x\|^2`.
-
-    Parameters
-    ----------
-    k, r : int
-        ``1 <= k <= r <= d``.
-    alpha : float
-        Power-law exponent of the magnitudes.
-    nnz : int
-        Number of nonzero coordinates.
-
-    Examples
-    --------
-    >>> rtopk_error_powerlaw(1, 2, 0.0, 4)   # flat: 1 - (1/2)(2/4)
-    0.75
-    """
-    w = np.arange(1, int(nnz) + 1, dtype=np.float64) ** (-2.0 * float(alpha))
-    norm2 = float(w.sum())
-    return rtopk_error_identity(norm2, float(w[: min(int(r), int(nnz))].sum()), k, r) / norm2
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
