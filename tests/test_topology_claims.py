@@ -87,8 +87,8 @@ def test_dsgd_bounds_are_formulas():
     from theory import dsgd
 
     assert dsgd.one_peer_consensus_budget(16, 0.5) == 2.0 and dsgd.one_peer_consensus_budget(64, 1.0) == 6.0
-    assert dsgd.transient_bound_scaled(16, "ring", 1.0, 1.0, 2.0) == 2 * th.transient_iterations(
-        16, th.consensus_rate("ring", 16), 1.0, 1.0)
+    rho = th.consensus_rate("ring", 16)
+    assert dsgd.transient_bound_scaled(16, rho, 1.0, 1.0, 2.0) == 2 * th.transient_iterations(16, rho, 1.0, 1.0)
     assert dsgd.parallel_ratio_limit() == 1.0
     assert th.one_peer_deviation_pow2(12) == 0.0 < th.one_peer_deviation(12)  # the control's prediction fails
 

@@ -6,10 +6,8 @@ tolerances, each with its provenance tag. ``simcomm.experiments.dsgd`` holds the
 
 from __future__ import annotations
 
-import numpy as np
-
 from theory._bound import bound
-from theory.expgraph import ceil_log2, eigenvalues, transient_iterations
+from theory.expgraph import ceil_log2, transient_iterations
 
 __all__ = ["parallel_ratio_limit", "one_peer_consensus_budget", "transient_bound_scaled"]
 
@@ -81,11 +79,6 @@ def one_peer_consensus_budget(n: int, static_consensus: float) -> float:
     return float(ceil_log2(int(n))) * float(static_consensus)
 
 
-def _rho(topology: str, n: int) -> float:
-    lam = eigenvalues(topology, int(n))
-    return float(np.abs(lam[1:]).max())
-
-
 @bound(
     kind="upper",
     provenance="R+N",
@@ -93,20 +86,21 @@ def _rho(topology: str, n: int) -> float:
     statement="measured transient iterations <= const * max(n^3 rho^4/(sigma^2 (1-rho)^2), "
               "n^3 rho^4 b^4/(sigma^6 (1-rho)^4), n rho^2/(sigma^2 (1-rho)^2)), const fixed on independent pilot runs",
 )
-def transient_bound_scaled(n: int, topology: str, sigma: float, b: float, const: float) -> float:
+def transient_bound_scaled(n: int, rho: float, sigma: float, b: float, const: float) -> float:
     r"""The transient-iteration shape of C5 times a constant: an upper bound on measured transients.
 
     **Statement** (upper): the orders of C3/C5 are upper bounds with unknown constants, so what can
     be checked is that measured transients grow no faster than the shape
-    (``theory.expgraph:transient_iterations`` at :math:`\rho` of ``topology``) times ONE constant
-    ``const`` that is fixed beforehand on independent pilot runs (the spec records how). A topology
-    or size whose transient outgrows the shape breaks it.
+    (``theory.expgraph:transient_iterations``) times ONE constant ``const`` that is fixed beforehand
+    on independent pilot runs (the spec records how). ``rho`` is :math:`\|W - J\|_2` of the graph,
+    a statistic of the row (the experiment reports it next to the transient). A topology or size
+    whose transient outgrows the shape breaks it.
 
     Provenance: R+N (rate form recalled [R]; the solving and this form of the check are [N]).
 
     Examples
     --------
-    >>> transient_bound_scaled(8, "ring", 1.0, 0.0, 1.0) == transient_iterations(8, _rho("ring", 8), 1.0, 0.0)
+    >>> transient_bound_scaled(8, 0.5, 1.0, 0.0, 2.0) == 2 * transient_iterations(8, 0.5, 1.0, 0.0)
     True
     """
-    return float(const) * transient_iterations(int(n), _rho(topology, int(n)), float(sigma), float(b))
+    return float(const) * transient_iterations(int(n), float(rho), float(sigma), float(b))

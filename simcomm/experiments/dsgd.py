@@ -32,6 +32,7 @@ import numpy as np
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._decentralized import heterogeneous_least_squares
 from simcomm.optim._decentralized import messages_per_step, run_dsgd
+from simcomm.topology import build, rho
 
 __all__ = ["measured_transient", "running_mean", "checkpoints"]
 
@@ -136,8 +137,10 @@ def _transient_rows(params, rng, topologies, backend):
             T, cens = measured_transient(running_mean(curves[topo]), r_par, params["factor"])
             note = f"censored at horizon {params['horizon']}" if cens else ""
         values[topo], censored[topo] = T, cens
-        # censored = True: the value is the horizon, a lower bound, never a measurement to average
-        rows.append(dict(metric="transient", value=float(T), topology=topo, censored=cens, note=note))
+        # censored = True: the value is the horizon, a lower bound, never a measurement to average;
+        # rho = ||W - J||_2 of the graph (spectral fast path) is the input of the transient's shape
+        rows.append(dict(metric="transient", value=float(T), topology=topo, censored=cens, note=note,
+                         rho=float(rho(build(topo, n)))))
         with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN, and the note says why
             final = float(running_mean(curves[topo])[-1] / r_par[-1])
         rows.append(dict(metric="final_ratio", value=final, topology=topo, note=note))
@@ -161,6 +164,7 @@ def dsgd_transient(params, rng, backend):
     rows, _, _ = _transient_rows(params, rng, (params["topology"],), backend)
     for r in rows:
         r.pop("topology")
+        r.pop("rho", None)
     return rows
 
 
