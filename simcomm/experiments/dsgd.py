@@ -354,3 +354,28 @@ def dsgd_one_peer_pow2(params, rng, backend):
                                                                         subs["exponential"]),
                          nodes=label, sizes=sizes, note=note))
     return rows
+
+
+@experiment("dsgd_transient_growth", check=_check_chain, params={
+    **_TRANSIENT,
+    "n": Param("int", default=16, low=4, doc="the smaller number of nodes; the larger is 2 n"),
+    "chain": Param("str", default="exponential,torus",
+                   doc="two topologies: the ratio is the second's transient over the first's"),
+})
+def dsgd_transient_growth(params, rng, backend):
+    """Transient ratio of two topologies at n and at 2 n, in one cell (so an order claim pairs them).
+
+    Rows ``metric="transient_ratio"`` with ``size = "n"`` or ``"2n"``:
+    the second topology's transient over the first's, each size on its own problem and noise
+    (the same definition as ``dsgd_transient_chain``). A ratio whose numerator reached the horizon is
+    a lower bound and carries ``censored = True``; so does one whose denominator did.
+    """
+    a, b = [t.strip() for t in params["chain"].split(",")][:2]
+    rows = []
+    for label, n in (("n", params["n"]), ("2n", 2 * params["n"])):
+        _, values, censored = _transient_rows({**params, "n": n}, rng, (a, b), backend)
+        with np.errstate(invalid="ignore"):
+            ratio = float(values[b] / values[a])
+        # no column with the node count: it would vary inside the cell and split the pair
+        rows.append(dict(metric="transient_ratio", value=ratio, size=label, censored=censored[b] or censored[a]))
+    return rows
