@@ -83,3 +83,11 @@ def test_bad_chain():
 
     with pytest.raises(SpecError, match="chain"):
         get_experiment("dsgd_transient_chain").validate({"chain": "exponential,moebius"}, "test")
+
+
+def test_transient_growth_pairs_n_with_2n():
+    rows = _run("dsgd_transient_growth", n=8, horizon=60, inner=1)
+    assert [(r["metric"], r["size"]) for r in rows] == [("transient_ratio", "n"), ("transient_ratio", "2n")]
+    # no column besides size varies inside the cell (it would split the pair in the order judge)
+    assert {frozenset(r) for r in rows} == {frozenset({"metric", "value", "size", "censored"})}
+    assert all(r["value"] > 0 for r in rows)
