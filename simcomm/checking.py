@@ -17,7 +17,7 @@ from simcomm.claims import Judgement, judge
 from simcomm.experiments._registry import closest
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
-from simcomm.spec import Spec, find_specs, load, with_control
+from simcomm.spec import Spec, check_plot_columns, find_specs, load, with_control
 
 __all__ = ["select_specs", "evaluate", "CheckOutcome"]
 
@@ -125,6 +125,8 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
 
     specs = list(specs)
     results = run(specs)
+    for spec, res in zip(specs, results):
+        check_plot_columns(spec, res.table.columns)  # [plot] x/hue/labels name real columns
     judgements = [_judge(spec, res.table) for spec, res in zip(specs, results)]
     _more_replicates(specs, results, judgements, run)
     if controls:

@@ -274,6 +274,7 @@ class _Cell:
     block_viol: bool = False
     fixed: Verdict | None = None      # decided without a test (ill-posed, diverged)
     reason: str = ""
+    viol_text: str = ""               # what a violation means here, for the reason column
     extra: dict | None = None         # columns for the table (mean, bound, ratio, ...)
     to_value: object = None           # maps an interval of x back to observable units
 
@@ -363,7 +364,7 @@ def decide(cells: list[_Cell], alpha: float, test: str, seed: int = 0) -> list[t
         a = level[i]
         est, lo, hi = ivals[i] if i in ivals else _interval(c.x, a, test, c.y, seed)
         if viol_rej[i] and not hold_rej[i]:
-            v, why = Verdict.VIOLATED, c.reason
+            v, why = Verdict.VIOLATED, c.reason or c.viol_text
         elif hold_rej[i] and not viol_rej[i]:
             v, why = Verdict.HOLDS, c.reason
         else:
@@ -518,12 +519,16 @@ def _bound_cell(claim: ClaimSpec, params: dict, grp: pd.DataFrame, fn, bound_sca
     cell.x, cell.effect = x, effect
     # The hold line: non-strict claims allow equality (up to rounding), strict ones need a gap.
     h = -rounding if claim.strict else rounding
+    more = f" by more than min_effect {effect:.3g}" if effect > 0 else ""
     if kind == "upper":
         cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", h, "greater", h + effect
+        cell.viol_text = "above the bound" + more
     elif kind == "lower":
         cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "greater", -h, "less", -h - effect
+        cell.viol_text = "below the bound" + more
     else:
         cell.equal_margin = margin + rounding
+        cell.viol_text = f"outside the margin {cell.equal_margin:.3g}" + (" (log scale)" if log else "")
     if cens.any():
         # A censored value is a lower bound on the truth (e.g. a hitting time that reached the
         # horizon): it can still show that the truth is large, never that it is small.
@@ -565,7 +570,8 @@ def _judge_slope(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[l
     for params, grp in _groups(rows, by):
         pred = _call_bound(fn, claim, grp.iloc[0].to_dict(), bound_scale)
         extra = {"n_points": int(grp[claim.slope_in].nunique()), "predicted": pred, "note": _notes(grp)}
-        cell = _Cell(params, extra=extra, equal_margin=claim.slope_tol)
+        cell = _Cell(params, extra=extra, equal_margin=claim.slope_tol,
+                     viol_text=f"slope outside predicted +- {claim.slope_tol:g}")
         cells.append(cell)
         if not math.isfinite(pred):
             cell.fixed, cell.reason = Verdict.ILL_POSED, "the predicted slope is not finite"
@@ -642,6 +648,7 @@ def _judge_order(claim, rows, paired: bool, swap: bool) -> tuple[list[_Cell], li
                 la, lb = a, b
                 effect = claim.min_effect_abs + claim.min_effect_rel * abs(mb)
             cell.effect = effect
+            cell.viol_text = f"{first} above {second}" + (f" by more than min_effect {effect:.3g}" if effect else "")
             h = 0.0 if claim.strict else effect
             cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", h, "greater", effect
             if pair:
@@ -686,7 +693,7 @@ def _claim_reason(cells: pd.DataFrame, verdict: Verdict) -> str:
         return f"{len(ill)} of {len(cells)} cells ill-posed" if len(ill) else ""
     bad = cells[cells["verdict"] == verdict.value]
     reasons = bad["reason"].replace("", "significant after Holm").value_counts()
-    top = "; ".join(f"{r} ({n})" if len(reasons) > 1 else r for r, n in reasons.head(2).items())
+    top = "; ".join(f"{r} ({n} cells)" if len(reasons) > 1 else r for r, n in reasons.head(2).items())
     return f"{len(bad)} of {len(cells)} cells: {top}"
 
 

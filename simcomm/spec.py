@@ -21,10 +21,10 @@ from simcomm._errors import SpecError
 from simcomm.experiments._registry import closest, get_experiment
 
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
-           "content_hash"]
+           "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
 KINDS = ("upper", "lower", "equal", "slope", "order")
-PAPERS = ("expgraph", "rtopk", "urq", "is")
+PAPERS = ("expgraph", "rtopk", "urq", "is", "net")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "confidence": float, "strict": bool,
@@ -40,8 +40,14 @@ TESTS = ("t", "sign", "bootstrap")
 _EXPERIMENT_KEYS = {"name": str, "replicates": object, "seed": int}
 _PLOT_KEYS = {
     "x": str, "hue": str, "logx": bool, "logy": bool, "xlabel": str, "ylabel": str, "title": str,
+    "style": str, "labels": dict,
 }
-_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control")
+#: ``[plot] style``: "annotated" (verdict in the title, for the report) or "paper" (see plotting.py)
+PLOT_STYLES = ("annotated", "paper")
+#: grids up to this many cells are validated cell by cell; larger ones per axis value plus a sample
+_VALIDATE_ALL = 10_000
+_VALIDATE_SAMPLE = 2_000
+_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control", "network")
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,11 @@ class Spec:
         if not self.max_replicates:
             return 1
         return 1 + max(0, math.ceil(math.log2(self.max_replicates / self.replicates)))
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells (product of the axis lengths), without building them."""
+        return n_cells(self.grid)
 
     def cells(self) -> list[dict]:
         """Cartesian product of the grid, each merged with the fixed parameters (file order)."""
@@ -197,7 +208,12 @@ def _parse_override(text: str) -> tuple[str, Any]:
     key, _, raw = text.partition("=")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        opener = raw.strip()[:1]
+        if opener in ('[', '{', '"', "'"):  # meant as a list, table or quoted string, but not closed
+            what = {"[": "list", "{": "table", '"': "string", "'": "string"}[opener]
+            raise SpecError(f"--set {key.strip()}: the {what} '{raw}' is malformed ({exc}); "
+                            "write a TOML value, e.g. --set \"n=[8, 16]\"") from None
         value = raw  # a bare word is a string
     return key.strip(), value
 
@@ -216,6 +232,11 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     exp = dict(_check_table(raw.get("experiment", {}), _EXPERIMENT_KEYS, f"{where} [experiment]"))
     params = dict(_check_table(raw.get("params", {}), {k: object for k in raw.get("params", {})}, f"{where} [params]"))
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
+    if "network" in raw:  # alpha/beta (or a calibration file) become fixed parameters; [params] wins
+        from simcomm.network import spec_network_params
+
+        for key, value in spec_network_params(raw["network"], f"{where} [network]").items():
+            params.setdefault(key, value)
     plot = dict(_check_table(raw.get("plot", {}), _PLOT_KEYS, f"{where} [plot]"))
     if "name" not in exp:
         raise SpecError(f"{where}: [experiment] needs 'name' (a registered experiment; see 'simcomm list --experiments')")
@@ -260,15 +281,17 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     seed = exp.get("seed", 0)
     if seed < 0:
         raise SpecError(f"{where}: 'seed' must be >= 0, got {seed}")
-    # Validate every cell against the experiment's declared parameters (types, domains, cross rules).
+    # Validate the cells against the experiment's declared parameters (types, domains, cross rules);
+    # a huge grid is validated per axis value and on a bounded sample, never cell by cell.
     validated = {}
-    for cell in (dict(params, **dict(zip(grid, c))) for c in itertools.product(*grid.values())):
+    for cell in _cells_to_validate(params, grid):
         out = experiment.validate(cell, where)
         for key, value in out.items():
             validated.setdefault(key, value)
     for key, value in validated.items():  # declared defaults become explicit fixed parameters
         if key not in grid and key not in params:
             params[key] = value
+    _check_plot(plot, f"{where} [plot]")
     claim = None
     if "claim" in raw:
         controls = _controls(raw.get("control", []), f"{where} [[control]]", experiment, set(grid) | set(params))
@@ -331,6 +354,97 @@ def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
             data["bound_scale"] = float(data["bound_scale"])
         out.append(ControlSpec(**data))
     return tuple(out)
+
+
+def n_cells(grid: dict) -> int:
+    """Number of cells of ``grid``: the product of its axis lengths (nothing is built)."""
+    return math.prod(len(v) for v in grid.values())
+
+
+def _cells_to_validate(params: dict, grid: dict):
+    """Every cell of a small grid; for a large one, each axis value once and a bounded sample.
+
+    Per-value rules (types, domains) see every value of every axis; cross-parameter rules see each
+    value next to the other axes' first values and a deterministic sample of whole cells, so a grid
+    of 10^8 cells is validated in milliseconds.
+    """
+    axes = list(grid)
+    total = n_cells(grid)
+    if total <= _VALIDATE_ALL:
+        for combo in itertools.product(*grid.values()):
+            yield dict(params, **dict(zip(axes, combo)))
+        return
+    first = {a: grid[a][0] for a in axes}
+    for a in axes:
+        for value in grid[a]:
+            yield dict(params, **dict(first, **{a: value}))
+    import random
+
+    pick = random.Random(0)  # a fixed sample: validation is deterministic (not a simulation stream)
+    for _ in range(_VALIDATE_SAMPLE):
+        yield dict(params, **{a: grid[a][pick.randrange(len(grid[a]))] for a in axes})
+
+
+def _check_plot(plot: dict, where: str) -> None:
+    """Values of ``[plot]`` keys that can be checked before the run (columns are checked after it)."""
+    if "style" in plot and plot["style"] not in PLOT_STYLES:
+        raise SpecError(f"{where}: style '{plot['style']}' is unknown{closest(plot['style'], PLOT_STYLES)}; "
+                        f"use one of {', '.join(PLOT_STYLES)}")
+    for key, value in plot.get("labels", {}).items():
+        ok = isinstance(value, str) or (isinstance(value, dict) and all(isinstance(v, str) for v in value.values()))
+        if not ok:
+            raise SpecError(f"{where}: labels.{key} must be a string (the column's label) or a table of strings "
+                            f"(one label per value), got {value!r}")
+
+
+def check_plot_columns(spec: "Spec", columns) -> None:
+    """Raise :class:`SpecError` when ``[plot]`` names a column (x, hue, labels) the results lack.
+
+    Called once the table exists (experiments may add columns of their own), before anything is drawn
+    or written.
+    """
+    columns = [str(c) for c in columns]
+    where = f"{spec.path} [plot]"
+    for key in ("x", "hue"):
+        name = spec.plot.get(key)
+        if name is not None and name not in columns:
+            raise SpecError(f"{where}: {key} = '{name}' is not a column of the results{closest(name, columns)}; "
+                            f"columns: {', '.join(c for c in columns if c not in ('value', 'replicate'))}")
+    for name in spec.plot.get("labels", {}):
+        if name not in columns and name != "metric":
+            raise SpecError(f"{where}: labels names '{name}', which is not a column of the results"
+                            f"{closest(name, columns)}")
+
+
+def locate(ref: str | Path) -> Path:
+    """The spec file named by ``ref``: a path, a shipped claim id (``expgraph.rho_even``) or a shipped
+    spec's name (``expgraph_rho_even``).
+
+    Raises
+    ------
+    SpecError
+        When ``ref`` is none of these.
+    """
+    path = Path(ref)
+    if path.is_file() or path.suffix == ".toml" or any(sep in str(ref) for sep in ("/", "\\")):
+        return path
+    shipped = find_specs()
+    by_name = {p.stem: p for p in shipped}
+    if str(ref) in by_name:
+        return by_name[str(ref)]
+    ids = {}
+    for p in shipped:
+        try:
+            claim = tomllib.loads(p.read_text()).get("claim", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(claim, dict) and isinstance(claim.get("id"), str):
+            ids[claim["id"]] = p
+    if str(ref) in ids:
+        return ids[str(ref)]
+    hint = closest(str(ref), list(ids) + list(by_name))
+    raise SpecError(f"'{ref}' is neither a spec file nor a shipped claim id{hint}; "
+                    "'simcomm list --paths' shows the shipped specs")
 
 
 def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> ClaimSpec:

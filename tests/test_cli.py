@@ -69,8 +69,10 @@ def test_check_writes_figures_report_json(tmp_path):
               "--strict"])
     assert r.exit_code == 0, r.output
     assert "toy.mean" in r.output and "holds" in r.output
-    assert (out / "figures" / "toy_mean.png").stat().st_size > 1000
-    report = (out / "figures" / "REPORT.md").read_text()
+    # the default is --quick: its figures and report go to results/quick/, never over the gallery
+    assert not (out / "figures").exists()
+    assert (out / "results" / "quick" / "toy_mean.png").stat().st_size > 1000
+    report = (out / "results" / "quick" / "REPORT.md").read_text()
     assert "![toy.mean](toy_mean.png)" in report and "**Verdict: holds**" in report
     verdicts = json.loads((tmp_path / "v.json").read_text())
     assert verdicts == [{"id": "toy.mean", "paper": "expgraph", "kind": "equal", "verdict": "holds",

@@ -285,3 +285,16 @@ def test_family_wise_false_violation_rate_is_at_most_alpha(kind, capsys):
     # a tenth of the trials or more (measured: 0.38 and 0.15). Power is low on purpose-sized data:
     # Holm over 48 cells at 5 replicates needs t(4) beyond its 1 - 0.01/48 quantile (about 13).
     assert power_hits / trials > 0.1  # the judge can find a violation (the printed power says how often)
+
+
+def test_update_readme_rewrites_only_between_markers():
+    from simcomm.report import update_readme
+
+    t = table({4: [2.0]})
+    j = judge(claim(kind="equal", margin_abs=1e-12), t)
+    scaling = '<td width="50%"><a href="figures/scaling_qsgd.png">x</a></td>'
+    text = ("intro\n<!-- claims:start -->\nSTALE\n<!-- claims:end -->\nmid\n<!-- gallery:start -->\n<table><tr>"
+            f"{scaling}</tr></table>\n<!-- gallery:end -->\nend\n")
+    out = update_readme(text, [j], {"t": "t.png"}, {"t": "A title"})
+    assert out.startswith("intro\n") and "\nmid\n" in out and out.endswith("end\n") and "STALE" not in out
+    assert "| `t` | s | [N] | holds |" in out and "<b>t</b> (holds): A title" in out and scaling in out

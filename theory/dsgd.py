@@ -18,6 +18,7 @@ PAPER = "expgraph"
     kind="equal",
     provenance="P+N",
     paper=PAPER,
+    constant=True,
     statement="after the transient, DmSGD over exponential graphs (n = 2^p) attains the node gradient norm of "
               "parallel SGD: the late-window ratio tends to 1",
 )

@@ -13,7 +13,7 @@ __all__ = ["top1_share_multiple_lower", "fitted_model_error"]
 PAPER = "rtopk"
 
 
-@bound(kind="lower", provenance="N", paper=PAPER,
+@bound(kind="lower", provenance="N", paper=PAPER, constant=True,
        statement="the top 1% of a real gradient's coordinates carries more than 10 times its uniform share "
                  "(1%) of the squared norm")
 def top1_share_multiple_lower() -> float:

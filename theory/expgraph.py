@@ -129,6 +129,7 @@ def rho_static_exponential_even(n: int) -> float:
     kind="equal",
     provenance="P+N",
     paper=PAPER,
+    constant=True,
     statement="for n = 2^tau, any tau consecutive one-peer matrices multiply to J (deviation 0), any start phase",
 )
 def one_peer_deviation_pow2(n: int) -> float:

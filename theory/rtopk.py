@@ -209,7 +209,7 @@ def randk_variance(d: int, k: int, norm2: float) -> float:
     return (d / k - 1.0) * norm2
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
+@bound(kind="equal", provenance="N", paper=PAPER, constant=True,
        statement="rTop_k with r = d keeps a uniform k-subset (unscaled rand-k): over T draws the normalised "
                  "chi-square statistic Z of the inclusion counts has E Z = 1, i.e. Z - 1 has mean 0 (rtopk.md B1)")
 def rtopk_limit_discrepancy() -> float:
