@@ -118,6 +118,21 @@ def test_rtopk_limits_exactly():
     np.testing.assert_array_equal(rtop_k(x, 7, 300, rng=4), rand_k(x, 7, rng=4, scale=False))
 
 
+@pytest.mark.parametrize("name", ["numpy", "numba"])
+@pytest.mark.parametrize("k", [1, 10, 100])
+def test_rtopk_with_r_eq_k_is_topk_even_on_ties(name, k):
+    """The r = k limit of rTop-k (formerly the claim rtopk.limits) is an identity: entry for entry.
+
+    Equal magnitudes (alpha = 0) exercise the tie rule shared by top_k and rTop-k's top-r step.
+    """
+    from simcomm.models import sparse_heavy_tailed
+
+    rng = np.random.default_rng(12345)
+    for alpha in (0.0, 1.0):
+        x = sparse_heavy_tailed(1000, 1000, alpha=alpha, profile="powerlaw", rng=rng, size=(50,))
+        np.testing.assert_array_equal(rtop_k(x, k, k, rng=rng, backend=name), top_k(x, k, backend=name))
+
+
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=64)
 
 

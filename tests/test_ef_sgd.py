@@ -341,6 +341,29 @@ def test_ef_sgd_sweep_rows_and_selection():
     assert next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k") == 4.0
 
 
+def test_no_room_makes_the_compressed_rows_nan():
+    """room: decided on independent pilot streams; no room -> NaN finals with a note (ill-posed cell)."""
+    kw = dict(n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, r_max_over_k=4)
+    e, p = _defaults("ef_sgd_sweep", **kw)
+    base = e.func(p, np.random.default_rng(12345), "numpy")
+    e, p = _defaults("ef_sgd_sweep", room=1e6, **kw)  # no top-k can trail SGD by a factor 1e6
+    rows = e.func(p, np.random.default_rng(12345), "numpy")
+    gap = next(r["value"] for r in rows if r["metric"] == "pilot_topk_gap")
+    assert np.isfinite(gap)
+    finals = {(r["method"], r["metric"]): r for r in rows if r["metric"].startswith("final_")}
+    for (method, metric), r in finals.items():
+        if method == "sgd":
+            assert np.isfinite(r["value"])
+        else:
+            assert np.isnan(r["value"]) and "no room" in r["note"]
+    # the evaluated runs themselves are unchanged by the pilot check (their own streams)
+    sgd = [r["value"] for r in base if r.get("method") == "sgd" and r["metric"] == "final_train_loss"]
+    assert sgd == [finals[("sgd", "final_train_loss")]["value"]]
+    err = {r["method"]: r["value"] for r in base if r["metric"] == "final_test_error"}
+    acc = {r["method"]: r["value"] for r in base if r["metric"] == "final_test_accuracy"}
+    assert err == {m: 1.0 - a for m, a in acc.items()}
+
+
 
 def test_best_intermediate_keeps_the_divergence_note(monkeypatch):
     # the chosen run's "diverged at step" note must survive next to the note saying how r/k was chosen

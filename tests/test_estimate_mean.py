@@ -52,6 +52,34 @@ def test_monte_carlo_matches_exact_mse(n, d, s, k, alpha):
     assert exact <= th.mse_random_subset_bound(n, d, s, k)
 
 
+@pytest.mark.parametrize("n,d,s,k,alpha", [(5, 1024, 5.0, 40, 0.5), (7, 1024, 2.0, 30, 0.3), (3, 64, 12.0, 18, 1.5)])
+def test_monte_carlo_matches_exact_top_and_rand_mse_and_gap(n, d, s, k, alpha):
+    # top-k' (squared bias + variance/n, truncated Poisson-binomial) and rand-k' ((s d/k' - ||theta||^2)/n)
+    # and the paired gap top - subset: each Monte Carlo mean within N_SIGMA standard errors.
+    theta = skewed_profile(th.support_size(d, s, 4.0), s, alpha)
+    err = mean_estimation_mse(theta, n, k, d=d, replicates=6000, rng=12345)
+    want = {"top_k": th.mse_top_subset_exact(n, d, s, k, alpha, 4.0),
+            "rand_k": th.mse_rand_coords_exact(n, d, s, k, alpha, 4.0)}
+    for scheme, exact in want.items():
+        e = err[scheme]
+        assert abs(e.mean() - exact) <= N_SIGMA * e.std(ddof=1) / np.sqrt(e.size) + 1e-12, scheme
+    gap = err["top_k"] - err["rtop_k"]
+    assert abs(gap.mean() - th.mse_gap_top_minus_subset(n, d, s, k, alpha, 4.0)) <= N_SIGMA * gap.std(ddof=1) / np.sqrt(
+        gap.size)
+
+
+def test_crossover_is_where_the_gap_changes_sign():
+    for s, k, alpha in [(5.0, 10, 0.5), (20.0, 40, 1.0), (20.0, 10, 1.5)]:
+        ns = th.crossover_nodes(1024, s, k, alpha, 4.0)
+        assert 1 < ns < 1e4
+        assert th.mse_gap_top_minus_subset(ns / 2, 1024, s, k, alpha, 4.0) < 0 < th.mse_gap_top_minus_subset(
+            2 * ns, 1024, s, k, alpha, 4.0)
+        assert th.mse_gap_top_minus_subset(ns, 1024, s, k, alpha, 4.0) == pytest.approx(0.0, abs=1e-9)
+    # k' >= support: top-k' sends every observed coordinate, so it is unbiased: no crossover
+    b, _ = th.topk_mse_terms(1024, 2.0, 100, 1.0, 4.0)
+    assert b == 0.0 and th.crossover_nodes(1024, 2.0, 100, 1.0, 4.0) in (0.0, np.inf)
+
+
 @pytest.mark.parametrize("scheme", ["rtop_k", "rand_k"])
 def test_unbiased_schemes(scheme):
     # Mean of R independent estimates per coordinate, within N_SIGMA of its standard error.
@@ -141,10 +169,13 @@ def test_experiments_run_small():
     be = get_backend("numpy")
     rows = get_experiment("mean_estimation").func(
         get_experiment("mean_estimation").validate({"mc": 20, "n": 5}, "t"), np.random.default_rng(12345), be)
-    assert sorted(r["method"] for r in rows) == sorted(SCHEMES)
+    assert sorted(r["method"] for r in rows if r["metric"] == "mse") == sorted(SCHEMES)
+    gap = [r for r in rows if r["metric"] == "topk_minus_subset"]
+    mse = {r["method"]: r["value"] for r in rows if r["metric"] == "mse"}
+    assert len(gap) == 1 and gap[0]["value"] == pytest.approx(mse["top_k"] - mse["rtop_k"], rel=1e-12, abs=1e-15)
     exp = get_experiment("rtopk_limits")
-    for case in ("r_eq_k", "r_eq_d"):
-        rows = exp.func(exp.validate({"case": case, "d": 50, "k": 5, "draws": 50}, "t"), np.random.default_rng(1), be)
-        assert rows[0]["metric"] == "discrepancy"
-        if case == "r_eq_k":
-            assert rows[0]["value"] == 0.0
+    # r = d: uniform k-subsets, Z - 1 is O(sqrt(2/d)); r = d/2: only the top half is ever kept, Z - 1 ~ T p/(1-p)
+    uni = exp.func(exp.validate({"d": 50, "k": 5, "draws": 400}, "t"), np.random.default_rng(1), be)[0]["value"]
+    half = exp.func(exp.validate({"d": 50, "k": 5, "draws": 400, "r": 25}, "t"), np.random.default_rng(1),
+                    be)[0]["value"]
+    assert abs(uni) < 1.0 < 40.0 < half

@@ -6,127 +6,102 @@ tolerances, each with its provenance tag. ``simcomm.experiments.dsgd`` holds the
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from theory._bound import bound
-from theory.expgraph import eigenvalues
+from theory.expgraph import ceil_log2, transient_iterations
 
-__all__ = ["tracking_factor", "one_peer_equal_loss", "transient_shape", "transient_shape_slope"]
+__all__ = ["parallel_ratio_limit", "one_peer_consensus_budget", "transient_bound_scaled"]
 
 PAPER = "expgraph"
+
+
+@bound(
+    kind="equal",
+    provenance="P+N",
+    paper=PAPER,
+    constant=True,
+    statement="after the transient, DmSGD over exponential graphs (n = 2^p) attains the node gradient norm of "
+              "parallel SGD: the late-window ratio tends to 1",
+)
+def parallel_ratio_limit() -> float:
+    r"""Limit of the decentralized / parallel ratio of node gradient norms after the transient: 1.
+
+    **Statement** (equal): with :math:`e_k = \frac1n\sum_i\|\nabla f(x_i^{(k)})\|^2` and a decaying
+    step, the ratio of :math:`e_k` averaged over a late window, DmSGD on an exponential graph over
+    parallel SGD on the same noise, tends to 1 once the horizon is past the transient (the
+    network-dependent terms of C3 decay faster than the linear-speedup term). The value IS the
+    statement, so it is a constant; the claim can still fail: a ring at the same horizon is still in
+    its transient and its ratio stays far above 1 (the spec's control).
+
+    Provenance: P+N. The paper's abstract says DmSGD over exponential graphs trains as effectively
+    as better-connected graphs [P]; that the excess vanishes after the transient follows from the
+    recalled rate C3 [R] and is checked here [N]. The margin is the spec's.
+
+    Examples
+    --------
+    >>> parallel_ratio_limit()
+    1.0
+    """
+    return 1.0
 
 
 @bound(
     kind="upper",
     provenance="P+N",
     paper=PAPER,
-    statement="DmSGD over static and one-peer exponential graphs (n = 2^p) stays within `factor` of parallel SGD from early on",
+    statement="at the same step count the one-peer exponential sequence's consensus error is at most "
+              "tau = ceil(log2 n) times the static exponential graph's, while it sends tau times fewer messages "
+              "(n = 2^p)",
 )
-def tracking_factor(factor: float = 1.25) -> float:
-    r"""The stated factor within which DmSGD on exponential graphs tracks parallel SGD.
+def one_peer_consensus_budget(n: int, static_consensus: float) -> float:
+    r"""Consensus error of the one-peer sequence if it averages as effectively per message: :math:`\tau\,c_{static}`.
 
-    **Statement** (upper): for every horizon :math:`T \ge T_0` (a few dozen steps),
-    :math:`r_{dec}(T) \le \text{factor}\cdot r_{par}(T)`, where :math:`r(T)` is the running mean of
-    :math:`\frac1n\sum_i\|\nabla f(x_i^{(k)})\|^2` (see ``simcomm.experiments.dsgd``).
+    **Statement** (upper): for :math:`n = 2^p`, the stationary consensus error
+    :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2` of DmSGD with the one-peer sequence is at most
+    :math:`\tau = \lceil\log_2 n\rceil` times that of the static exponential graph on the same
+    problem and noise (``static_consensus``, a measured statistic of the row), the factor by which
+    it sends fewer messages: per message sent it averages at least as effectively.
 
-    Provenance: P+N. The paper's abstract says DmSGD over exponential graphs trains as effectively
-    as with better-connected graphs [P]; the factor is this project's stated tolerance [N], not
-    the paper's number (it has none).
+    Provenance: P+N. [P]: the one-peer sequence "average[s] as effective as its static counterpart
+    but communicates more efficiently"; the per-message form with the factor :math:`\tau` is this
+    project's precise reading [N], not the paper's theorem (C4's constants are unknown [X]).
 
     Parameters
     ----------
-    factor : float
-        Stated factor, > 1.
+    n : int
+        Number of nodes.
+    static_consensus : float
+        Measured consensus error of the static exponential graph, same problem and noise.
 
     Examples
     --------
-    >>> tracking_factor(1.25)
-    1.25
+    >>> one_peer_consensus_budget(16, 0.5)
+    2.0
     """
-    return float(factor)
+    return float(ceil_log2(int(n))) * float(static_consensus)
 
 
 @bound(
-    kind="equal",
-    provenance="P+R",
-    paper=PAPER,
-    statement="one-peer exponential reaches the static exponential graph's loss at the same step count (ratio 1)",
-)
-def one_peer_equal_loss() -> float:
-    r"""Predicted ratio of losses, one-peer / static exponential graph, at the same step count: 1.
-
-    **Statement** (equal): the one-peer sequence "average[s] as effective as its static
-    counterpart" [P abstract]; the rate of C4 is that of C3 with :math:`1-\rho` replaced by a
-    :math:`\Theta(1/\log_2 n)` quantity when n is a power of 2 [R]. So the tail-averaged
-    :math:`f(\bar x) - f^\star` of both, on the same problem and noise, should agree up to the
-    spec's ``rtol``.
-
-    Provenance: P+R (qualitative statement; constants unknown).
-
-    Examples
-    --------
-    >>> one_peer_equal_loss()
-    1.0
-    """
-    return 1.0
-
-
-def _rho(topology: str, n: int) -> float:
-    lam = eigenvalues(topology, int(n))
-    return float(np.abs(lam[1:]).max())
-
-
-@bound(
-    kind="order",
+    kind="upper",
     provenance="R+N",
     paper=PAPER,
-    statement="transient iterations of DmSGD grow like n^3/(1-rho)^2 (homogeneous data), constants omitted",
+    statement="measured transient iterations <= const * max(n^3 rho^4/(sigma^2 (1-rho)^2), "
+              "n^3 rho^4 b^4/(sigma^6 (1-rho)^4), n rho^2/(sigma^2 (1-rho)^2)), const fixed on independent pilot runs",
 )
-def transient_shape(topology: str, n: int) -> float:
-    r"""The shape :math:`n^3/(1-\rho)^2` of the transient iterations (papers C5, b = 0).
+def transient_bound_scaled(n: int, rho: float, sigma: float, b: float, const: float) -> float:
+    r"""The transient-iteration shape of C5 times a constant: an upper bound on measured transients.
 
-    Derived [N] from the recalled rate C3 [R] (see ``theory.expgraph:transient_iterations``);
-    :math:`\rho` from the closed-form spectrum of ``topology`` (``theory.expgraph:eigenvalues``).
+    **Statement** (upper): the orders of C3/C5 are upper bounds with unknown constants, so what can
+    be checked is that measured transients grow no faster than the shape
+    (``theory.expgraph:transient_iterations``) times ONE constant ``const`` that is fixed beforehand
+    on independent pilot runs (the spec records how). ``rho`` is :math:`\|W - J\|_2` of the graph,
+    a statistic of the row (the experiment reports it next to the transient). A topology or size
+    whose transient outgrows the shape breaks it.
+
+    Provenance: R+N (rate form recalled [R]; the solving and this form of the check are [N]).
 
     Examples
     --------
-    >>> round(transient_shape("exponential", 16))
-    25600
+    >>> transient_bound_scaled(8, 0.5, 1.0, 0.0, 2.0) == 2 * transient_iterations(8, 0.5, 1.0, 0.0)
+    True
     """
-    return float(n) ** 3 / (1.0 - _rho(topology, n)) ** 2
-
-
-@bound(
-    kind="slope",
-    provenance="R+N",
-    paper=PAPER,
-    statement="log-log slope in n of transient iterations = secant slope of log(n^3/(1-rho)^2) over [n_min, n_max]",
-)
-def transient_shape_slope(topology: str, n_min: float = 8, n_max: float = 24) -> float:
-    r"""Predicted log-log slope of the transient iterations against n over :math:`[n_1, n_2]`.
-
-    **Statement** (slope): the secant slope of :math:`\log(n^3/(1-\rho(n))^2)` against
-    :math:`\log n` between ``n_min`` and ``n_max``: asymptotically 7 for the ring
-    (:math:`1-\rho = \Theta(n^{-2})`) and :math:`3 + o(1)` for the static exponential graph
-    (:math:`1-\rho = 2/(1+\lceil\log_2 n\rceil)` for even n). At small n the secant differs
-    from the asymptote (ring over [8, 24]: 6.92).
-
-    Provenance: R+N (shape recalled from the paper's Table 1 / C5 [R]; derived and evaluated here
-    [N]). The hidden constants are unknown, so the spec's tolerance is wide.
-
-    Parameters
-    ----------
-    topology : {"ring", "exponential", "torus", ...}
-        Any name accepted by ``theory.expgraph.eigenvalues``.
-    n_min, n_max : float
-        Range of n the slope is fitted over.
-
-    Examples
-    --------
-    >>> round(transient_shape_slope("ring", 8, 24), 2), round(transient_shape_slope("exponential", 8, 24), 2)
-    (6.92, 3.74)
-    """
-    a, b = int(n_min), int(n_max)
-    return math.log(transient_shape(topology, b) / transient_shape(topology, a)) / math.log(b / a)
+    return float(const) * transient_iterations(int(n), float(rho), float(sigma), float(b))

@@ -129,6 +129,7 @@ def rho_static_exponential_even(n: int) -> float:
     kind="equal",
     provenance="P+N",
     paper=PAPER,
+    constant=True,
     statement="for n = 2^tau, any tau consecutive one-peer matrices multiply to J (deviation 0), any start phase",
 )
 def one_peer_deviation_pow2(n: int) -> float:
@@ -146,23 +147,22 @@ def one_peer_deviation_pow2(n: int) -> float:
     Provenance: P+N. The paper's abstract says a sequence of log(n) one-peer graphs "can together
     achieve exact averaging" [P]; the precise statement (powers of 2, any phase) is derived here [N].
 
+    The value IS the statement (exact averaging), so it is the constant 0 for every ``n``: the
+    function does not refuse other ``n``, because the claim's negative control evaluates the same
+    prediction at ``n`` not a power of 2, where the true deviation is
+    :func:`one_peer_deviation` ``> 0`` and the claim must come out violated.
+
     Parameters
     ----------
     n : int
-        A power of 2, ``n >= 2``.
-
-    Raises
-    ------
-    ValueError
-        If ``n`` is not a power of 2.
+        Number of nodes (the statement is about powers of 2).
 
     Examples
     --------
     >>> one_peer_deviation_pow2(4096)
     0.0
     """
-    if not _is_pow2(int(n)) or n < 2:
-        raise ValueError(f"exact averaging is stated for n a power of 2, got n={n}")
+    del n  # the prediction is 0 whatever n; see above
     return 0.0
 
 

@@ -31,12 +31,16 @@ __all__ = [
     "skewed_profile",
     "poisson_binomial_pmf",
     "rtopk_error_identity",
-    "rtopk_error_powerlaw",
     "rtopk_contraction",
     "randk_variance",
     "rtopk_limit_discrepancy",
     "mse_random_subset_exact",
     "mse_random_subset_bound",
+    "topk_mse_terms",
+    "mse_top_subset_exact",
+    "mse_rand_coords_exact",
+    "mse_gap_top_minus_subset",
+    "crossover_nodes",
     "mse_scaling_slope",
 ]
 
@@ -143,52 +147,19 @@ def rtopk_error_identity(norm2: float, topr_norm2: float, k: int, r: int) -> flo
     return norm2 - (k / r) * topr_norm2
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
-       statement="E||x - rTop_k(x)||^2/||x||^2 = 1 - (k/r) sum_{j<=min(r,nnz)} j^(-2 alpha) / "
-                 "sum_{j<=nnz} j^(-2 alpha) for |x| a permutation of j^(-alpha), j <= nnz (rtopk.md B2)")
-def rtopk_error_powerlaw(k: int, r: int, alpha: float, nnz: int) -> float:
-    r"""Relative expected error of rTop-k on a power-law vector (exact; B2 made a scalar function).
-
-    **Statement** (equal; provenance [N], rtopk.md B2 — not the paper's): if the nonzero magnitudes
-    of :math:`x` are :math:`j^{-\alpha}`, ``j = 1..nnz`` (any positions and signs), then
-    :math:`\|x\|^2 = \sum_{j \le nnz} j^{-2\alpha}`, :math:`\|\mathrm{Top}_r(x)\|^2 =
-    \sum_{j \le \min(r, nnz)} j^{-2\alpha}` and
-
-    .. math:: \frac{\mathbb{E}\|x - \mathrm{rTop}_k(x)\|^2}{\|x\|^2}
-              = 1 - \frac{k}{r} \frac{\sum_{j \le \min(r, nnz)} j^{-2\alpha}}{\sum_{j \le nnz} j^{-2\alpha}}.
-
-    It is :func:`rtopk_error_identity` evaluated at these two norms, divided by :math:`\|x\|^2`.
-
-    Parameters
-    ----------
-    k, r : int
-        ``1 <= k <= r <= d``.
-    alpha : float
-        Power-law exponent of the magnitudes.
-    nnz : int
-        Number of nonzero coordinates.
-
-    Examples
-    --------
-    >>> rtopk_error_powerlaw(1, 2, 0.0, 4)   # flat: 1 - (1/2)(2/4)
-    0.75
-    """
-    w = np.arange(1, int(nnz) + 1, dtype=np.float64) ** (-2.0 * float(alpha))
-    norm2 = float(w.sum())
-    return rtopk_error_identity(norm2, float(w[: min(int(r), int(nnz))].sum()), k, r) / norm2
-
-
 @bound(kind="upper", provenance="N", paper=PAPER,
        statement="E||x - rTop_k(x)||^2 <= (1 - k/d) ||x||^2 for every x (rtopk.md B2)")
-def rtopk_contraction(d: int, k: int) -> float:
-    r"""Contraction factor of rTop-k (and top-k, and unscaled rand-k): :math:`1 - k/d`.
+def rtopk_contraction(d: int, k: int, norm2: float) -> float:
+    r"""Contraction bound of rTop-k (and top-k, and unscaled rand-k): :math:`(1 - k/d)\|x\|^2`.
 
     **Statement** (upper; provenance [N], rtopk.md B2 — derived, not the paper's): for every
     :math:`x \ne 0` and ``k <= r <= d``,
 
-    .. math:: \frac{\mathbb{E}\|x - \mathrm{rTop}_k(x)\|^2}{\|x\|^2} \le 1 - \frac{k}{d},
+    .. math:: \mathbb{E}\|x - \mathrm{rTop}_k(x)\|^2 \le \left(1 - \frac{k}{d}\right)\|x\|^2,
 
-    because :math:`\|\mathrm{Top}_r(x)\|^2 \ge (r/d)\|x\|^2`. Tight for equal magnitudes.
+    because :math:`\|\mathrm{Top}_r(x)\|^2 \ge (r/d)\|x\|^2`. Tight for equal magnitudes. The bound is
+    linear in :math:`\|x\|^2`, so it also holds for the means over a sample of vectors: ``norm2`` is
+    the measured mean of :math:`\|x\|^2` over the vectors whose mean error is compared.
 
     Parameters
     ----------
@@ -196,24 +167,30 @@ def rtopk_contraction(d: int, k: int) -> float:
         Dimension.
     k : int
         Kept coordinates.
+    norm2 : float
+        :math:`\|x\|^2` (or its mean over the compressed vectors).
 
     Examples
     --------
-    >>> rtopk_contraction(100, 10)
-    0.9
+    >>> rtopk_contraction(100, 10, 2.0)
+    1.8
     """
-    return 1.0 - k / d
+    return (1.0 - k / d) * norm2
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,
        statement="E||rand_k(x) - x||^2 = (d/k - 1) ||x||^2 for scaled rand-k")
-def randk_variance(d: int, k: int) -> float:
-    r"""Relative variance of scaled rand-k: :math:`d/k - 1`.
+def randk_variance(d: int, k: int, norm2: float) -> float:
+    r"""Variance of scaled rand-k: :math:`(d/k - 1)\|x\|^2`.
 
     **Statement** (equal; provenance [N], a standard computation, not from the paper): with
-    :math:`C(x) = (d/k)\, x \odot \mathbb{1}_U`, :math:`U` a uniform k-subset,
+    :math:`C(x) = (d/k)\, x \odot \mathbb{1}_U`, :math:`U` a uniform k-subset, each coordinate is kept
+    with probability :math:`k/d`, so :math:`\mathbb{E}(C(x)_j - x_j)^2 = x_j^2 (k/d)(d/k - 1)^2 +
+    x_j^2 (1 - k/d) = (d/k - 1) x_j^2` and
 
     .. math:: \mathbb{E}\|C(x) - x\|^2 = \left(\frac{d}{k} - 1\right)\|x\|^2.
+
+    Linear in :math:`\|x\|^2`, so ``norm2`` may be the mean over the compressed vectors.
 
     Parameters
     ----------
@@ -221,26 +198,30 @@ def randk_variance(d: int, k: int) -> float:
         Dimension.
     k : int
         Kept coordinates.
+    norm2 : float
+        :math:`\|x\|^2` (or its mean over the compressed vectors).
 
     Examples
     --------
-    >>> randk_variance(100, 10)
-    9.0
+    >>> randk_variance(100, 10, 2.0)
+    18.0
     """
-    return d / k - 1.0
+    return (d / k - 1.0) * norm2
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
-       statement="rTop_k with r = k is top_k (0 differing entries); with r = d its inclusion counts are "
-                 "those of a uniform k-subset (normalised chi-square statistic minus 1 has mean 0) (rtopk.md B1)")
+@bound(kind="equal", provenance="N", paper=PAPER, constant=True,
+       statement="rTop_k with r = d keeps a uniform k-subset (unscaled rand-k): over T draws the normalised "
+                 "chi-square statistic Z of the inclusion counts has E Z = 1, i.e. Z - 1 has mean 0 (rtopk.md B1)")
 def rtopk_limit_discrepancy() -> float:
-    r"""Both limits of rTop-k predict zero discrepancy.
+    r"""The r = d limit of rTop-k predicts zero discrepancy from uniform inclusion: the statement is 0.
 
-    **Statement** (equal; provenance [N], rtopk.md B1 "special cases"): ``r = k`` gives top-k exactly,
-    so the number of entries where :math:`\mathrm{rTop}_k(x) \ne \mathrm{top}_k(x)` is 0; ``r = d``
-    gives unscaled rand-k, so over ``T`` draws the inclusion counts :math:`c_j` satisfy
-    :math:`\mathbb{E}\,Z = 1` for :math:`Z = \frac1d \sum_j \frac{(c_j - T p)^2}{T p (1-p)}`,
-    :math:`p = k/d` (each :math:`c_j` is Binomial(T, p)); the discrepancy :math:`Z - 1` has mean 0.
+    **Statement** (equal; provenance [N], rtopk.md B1 "special cases"): ``r = d`` gives unscaled
+    rand-k, so over ``T`` draws the inclusion counts :math:`c_j` are Binomial(T, p), :math:`p = k/d`,
+    and :math:`Z = \frac1d \sum_j \frac{(c_j - T p)^2}{T p (1-p)}` has :math:`\mathbb{E}\,Z = 1`;
+    the discrepancy :math:`Z - 1` has mean 0. The value IS the statement, so it is a constant; the
+    claim can still fail: with ``r < d`` only the top-r coordinates are ever kept and
+    :math:`Z - 1 \approx (d/r - 1)\,T p/(1-p) \gg 0` (the spec's control). The other limit,
+    ``r = k`` is top-k, is an identity of the implementation and is checked exactly in the tests.
 
     Examples
     --------
@@ -286,12 +267,139 @@ def mse_random_subset_exact(n: int, d: int, s: float, k: int, alpha: float, supp
     >>> round(mse_random_subset_exact(50, 1000, 10, 40, 1.0, 4.0), 4)   # k' = 4
     0.4233
     """
-    kp = index_budget(k, d)
-    theta = skewed_profile(support_size(d, s, support), float(s), float(alpha))
+    return _random_subset_terms(index_budget(k, d), _model_theta(d, s, alpha, support)) / n
+
+
+def _model_theta(d, s, alpha, support) -> np.ndarray:
+    return skewed_profile(support_size(d, s, support), float(s), float(alpha))
+
+
+def _random_subset_terms(kp: int, theta: np.ndarray) -> float:
+    """``n`` times the random-subset MSE: E[|S|^2/min(k', |S|)] - ||theta||^2."""
     pmf = poisson_binomial_pmf(theta)
     a = np.arange(pmf.size, dtype=np.float64)
-    second = float(np.sum(pmf[1:] * a[1:] ** 2 / np.minimum(kp, a[1:])))
-    return (second - float(theta @ theta)) / n
+    return float(np.sum(pmf[1:] * a[1:] ** 2 / np.minimum(kp, a[1:]))) - float(theta @ theta)
+
+
+def _top_subset_q(kp: int, theta: np.ndarray) -> np.ndarray:
+    r""":math:`q_j = P(j \in S, |S \cap \{1..j-1\}| < k')`: the chance that node sends coordinate j."""
+    q = np.empty(theta.size)
+    head = np.zeros(kp)  # law of |S cap {1..j-1}| truncated to 0..k'-1
+    head[0] = 1.0
+    for j, t in enumerate(theta):
+        # j predecessors can never fill k' slots when j < k': exactly theta_j, no rounding
+        q[j] = t if j < kp else t * head.sum()
+        head[1:] = (1.0 - t) * head[1:] + t * head[:-1]
+        head[0] *= 1.0 - t
+    return q
+
+
+def topk_mse_terms(d: int, s: float, k: int, alpha: float, support: float) -> tuple[float, float]:
+    r"""Squared bias ``B`` and ``n``-scaled variance ``V`` of the top-k' scheme in model F1: MSE = B + V/n.
+
+    Each node sends the first :math:`k'` elements of :math:`S_i` in the skew order, so
+    :math:`\hat\theta_j` is the mean of ``n`` i.i.d. Bernoulli(:math:`q_j`) with
+    :math:`q_j = \theta_j\,P(|S \cap \{1, \dots, j-1\}| \le k' - 1)` (a truncated
+    Poisson-binomial law, computed exactly), hence :math:`B = \sum_j (q_j - \theta_j)^2` and
+    :math:`V = \sum_j q_j (1 - q_j)`. Provenance [N] (model F1 is the notes' stand-in).
+
+    Examples
+    --------
+    >>> b, v = topk_mse_terms(1024, 2.0, 100, 1.0, 4.0)   # k' = 10 >= support 8: unbiased
+    >>> b, round(v, 6) == round(float(sum(t * (1 - t) for t in skewed_profile(8, 2.0, 1.0))), 6)
+    (0.0, True)
+    """
+    theta = _model_theta(d, s, alpha, support)
+    q = _top_subset_q(index_budget(k, d), theta)
+    return float(np.sum((q - theta) ** 2)), float(np.sum(q * (1.0 - q)))
+
+
+@bound(kind="equal", provenance="N", paper=PAPER,
+       statement="MSE of the top-k' scheme in model F1 = sum_j (q_j - theta_j)^2 + sum_j q_j(1 - q_j)/n, "
+                 "q_j = theta_j P(|S cap {1..j-1}| < k') (rtopk.md F1)")
+def mse_top_subset_exact(n: int, d: int, s: float, k: int, alpha: float, support: float) -> float:
+    r"""Exact MSE of the top-k' (skew order) scheme in model F1: squared bias plus variance/n.
+
+    **Statement** (equal; provenance [N]): see :func:`topk_mse_terms`; the bias does not shrink with
+    ``n`` (the tail of :math:`S_i` is never sent), the variance does.
+
+    Examples
+    --------
+    >>> round(mse_top_subset_exact(50, 1024, 10, 40, 1.0, 4.0), 4)
+    1.3575
+    """
+    b, v = topk_mse_terms(d, s, k, alpha, support)
+    return b + v / n
+
+
+@bound(kind="equal", provenance="N", paper=PAPER,
+       statement="MSE of the rand-k' scheme in model F1 = (s d/k' - ||theta||^2)/n (rtopk.md F1)")
+def mse_rand_coords_exact(n: int, d: int, s: float, k: int, alpha: float, support: float) -> float:
+    r"""Exact MSE of the rand-k' scheme (k' uniformly random coordinates of ``d``) in model F1.
+
+    **Statement** (equal; provenance [N]): node ``i`` keeps coordinate ``j`` with probability
+    :math:`k'/d`, so :math:`X_{ij}\mathbb{1}\{j \text{ drawn}\}` is Bernoulli(:math:`\theta_j k'/d`) and
+    :math:`\hat\theta_j = \frac{d}{n k'}\sum_i X_{ij}\mathbb{1}\{j\text{ drawn}\}` has variance
+    :math:`(\theta_j d/k' - \theta_j^2)/n`; summed,
+
+    .. math:: \mathbb{E}\|\hat\theta - \theta\|^2 = \frac{s\,d/k' - \|\theta\|^2}{n}.
+
+    Examples
+    --------
+    >>> round(mse_rand_coords_exact(50, 1024, 10, 40, 1.0, 4.0), 4)   # k' = 4: (10 * 256 - ||theta||^2)/50
+    51.0986
+    """
+    theta = _model_theta(d, s, alpha, support)
+    return (float(s) * d / index_budget(k, d) - float(theta @ theta)) / n
+
+
+@bound(kind="equal", provenance="N", paper=PAPER,
+       statement="MSE(top-k') - MSE(random subset) in model F1 = B - (V_r - V_top)/n exactly: negative "
+                 "(top-k' wins) for n < n* = (V_r - V_top)/B, positive (the random subset wins) above (rtopk.md F1)")
+def mse_gap_top_minus_subset(n: int, d: int, s: float, k: int, alpha: float, support: float) -> float:
+    r"""Exact MSE of the top-k' scheme minus that of the random-subset scheme, model F1.
+
+    **Statement** (equal; provenance [N]: derived here in the notes' stand-in model F1, not the
+    paper's theorem): with :math:`B, V_{top}` from :func:`topk_mse_terms` and
+    :math:`V_r = n \cdot` :func:`mse_random_subset_exact`,
+
+    .. math:: \mathrm{MSE}_{top}(n) - \mathrm{MSE}_{r}(n) = B - \frac{V_r - V_{top}}{n},
+
+    which changes sign at the crossover :math:`n^\star` (:func:`crossover_nodes`): the random subset
+    beats the biased top-k' only for :math:`n > n^\star`. The paper's qualitative claim that the
+    random-subset scheme is better is a statement about this large-``n`` side.
+
+    Examples
+    --------
+    >>> g = [mse_gap_top_minus_subset(n, 1024, 20, 40, 1.0, 4.0) for n in (2, 1000)]
+    >>> g[0] < 0 < g[1]
+    True
+    """
+    theta = _model_theta(d, s, alpha, support)
+    kp = index_budget(k, d)
+    q = _top_subset_q(kp, theta)
+    top = float(np.sum((q - theta) ** 2)) + float(np.sum(q * (1.0 - q))) / n
+    return top - _random_subset_terms(kp, theta) / n
+
+
+def crossover_nodes(d: int, s: float, k: int, alpha: float, support: float) -> float:
+    r"""Crossover :math:`n^\star = (V_r - V_{top})/B` above which the random subset beats top-k' (model F1).
+
+    ``inf`` when top-k' is unbiased (:math:`k'` at least the support: it sends everything) and has
+    the smaller variance; ``0`` when the random subset wins at every ``n``. Provenance [N].
+
+    Examples
+    --------
+    >>> 1 < crossover_nodes(1024, 20, 40, 1.0, 4.0) < 1000
+    True
+    """
+    theta = _model_theta(d, s, alpha, support)
+    kp = index_budget(k, d)
+    b, v_top = topk_mse_terms(d, s, k, alpha, support)
+    excess = _random_subset_terms(kp, theta) - v_top
+    if excess <= 0:
+        return 0.0
+    return math.inf if b == 0 else excess / b
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,

@@ -32,6 +32,7 @@ import numpy as np
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._decentralized import heterogeneous_least_squares
 from simcomm.optim._decentralized import messages_per_step, run_dsgd
+from simcomm.topology import build, rho
 
 __all__ = ["measured_transient", "running_mean", "checkpoints"]
 
@@ -127,19 +128,23 @@ def _transient_rows(params, rng, topologies, backend):
                             beta=params["beta"], sigma=params["sigma"], inner=params["inner"], seed0=seed0,
                             x0=prob.x_star, schedule="inv_sqrt", k0=1.0, backend=backend)
     r_par = running_mean(curves["parallel"])
-    rows, values = [], {}
+    rows, values, censored = [], {}, {}
     for topo in topologies:
+        cens = False
         if notes[topo]:
             T, note = math.inf, notes[topo]
         else:
             T, cens = measured_transient(running_mean(curves[topo]), r_par, params["factor"])
             note = f"censored at horizon {params['horizon']}" if cens else ""
-        values[topo] = T
-        rows.append(dict(metric="transient", value=float(T), topology=topo, note=note))
+        values[topo], censored[topo] = T, cens
+        # censored = True: the value is the horizon, a lower bound, never a measurement to average;
+        # rho = ||W - J||_2 of the graph (spectral fast path) is the input of the transient's shape
+        rows.append(dict(metric="transient", value=float(T), topology=topo, censored=cens, note=note,
+                         rho=float(rho(build(topo, n)))))
         with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN, and the note says why
             final = float(running_mean(curves[topo])[-1] / r_par[-1])
         rows.append(dict(metric="final_ratio", value=final, topology=topo, note=note))
-    return rows, values
+    return rows, values, censored
 
 
 _TRANSIENT = {
@@ -156,9 +161,10 @@ _TRANSIENT = {
 })
 def dsgd_transient(params, rng, backend):
     """Transient iterations of DmSGD on one topology against parallel SGD (module doc)."""
-    rows, _ = _transient_rows(params, rng, (params["topology"],), backend)
+    rows, _, _ = _transient_rows(params, rng, (params["topology"],), backend)
     for r in rows:
         r.pop("topology")
+        r.pop("rho", None)
     return rows
 
 
@@ -179,13 +185,24 @@ def dsgd_transient_chain(params, rng, backend):
 
     For each adjacent pair ``a<=b`` of ``chain`` two rows: ``side="lower"`` (a's value) and
     ``side="higher"`` (b's), with ``pair="a<=b"``, so an order claim with ``compare = "side"``
-    checks the whole chain.
+    checks the whole chain. ``transient_ratio`` rows (``pair = "b/a"`` for every later member b of
+    the chain over the first a) carry the ratio of the two transients. A transient that reached the
+    horizon, and a ratio involving one, carries ``censored = True``.
     """
     chain = [t.strip() for t in params["chain"].split(",")]
-    rows, values = _transient_rows(params, rng, chain, backend)
+    rows, values, censored = _transient_rows(params, rng, chain, backend)
     for a, b in zip(chain, chain[1:]):
-        rows.append(dict(metric="transient_order", value=float(values[a]), pair=f"{a}<={b}", side="lower"))
-        rows.append(dict(metric="transient_order", value=float(values[b]), pair=f"{a}<={b}", side="higher"))
+        rows.append(dict(metric="transient_order", value=float(values[a]), pair=f"{a}<={b}", side="lower",
+                         censored=censored[a]))
+        rows.append(dict(metric="transient_order", value=float(values[b]), pair=f"{a}<={b}", side="higher",
+                         censored=censored[b]))
+    first = chain[0]
+    for b in chain[1:]:
+        # a censored numerator makes the ratio a lower bound; flag it, never average it
+        with np.errstate(invalid="ignore"):
+            ratio = float(values[b] / values[first])
+        rows.append(dict(metric="transient_ratio", value=ratio, pair=f"{b}/{first}",
+                         censored=censored[b] or censored[first]))
     return rows
 
 
@@ -196,10 +213,11 @@ def _tracking_runs(params, rng, n, topologies, backend):
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
     curves, notes = {}, {}
-    subs = {}
+    subs, cons = {}, {}
     for topo in ("parallel",) + tuple(topologies):
         acc_e = np.zeros(params["steps"] + 1)
         acc_s = np.zeros(params["steps"] + 1)
+        acc_c = np.zeros(params["steps"] + 1)
         note = ""
         for s in range(params["inner"]):
             tr = run_dsgd(prob, topo, steps=params["steps"], gamma=params["gamma"] * math.sqrt(n), beta=params["beta"],
@@ -209,13 +227,16 @@ def _tracking_runs(params, rng, n, topologies, backend):
                 note = tr.note
                 acc_e[:] = np.inf
                 acc_s[:] = np.inf
+                acc_c[:] = np.inf
                 break
             acc_e += tr.node_grad_norm_sq
             acc_s += tr.subopt
+            acc_c += tr.consensus
         curves[topo] = acc_e / params["inner"]
         subs[topo] = acc_s / params["inner"]
+        cons[topo] = acc_c / params["inner"]
         notes[topo] = note
-    return prob, curves, subs, notes
+    return prob, curves, subs, cons, notes
 
 
 def _tail(x: np.ndarray, frac: float = 0.1) -> float:
@@ -239,20 +260,42 @@ _TRACK["gamma"] = Param("float", default=0.002, low=0.0, low_open=True, doc="ste
     "topology": Param("str", default="exponential", choices=TOPOLOGIES, doc="topology compared with parallel SGD"),
 })
 def dsgd_tracking(params, rng, backend):
-    r"""DmSGD from :math:`x_0 = 0` against parallel SGD on the same noise: worst ratio of running means.
+    r"""DmSGD from :math:`x_0 = 0` against parallel SGD on the same noise: the ratio of node gradient norms.
 
-    ``tracking_ratio`` = :math:`\max_{T \ge \text{early}} r_{dec}(T)/r_{par}(T)` with
-    :math:`r(T) = \frac1T\sum_{k\le T}\frac1n\sum_i\|\nabla f(x_i^{(k)})\|^2`;
-    ``subopt_ratio`` = tail (last 10%) mean of :math:`f(\bar x)-f^\star`, decentralized / parallel.
+    With :math:`e_k = \frac1n\sum_i\|\nabla f(x_i^{(k)})\|^2` (it sees the consensus error: the
+    gradient at each node's own model):
+
+    * ``late_ratio``: mean of :math:`e_k` over the second half of the run (``k > steps/2``, the
+      stationary end of the schedule), decentralized / parallel: the claim that the ratio tends to 1
+      after the transient;
+    * ``ratio_at_step`` with column ``step`` (geometric checkpoints): the same windowed ratio over
+      ``(T/2, T]`` for every checkpoint ``T >= early``: the ratio against steps, for the figure;
+    * ``tracking_ratio``: :math:`\max_{T \ge \text{early}} r_{dec}(T)/r_{par}(T)` of the running
+      means :math:`r(T) = \frac1T\sum_{k\le T} e_k` (reported, not judged).
     """
     n, topo = params["n"], params["topology"]
-    _, curves, subs, notes = _tracking_runs(params, rng, n, (topo,), backend)
-    r_par, r_dec = running_mean(curves["parallel"]), running_mean(curves[topo])
+    _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,), backend)
+    e_dec, e_par = curves[topo], curves["parallel"]
+    r_par, r_dec = running_mean(e_par), running_mean(e_dec)
     ratio = r_dec[params["early"] - 1:] / r_par[params["early"] - 1:]
-    return [
-        dict(metric="tracking_ratio", value=float(np.max(ratio)), note=notes[topo]),
-        dict(metric="subopt_ratio", value=_tail(subs[topo]) / _tail(subs["parallel"]), note=notes[topo]),
-    ]
+    note = notes[topo]
+
+    def window(T):
+        lo = T // 2 + 1
+        with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN; the note says why
+            return float(np.mean(e_dec[lo : T + 1]) / np.mean(e_par[lo : T + 1]))
+
+    rows = [dict(metric="late_ratio", value=window(params["steps"]), note=note),
+            dict(metric="tracking_ratio", value=float(np.max(ratio)), note=note)]
+    for T in checkpoints(params["steps"], 2):
+        if T >= params["early"]:
+            rows.append(dict(metric="ratio_at_step", value=window(int(T)), step=int(T), note=note))
+    return rows
+
+
+def _tail_ratio(num: np.ndarray, den: np.ndarray) -> float:
+    with np.errstate(invalid="ignore", divide="ignore"):  # a diverged run: NaN/inf, the note says why
+        return _tail(num) / _tail(den)
 
 
 @experiment("dsgd_one_peer", params={
@@ -262,19 +305,23 @@ def dsgd_tracking(params, rng, backend):
 def dsgd_one_peer(params, rng, backend):
     r"""One-peer against static exponential graph at the same step count, on the same noise.
 
-    Metrics: ``loss_ratio`` = tail (last 10%) mean of :math:`f(\bar x)-f^\star`, one-peer / static;
-    ``message_ratio`` = messages per node sent by static / by one-peer over the run (deterministic,
-    :math:`\tau = \lceil\log_2 n\rceil`); ``tau``.
+    Metrics: ``one_peer_consensus`` = tail (last 10%) mean of the one-peer run's consensus error
+    :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2` (raw), with the static graph's on the same
+    noise in the column ``static_consensus``; ``loss_ratio`` = tail mean of :math:`f(\bar x)-f^\star`,
+    one-peer / static (reported: gossip barely moves it); ``message_ratio`` = messages per node sent
+    by static / by one-peer over the run (deterministic, :math:`\tau = \lceil\log_2 n\rceil`); ``tau``.
     """
     n = params["n"]
-    _, curves, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
+    _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
     T = params["steps"]
     m_static = float(np.sum(messages_per_step("exponential", n)) * T)
     per = messages_per_step("one_peer_exponential", n)
     m_one = float(per[np.arange(T) % len(per)].sum())
     note = notes["one_peer_exponential"] or notes["exponential"]
     return [
-        dict(metric="loss_ratio", value=_tail(subs["one_peer_exponential"]) / _tail(subs["exponential"]), note=note),
+        dict(metric="one_peer_consensus", value=_tail(cons["one_peer_exponential"]),
+             static_consensus=_tail(cons["exponential"]), note=note),
+        dict(metric="loss_ratio", value=_tail_ratio(subs["one_peer_exponential"], subs["exponential"]), note=note),
         dict(metric="message_ratio", value=m_static / m_one),
         dict(metric="tau", value=float((n - 1).bit_length())),
     ]
@@ -285,17 +332,50 @@ def dsgd_one_peer(params, rng, backend):
     "p": Param("int", default=4, low=3, high=10, doc="compares n = 2^p with n = 3 * 2^(p-2) (e.g. 16 with 12)"),
 })
 def dsgd_one_peer_pow2(params, rng, backend):
-    r"""One-peer's edge over the static exponential graph at a power of two and at a nearby non-power.
+    r"""One-peer's consensus error relative to the static exponential graph, at a power of two and nearby.
 
-    Rows ``metric="one_peer_loss_ratio"`` with ``nodes = "power_of_2"`` (n = 2^p) or
-    ``"not_power_of_2"`` (n = 3 2^{p-2}); value = tail mean of :math:`f(\bar x)-f^\star`, one-peer /
-    static (smaller is a bigger edge). Both sizes in one cell, so an order claim compares them.
+    Rows ``metric="one_peer_consensus_ratio"`` with ``nodes = "power_of_2"`` (n = 2^p) or
+    ``"not_power_of_2"`` (n = 3 2^{p-2}); value = tail (last 10%) mean of the consensus error
+    :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, one-peer / static, on the same problem and noise
+    (a ratio of two measurements: the sizes differ, so each is compared with its own static graph).
+    Rows ``one_peer_loss_ratio`` carry the same for :math:`f(\bar x)-f^\star` (reported, not judged:
+    gossip barely moves it). Both sizes in one cell, so an order claim compares them.
     """
     p = params["p"]
     rows = []
     for label, n in (("power_of_2", 1 << p), ("not_power_of_2", 3 << (p - 2))):
-        _, _, subs, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
+        _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
         note = notes["one_peer_exponential"] or notes["exponential"]
-        rows.append(dict(metric="one_peer_loss_ratio", value=_tail(subs["one_peer_exponential"]) / _tail(subs["exponential"]),
-                         nodes=label, sizes=f"{3 << (p - 2)} vs {1 << p}", note=note))
+        sizes = f"{3 << (p - 2)} vs {1 << p}"
+        rows.append(dict(metric="one_peer_consensus_ratio", value=_tail_ratio(cons["one_peer_exponential"],
+                                                                             cons["exponential"]),
+                         nodes=label, sizes=sizes, note=note))
+        rows.append(dict(metric="one_peer_loss_ratio", value=_tail_ratio(subs["one_peer_exponential"],
+                                                                        subs["exponential"]),
+                         nodes=label, sizes=sizes, note=note))
+    return rows
+
+
+@experiment("dsgd_transient_growth", check=_check_chain, params={
+    **_TRANSIENT,
+    "n": Param("int", default=16, low=4, doc="the smaller number of nodes; the larger is 2 n"),
+    "chain": Param("str", default="exponential,torus",
+                   doc="two topologies: the ratio is the second's transient over the first's"),
+})
+def dsgd_transient_growth(params, rng, backend):
+    """Transient ratio of two topologies at n and at 2 n, in one cell (so an order claim pairs them).
+
+    Rows ``metric="transient_ratio"`` with ``size = "n"`` or ``"2n"``:
+    the second topology's transient over the first's, each size on its own problem and noise
+    (the same definition as ``dsgd_transient_chain``). A ratio whose numerator reached the horizon is
+    a lower bound and carries ``censored = True``; so does one whose denominator did.
+    """
+    a, b = [t.strip() for t in params["chain"].split(",")][:2]
+    rows = []
+    for label, n in (("n", params["n"]), ("2n", 2 * params["n"])):
+        _, values, censored = _transient_rows({**params, "n": n}, rng, (a, b), backend)
+        with np.errstate(invalid="ignore"):
+            ratio = float(values[b] / values[a])
+        # no column with the node count: it would vary inside the cell and split the pair
+        rows.append(dict(metric="transient_ratio", value=ratio, size=label, censored=censored[b] or censored[a]))
     return rows

@@ -103,6 +103,8 @@ def one_peer_deviation(params, rng, backend):
         "n": Param("int", default=16, low=2, doc="number of nodes"),
         "d": Param("int", default=1, low=1, doc="columns of x (independent coordinates)"),
         "steps": Param("int", default=2000, low=10, doc="gossip steps; the rate is fitted on the second half"),
+        "lazy": Param("bool", default=False,
+                      doc="mix with (I + W)/2 instead of W (wrong mixing weights: the negative control)"),
     },
     check=_check_shape,
 )
@@ -111,7 +113,8 @@ def gossip_consensus(params, rng, backend):
 
     The deviation e_k = x_k - 1 xbar is renormalised after every step (the map is linear, so the ratio
     ||e_{k+1}|| / ||e_k|| is unchanged) to stay clear of underflow; the mean is re-subtracted to
-    remove round-off drift. ``rate`` is the geometric mean of the per-step ratios over the second
+    remove round-off drift. ``lazy`` mixes with (I + W)/2 (rate max |1 + lambda|/2, not rho).
+    ``rate`` is the geometric mean of the per-step ratios over the second
     half of the run; ``rho`` is ||W - J||_2 from the spectral fast path, for reference.
     """
     topo = build(params["topology"], params["n"], rng=rng)
@@ -121,7 +124,7 @@ def gossip_consensus(params, rng, backend):
     e /= np.linalg.norm(e)
     logs = np.empty(steps)
     for k in range(steps):
-        e = mix(topo, e, k, backend=backend)
+        e = 0.5 * (e + mix(topo, e, k, backend=backend)) if params["lazy"] else mix(topo, e, k, backend=backend)
         e -= e.mean(axis=0)
         s = np.linalg.norm(e)
         logs[k] = math.log(s)
@@ -140,14 +143,16 @@ def gossip_consensus(params, rng, backend):
         "sigma": Param("float", default=1.0, low=0.0, doc="noise standard deviation per coordinate"),
         "burn_in": Param("int", default=1000, low=0, doc="steps discarded before averaging"),
         "steps": Param("int", default=4000, low=1, doc="steps averaged after burn-in"),
+        "lazy": Param("bool", default=False,
+                      doc="mix with (I + W)/2 instead of W (wrong mixing weights: the negative control)"),
     },
     check=_check_shape,
 )
 def noisy_consensus(params, rng, backend):
     """Time-averaged stationary consensus error of x <- W (x - gamma xi), xi ~ N(0, sigma^2) (papers C6).
 
-    Starts at x = 0; ``consensus_error`` is the mean over the last ``steps`` iterations of
-    (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
+    Starts at x = 0 (``lazy``: mixes with (I + W)/2); ``consensus_error`` is the mean over the last
+    ``steps`` iterations of (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
     """
     n, d = params["n"], params["d"]
     topo = build(params["topology"], n, rng=rng)
@@ -159,7 +164,8 @@ def noisy_consensus(params, rng, backend):
         m = min(chunk, burn + steps - k)
         noise = rng.standard_normal((m, n, d))  # drawn in chunks: fewer generator calls, same stream
         for j in range(m):
-            x = mix(topo, x - (gamma * sigma) * noise[j], k, backend=backend)
+            y = x - (gamma * sigma) * noise[j]
+            x = 0.5 * (y + mix(topo, y, k, backend=backend)) if params["lazy"] else mix(topo, y, k, backend=backend)
             if k >= burn:
                 dev = x - x.mean(axis=0)
                 total += float(np.sum(dev * dev)) / n
