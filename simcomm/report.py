@@ -150,7 +150,7 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              f"Grids: **{mode}**. Backend: `{meta.get('backend')}`. Executor: {meta.get('executor')}. "
              f"simcomm {meta.get('versions', {}).get('simcomm')}, numpy {meta.get('versions', {}).get('numpy')}, "
              f"commit `{(meta.get('git_commit') or 'unknown')[:10]}`.", "",
-             "Provenance tags (from `shared/papers/`): [P] the paper's text, [C] the authors' code, "
+             "Provenance tags (see `docs/papers/`): [P] the paper's text, [C] the authors' code, "
              "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
              "[R] recollection. The full texts of the papers were not available: where the paper's exact "
              "statement is unknown, the claim checks the derived statement named in its row.", "",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 __all__ = ["bound", "BoundInfo", "BOUNDS", "PROVENANCE"]
 
-#: Provenance tags, as defined in ``shared/papers/*.md`` section 0.
+#: Provenance tags (defined in docs/papers/README.md).
 PROVENANCE = {
     "P": "the paper's own text",
     "C": "the authors' public code",
