@@ -11,6 +11,7 @@ Examples
 0.5
 """
 
+from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
 from simcomm.topology._graphs import (
     NAMES,
     RULES,
@@ -38,6 +39,7 @@ __all__ = [
     "RULES",
     "DENSE_MAX",
     "Topology",
+    "base_graph",
     "build",
     "circulant_eigenvalues",
     "complete",
@@ -47,15 +49,18 @@ __all__ = [
     "from_matrix",
     "from_networkx",
     "grid",
+    "hyper_hypercube",
     "hypercube",
     "is_doubly_stochastic",
     "max_degree",
     "mix",
     "mixing_matrix",
     "one_peer_exponential",
+    "one_peer_hypercube",
     "product_deviation",
     "rho",
     "ring",
+    "simple_base_graph",
     "sparse_matrix",
     "spectral_gap",
     "star",
