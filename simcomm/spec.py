@@ -22,7 +22,7 @@ from simcomm.experiments._registry import closest, get_experiment
 __all__ = ["ClaimSpec", "Spec", "load", "loads", "resolve", "sims_dir", "find_specs", "content_hash"]
 
 KINDS = ("upper", "lower", "equal", "slope", "order")
-PAPERS = ("expgraph", "rtopk", "urq", "is")
+PAPERS = ("expgraph", "rtopk", "urq", "is", "basegraph", "fmmc")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "rtol": float, "confidence": float, "strict": bool,

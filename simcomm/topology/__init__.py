@@ -12,6 +12,7 @@ Examples
 """
 
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
+from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
     NAMES,
     RULES,
@@ -38,6 +39,7 @@ __all__ = [
     "NAMES",
     "RULES",
     "DENSE_MAX",
+    "FMMCInfo",
     "Topology",
     "base_graph",
     "build",
@@ -46,6 +48,7 @@ __all__ = [
     "describe",
     "erdos_renyi",
     "exponential",
+    "fastest_mixing",
     "from_matrix",
     "from_networkx",
     "grid",
