@@ -14,7 +14,9 @@ Examples
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
 from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
+    ALIASES,
     NAMES,
+    WITH_K,
     RULES,
     Topology,
     build,
@@ -36,7 +38,9 @@ from simcomm.topology._mixing import DENSE_MAX, is_doubly_stochastic, max_degree
 from simcomm.topology._spectral import circulant_eigenvalues, describe, product_deviation, rho, spectral_gap
 
 __all__ = [
+    "ALIASES",
     "NAMES",
+    "WITH_K",
     "RULES",
     "DENSE_MAX",
     "FMMCInfo",
