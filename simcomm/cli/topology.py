@@ -50,8 +50,6 @@ def topology(name, n, k, rule, weights, shape, p, seed, as_json):
             raise click.ClickException(
                 "--weights fastest needs cvxpy: install the opt extra (pip install 'simcomm[opt]')"
             ) from None
-    if n < 1:
-        raise click.BadParameter(f"must be >= 1, got {n}", param_hint="-n")
     topo = build(name, n, shape=shape, p=p, rule=rule, rng=seed, k=k, weights=weights)
     info = describe(topo)
     if ALIASES.get(name, name) in WITH_K:

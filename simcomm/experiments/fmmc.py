@@ -54,7 +54,7 @@ def graph_for(name: str, n: int, *, p: float, rng) -> Topology:
         return torus(r, n // r)
     if name == "hypercube":
         return hypercube(n.bit_length() - 1)
-    return erdos_renyi(n, p, rng=rng)
+    return erdos_renyi(n, p if p > 0 else min(1.0, 3.0 * math.log(n) / n), rng=rng)
 
 
 def _check(params):
@@ -77,7 +77,8 @@ def _lazy_metropolis(topo: Topology) -> Topology:
 @experiment("fmmc_vs_mh", check=_check, params={
     "graph": Param("str", default="ring", choices=GRAPHS, doc="graph family"),
     "n": Param("int", default=16, low=4, doc="number of nodes"),
-    "p": Param("float", default=0.3, low=0.0, high=1.0, low_open=True, doc="Erdos-Renyi edge probability"),
+    "p": Param("float", default=0.0, low=0.0, high=1.0,
+               doc="Erdos-Renyi edge probability (0: min(1, 3 ln(n)/n), three times the connectivity threshold)"),
     "eps": Param("float", default=1e-7, low=0.0, low_open=True, doc="SCS tolerance (SDP above n = 48)"),
     "optimiser": Param("str", default="fastest", choices=("fastest", "lazy_metropolis"),
                        doc="weights compared with Metropolis-Hastings (lazy_metropolis: negative control)"),

@@ -333,7 +333,8 @@ def one_peer_hypercube(n: int) -> Topology:
             f"one_peer_hypercube needs n = 2^p nodes, got n={n}; use n={lo} or n={2 * lo}, or base_graph(n, 1)"
         )
     topo = hyper_hypercube(n, 1)
-    return time_varying(topo.layers, name="one_peer_hypercube")
+    # layer t of the hyper-hypercube flips axis t of the C-ordered (2, ..., 2) array, i.e. bit p-1-t
+    return time_varying(topo.layers[::-1], name="one_peer_hypercube")
 
 
 def simple_base_graph(n: int, k: int = 1) -> Topology:
@@ -365,6 +366,8 @@ def simple_base_graph(n: int, k: int = 1) -> Topology:
     (7, 1, True)
     """
     n, k = _check_nk(n, k)
+    if n >= 2 and hhc_factors(n, k + 1) is not None:  # the same matrices, stored as circulants (FFT spectra)
+        return time_varying(hyper_hypercube(n, k).layers, name="simple_base_graph")
     return _sequence(_simple_layers(n, k + 1), "simple_base_graph")
 
 
@@ -429,4 +432,6 @@ def base_graph(n: int, k: int = 1) -> Topology:
     5
     """
     n, k = _check_nk(n, k)
+    if n >= 2 and hhc_factors(n, k + 1) is not None:  # the same matrices, stored as circulants (FFT spectra)
+        return time_varying(hyper_hypercube(n, k).layers, name="base_graph")
     return _sequence(_base_layers(n, k + 1), "base_graph")
