@@ -10,12 +10,14 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from simcomm._errors import UserError
 from simcomm.claims import Judgement, judge
 from simcomm.experiments._registry import closest
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
-from simcomm.spec import Spec, find_specs, load
+from simcomm.spec import Spec, check_plot_columns, find_specs, load, with_control
 
 __all__ = ["select_specs", "evaluate", "CheckOutcome"]
 
@@ -42,7 +44,8 @@ def _context(spec: Spec, res: Results) -> Judgement | None:
     if not spec.claim.where or spec.claim.kind not in ("upper", "lower", "equal"):
         return None
     try:
-        return judge(dataclasses.replace(spec.claim, where={}), res.table, cell_params=set(spec.grid) | set(spec.params))
+        return judge(dataclasses.replace(spec.claim, where={}), res.table,
+                     cell_params=set(spec.grid) | set(spec.params))
     except (UserError, ValueError, TypeError):
         return None
 
@@ -58,17 +61,76 @@ class CheckOutcome:
     report_path: Path | None = None
 
 
+def _judge(spec: Spec, table, **kw) -> Judgement:
+    return judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params), looks=spec.looks, **kw)
+
+
+def _more_replicates(specs, results, judgements, run) -> None:
+    """Adaptive replicates: while a spec with ``{min, max}`` has undecided cells, double its replicates.
+
+    Every look is judged at ``alpha / looks`` (Bonferroni over the planned looks), so adding
+    replicates until a cell is decided cannot inflate the family-wise error.
+    """
+    while True:
+        todo = [i for i, (s, j) in enumerate(zip(specs, judgements))
+                if s.max_replicates and s.replicates < s.max_replicates
+                and (j.cells["verdict"] == "inconclusive").any()]
+        if not todo:
+            return
+        batch = [dataclasses.replace(specs[i], first_replicate=specs[i].replicates,
+                                     replicates=min(2 * specs[i].replicates, specs[i].max_replicates)) for i in todo]
+        for i, extra, b in zip(todo, run(batch), batch):
+            table = pd.concat([results[i].table, extra.table], ignore_index=True)
+            specs[i] = dataclasses.replace(specs[i], replicates=b.replicates)
+            results[i] = Results(table, {**results[i].meta, "replicates_used": b.replicates})
+            judgements[i] = _judge(specs[i], table)
+
+
+def _run_controls(specs, results, judgements, run) -> None:
+    """Judge every claim's negative controls; each must come out violated."""
+    reruns, where = [], []
+    for i, spec in enumerate(specs):
+        for c in spec.claim.controls:
+            if c.set:
+                reruns.append(dataclasses.replace(with_control(spec, c), seed=spec.seed))
+                where.append((i, c.name))
+    tables = {key: r.table for key, r in zip(where, run(reruns) if reruns else [])}
+    for i, spec in enumerate(specs):
+        out = []
+        for c in spec.claim.controls:
+            table = tables.get((i, c.name), results[i].table)
+            try:
+                v = judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params),
+                          bound_scale=c.bound_scale, bound=c.bound, swap=c.swap).verdict.value
+            except UserError as exc:  # a control whose rows cannot be judged did not catch anything
+                v = f"error: {exc}"
+            out.append((c.name, v))
+        judgements[i] = dataclasses.replace(judgements[i], controls=tuple(out))
+
+
 def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, backend: str = "numba",
-             cache_dir=None, progress=None) -> CheckOutcome:
-    """Run every spec (cells pooled through one map), judge each claim, draw each figure."""
+             cache_dir=None, progress=None, controls: bool = False) -> CheckOutcome:
+    """Run every spec (cells pooled through one map), judge each claim, draw each figure.
+
+    Specs with adaptive replicates get more in batches until every cell is decided or their
+    ``max`` is reached; with ``controls`` each claim's negative controls are run and judged too.
+    """
     from simcomm.plotting import bound_vs_empirical
 
     mapper, executor = make_map(jobs, scheduler)
-    results = run_many(specs, map=mapper, backend=backend, cache_dir=cache_dir, progress=progress,
-                       executor=executor, threads_per_cell=threads_for(jobs, scheduler))
-    judgements, figures = [], {}
+
+    def run(batch):
+        return run_many(batch, map=mapper, backend=backend, cache_dir=cache_dir, progress=progress,
+                        executor=executor, threads_per_cell=threads_for(jobs, scheduler))
+
+    specs = list(specs)
+    results = run(specs)
     for spec, res in zip(specs, results):
-        j = judge(spec.claim, res.table, cell_params=set(spec.grid) | set(spec.params))
-        judgements.append(j)
-        figures[spec.claim.id] = bound_vs_empirical(j, spec.plot, _context(spec, res))
+        check_plot_columns(spec, res.table.columns)  # [plot] x/hue/labels name real columns
+    judgements = [_judge(spec, res.table) for spec, res in zip(specs, results)]
+    _more_replicates(specs, results, judgements, run)
+    if controls:
+        _run_controls(specs, results, judgements, run)
+    figures = {spec.claim.id: bound_vs_empirical(j, spec.plot, _context(spec, res))
+               for spec, res, j in zip(specs, results, judgements)}
     return CheckOutcome(results, judgements, figures)

@@ -1,9 +1,28 @@
-"""Judge a claim against a results table: confidence intervals over replicates, one verdict per cell.
+"""Judge a claim against a results table: effect sizes, family-wise confidence, censoring, reasons.
 
-Kinds (see ``sims/README.md``): ``upper``, ``lower``, ``equal`` (against a bound from ``theory``),
-``slope`` (fitted log-log slope against a predicted slope), ``order`` (one method's observable below
-another's). A claim's verdict is its worst cell: ``violated`` > ``inconclusive`` > ``holds``.
-``inconclusive`` (the interval straddles the line) is reported as such, never rounded to a pass.
+Kinds (see ``sims/README.md``): ``upper``, ``lower``, ``equal`` (against a bound from ``theory``,
+evaluated on every replicate row), ``slope`` (fitted log-log slope against a predicted slope) and
+``order`` (one method's observable below another's, paired per cell when the methods share replicate
+streams).
+
+How a cell is decided. Each cell reduces to a sample ``x`` of per-replicate differences (observable
+minus bound, or method minus competitor; on ``scale = "log"`` the differences of logs). Two one-sided
+tests are run on ``x``:
+
+* the *hold* test rejects "the claim fails here" (for ``upper``: mean(x) >= 0);
+* the *violation* test rejects "the claim holds here, up to ``min_effect``" (for ``upper``:
+  mean(x) <= min_effect).
+
+Each family of tests (hold, violation) is corrected over the claim's cells with Holm's step-down
+procedure at ``alpha = 1 - confidence`` (and divided by the number of planned looks when replicates
+are added adaptively), so the probability that a true claim is called violated anywhere is at most
+``alpha``, whatever the number of cells. A cell is ``holds`` when its hold test rejects,
+``violated`` when its violation test rejects, otherwise ``inconclusive`` with the reason
+(straddles, underpowered, within min_effect, censored). ``ill-posed`` marks cells where the question
+cannot be asked (the bound is not finite, the baseline diverged, both sides are non-finite).
+
+A claim is ``violated`` if any cell is, else ``inconclusive`` if any cell is, else ``holds`` if any
+cell holds, else ``ill-posed``.
 """
 
 from __future__ import annotations
@@ -11,6 +30,7 @@ from __future__ import annotations
 import enum
 import inspect
 import math
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,26 +40,30 @@ from scipy import stats
 from simcomm._errors import SpecError
 from simcomm.spec import ClaimSpec, resolve
 
-__all__ = ["Verdict", "Judgement", "judge", "mean_ci", "worst"]
+__all__ = ["Verdict", "Judgement", "judge", "holm", "one_sided_p", "mean_ci", "worst", "decide"]
 
-_NON_PARAM = {"metric", "value", "replicate", "note"}
+_NON_PARAM = {"metric", "value", "replicate", "note", "censored"}
 
 
 class Verdict(str, enum.Enum):
-    """Outcome of a comparison; ordered from best to worst."""
+    """Outcome of a comparison."""
 
     HOLDS = "holds"
+    ILL_POSED = "ill-posed"
     INCONCLUSIVE = "inconclusive"
     VIOLATED = "violated"
 
 
-_RANK = {Verdict.HOLDS: 0, Verdict.INCONCLUSIVE: 1, Verdict.VIOLATED: 2}
+_RANK = {Verdict.HOLDS: 0, Verdict.ILL_POSED: 1, Verdict.INCONCLUSIVE: 2, Verdict.VIOLATED: 3}
 
 
 def worst(verdicts) -> Verdict:
-    """The worst of several verdicts (``holds`` when there are none)."""
+    """A claim's verdict from its cells' (``ill-posed`` only when no cell could be judged)."""
     verdicts = [Verdict(v) for v in verdicts]
-    return max(verdicts, key=_RANK.__getitem__) if verdicts else Verdict.HOLDS
+    if not verdicts:
+        return Verdict.INCONCLUSIVE
+    judged = [v for v in verdicts if v is not Verdict.ILL_POSED]
+    return max(judged, key=_RANK.__getitem__) if judged else Verdict.ILL_POSED
 
 
 @dataclass(frozen=True)
@@ -50,17 +74,22 @@ class Judgement:
     ----------
     claim : ClaimSpec
     verdict : Verdict
-        The worst cell.
     ratio : float
         Tightest ratio empirical/bound (upper: max, lower: min, equal: farthest from 1, slope:
         fitted/predicted farthest from 1, order: max of lower/higher); NaN when undefined.
     cells : pandas.DataFrame
-        One row per cell: its parameters, ``n_rep`` (replicates) or ``n_points`` (slope), ``mean``, ``ci_low``, ``ci_high``, ``bound`` (or
-        ``predicted``/``other``), ``ratio``, ``verdict``, ``note``.
+        One row per judged comparison: its parameters, ``n_rep`` (or ``n_points``), ``mean``,
+        ``ci_low``, ``ci_high`` (at the per-cell level ``level`` actually used), ``bound`` (or
+        ``predicted``/``other``), ``ratio``, ``verdict``, ``reason``, ``note``.
     provenance : str
-        Tag of the bound (or of the claim when it has no bound).
     columns : list of str
         Parameters that vary between cells.
+    excluded : int
+        Measured cells outside the claim's ``where``.
+    reason : str
+        Why the claim has its verdict (empty when it holds everywhere).
+    controls : tuple
+        ``(name, verdict)`` of each negative control that was run (see :mod:`simcomm.checking`).
     """
 
     claim: ClaimSpec
@@ -70,9 +99,11 @@ class Judgement:
     provenance: str
     columns: list
     excluded: int = 0
+    reason: str = ""
+    controls: tuple = ()
 
     def scope(self) -> str:
-        """Words for the claim's ``where`` filter, e.g. "judged where period in [1, 4, 16]; 2 cells not judged"."""
+        """Words for the claim's ``where`` filter, e.g. "judged where period in [1, 4, 16]"."""
         if not self.claim.where:
             return ""
         cond = ", ".join(f"{k} in {v}" if isinstance(v, list) else f"{k} = {v}" for k, v in self.claim.where.items())
@@ -83,24 +114,287 @@ class Judgement:
         """The ``--json`` object of this claim."""
         return {
             "id": self.claim.id, "paper": self.claim.paper, "kind": self.claim.kind,
-            "verdict": self.verdict.value, "provenance": self.provenance,
+            "verdict": self.verdict.value, "reason": self.reason, "provenance": self.provenance,
             "ratio": None if not math.isfinite(self.ratio) else float(self.ratio),
             "n_cells": int(len(self.cells)),
+            "controls": [{"name": n, "verdict": v} for n, v in self.controls],
         }
 
 
-def mean_ci(values, confidence: float = 0.99) -> tuple[float, float, float]:
-    """Mean and two-sided Student-t confidence interval; a single value gives a zero-width interval."""
-    v = np.asarray(values, dtype=float)
-    m = float(np.mean(v))
-    if v.size < 2 or not np.all(np.isfinite(v)):
+# --------------------------------------------------------------------------------------------------
+# statistics: one-sided p-values, Holm, intervals
+
+
+def _sample_stats(x: np.ndarray) -> tuple[float, float, int]:
+    return float(np.mean(x)), (float(np.std(x, ddof=1)) if x.size > 1 else 0.0), int(x.size)
+
+
+def one_sided_p(x, c: float, side: str, test: str = "t", y=None, seed: int = 0) -> float:
+    """p-value of a one-sided test on the mean (or median) difference.
+
+    ``side = "less"`` tests H0: mu >= c against mu < c (small p: the data lie below c);
+    ``side = "greater"`` tests H0: mu <= c. With ``y`` the test is two-sample (mu = E x - E y,
+    Welch's t or an independent bootstrap); otherwise ``x`` holds paired differences.
+
+    A sample without spread (one replicate, or a deterministic experiment) is exact: p is 0 when
+    the mean lies strictly on the alternative's side of ``c`` and 1 otherwise.
+
+    Examples
+    --------
+    >>> one_sided_p([1.0, 1.0, 1.0], 2.0, "less")
+    0.0
+    >>> round(one_sided_p([0.9, 1.1, 1.0, 1.05], 2.0, "less"), 6) < 1e-4
+    True
+    """
+    x = np.asarray(x, dtype=float)
+    sgn = 1.0 if side == "greater" else -1.0
+    if y is not None:
+        y = np.asarray(y, dtype=float)
+        if test == "bootstrap":
+            g = np.random.default_rng(seed)
+            bx = g.choice(x, (2000, x.size)).mean(axis=1)
+            by = g.choice(y, (2000, y.size)).mean(axis=1)
+            d = bx - by
+            return float((np.sum(sgn * (d - c) <= 0) + 1) / (d.size + 1))
+        mx, sx, nx = _sample_stats(x)
+        my, sy, ny = _sample_stats(y)
+        va, vb = sx**2 / nx, sy**2 / ny
+        se = math.sqrt(va + vb)
+        diff = mx - my - c
+        if se == 0 or nx < 2 or ny < 2:
+            return 0.0 if sgn * diff > 0 else 1.0
+        dof = (va + vb) ** 2 / ((va**2 / (nx - 1) if va else 0.0) + (vb**2 / (ny - 1) if vb else 0.0))
+        return float(stats.t.sf(sgn * diff / se, dof))
+    if test == "sign":
+        above, below = int(np.sum(x > c)), int(np.sum(x < c))
+        wins = above if side == "greater" else below
+        # Ties count against the alternative: P(Binom(n, 1/2) >= wins).
+        return float(stats.binom.sf(wins - 1, x.size, 0.5)) if x.size else 1.0
+    m, s, n = _sample_stats(x)
+    if s == 0 or n < 2:
+        return 0.0 if sgn * (m - c) > 0 else 1.0
+    if test == "bootstrap":
+        g = np.random.default_rng(seed)
+        bm = g.choice(x, (2000, n)).mean(axis=1)
+        return float((np.sum(sgn * (bm - c) <= 0) + 1) / (bm.size + 1))
+    return float(stats.t.sf(sgn * (m - c) / (s / math.sqrt(n)), n - 1))
+
+
+def holm(p, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down procedure: which hypotheses are rejected, and each one's threshold.
+
+    Returns ``(rejected, threshold)``: the i-th smallest p-value is compared with
+    ``alpha / (m - i)`` (i from 0) until the first one that fails; hypotheses not rejected carry the
+    threshold at which the procedure stopped. Controls the family-wise error rate at ``alpha``.
+
+    Examples
+    --------
+    >>> r, t = holm([0.001, 0.06, 0.012], 0.05)
+    >>> r.tolist(), [round(float(v), 4) for v in t]
+    ([True, False, True], [0.0167, 0.05, 0.025])
+    """
+    p = np.asarray(p, dtype=float)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    rejected = np.zeros(m, dtype=bool)
+    threshold = np.full(m, alpha / max(m, 1))
+    stop = None
+    for i, k in enumerate(order):
+        thr = alpha / (m - i)
+        if stop is None and p[k] <= thr:
+            rejected[k] = True
+            threshold[k] = thr
+        else:
+            stop = thr if stop is None else stop
+            threshold[k] = stop
+    return rejected, threshold
+
+
+def _interval(x, alpha: float, test: str, y=None, seed: int = 0) -> tuple[float, float, float]:
+    """Estimate and two-sided interval of mean(x) (or mean(x) - mean(y)) with alpha in each tail."""
+    x = np.asarray(x, dtype=float)
+    if y is not None:
+        y = np.asarray(y, dtype=float)
+        mx, sx, nx = _sample_stats(x)
+        my, sy, ny = _sample_stats(y)
+        d = mx - my
+        va, vb = sx**2 / nx, sy**2 / ny
+        se = math.sqrt(va + vb)
+        if se == 0 or nx < 2 or ny < 2:
+            return d, d, d
+        dof = (va + vb) ** 2 / ((va**2 / (nx - 1) if va else 0.0) + (vb**2 / (ny - 1) if vb else 0.0))
+        half = stats.t.isf(alpha, dof) * se
+        return d, d - half, d + half
+    m, s, n = _sample_stats(x)
+    if s == 0 or n < 2:
         return m, m, m
-    half = stats.t.ppf(0.5 + confidence / 2, v.size - 1) * float(np.std(v, ddof=1)) / math.sqrt(v.size)
+    if test == "sign":
+        # Order-statistic interval for the median: the k-th smallest and largest values.
+        xs = np.sort(x)
+        k = int(stats.binom.ppf(alpha, n, 0.5))
+        k = max(k - 1, 0)
+        return float(np.median(x)), float(xs[k]), float(xs[n - 1 - k])
+    if test == "bootstrap":
+        g = np.random.default_rng(seed)
+        bm = g.choice(x, (2000, n)).mean(axis=1)
+        return m, float(np.quantile(bm, alpha)), float(np.quantile(bm, 1 - alpha))
+    half = stats.t.isf(alpha, n - 1) * s / math.sqrt(n)
     return m, m - half, m + half
 
 
+def mean_ci(values, confidence: float = 0.99) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t interval at ``confidence`` (for figures of raw values)."""
+    v = np.asarray(values, dtype=float)
+    m = float(np.mean(v)) if v.size else math.nan
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        return m, m, m
+    half = stats.t.isf((1 - confidence) / 2, v.size - 1) * float(np.std(v, ddof=1)) / math.sqrt(v.size)
+    return m, m - half, m + half
+
+
+# --------------------------------------------------------------------------------------------------
+# per-cell comparisons
+
+
+@dataclass
+class _Cell:
+    """One comparison: its sample(s), lines, and what is known before the family correction."""
+
+    params: dict
+    x: np.ndarray | None = None      # paired differences (or a sample of slopes minus prediction)
+    y: np.ndarray | None = None      # second sample of an unpaired comparison (x is then the first)
+    hold_side: str = "less"
+    hold_line: float = 0.0
+    viol_side: str = "greater"
+    viol_line: float = 0.0
+    equal_margin: float | None = None  # equal/slope: two-sided band half-width
+    effect: float = 0.0               # min_effect in the units of x (for the reason)
+    censored: str = ""                # "censored at H" when censoring blocks one direction
+    block_hold: bool = False
+    block_viol: bool = False
+    fixed: Verdict | None = None      # decided without a test (ill-posed, diverged)
+    reason: str = ""
+    viol_text: str = ""               # what a violation means here, for the reason column
+    extra: dict | None = None         # columns for the table (mean, bound, ratio, ...)
+    to_value: object = None           # maps an interval of x back to observable units
+
+
+def _p_pair(c: _Cell, test: str, seed: int) -> tuple[float, float]:
+    """(p_hold, p_violation) of one cell before the family correction."""
+    if c.fixed is not None:
+        return 1.0, 1.0
+    if c.equal_margin is not None:
+        m = c.equal_margin
+        p_hold = max(one_sided_p(c.x, m, "less", test, c.y, seed), one_sided_p(c.x, -m, "greater", test, c.y, seed))
+        p_viol = min(1.0, 2 * min(one_sided_p(c.x, m, "greater", test, c.y, seed),
+                                  one_sided_p(c.x, -m, "less", test, c.y, seed)))
+        if c.block_hold:
+            p_hold = 1.0
+        if c.block_viol:
+            p_viol = 1.0
+        return p_hold, p_viol
+    p_hold = 1.0 if c.block_hold else one_sided_p(c.x, c.hold_line, c.hold_side, test, c.y, seed)
+    p_viol = 1.0 if c.block_viol else one_sided_p(c.x, c.viol_line, c.viol_side, test, c.y, seed)
+    return p_hold, p_viol
+
+
+def _t_p_pairs(cells: list[_Cell]) -> np.ndarray:
+    """Vectorised :func:`_p_pair` for one-sample t-tests (the common case; same numbers)."""
+    m = np.array([np.mean(c.x) for c in cells])
+    n = np.array([c.x.size for c in cells])
+    sd = np.array([np.std(c.x, ddof=1) if c.x.size > 1 else 0.0 for c in cells])
+    exact = (sd == 0) | (n < 2)
+    se = np.where(exact, 1.0, sd / np.sqrt(np.maximum(n, 1)))
+    df = np.maximum(n - 1, 1)
+
+    def p(line, side):  # one-sided p of H0: mu >= line (side less) or mu <= line (greater), per cell
+        sgn = np.where(side == "greater", 1.0, -1.0)
+        z = sgn * (m - line)
+        return np.where(exact, np.where(z > 0, 0.0, 1.0), stats.t.sf(z / se, df))
+
+    out = np.ones((len(cells), 2))
+    eq = np.array([c.equal_margin is not None for c in cells])
+    M = np.array([c.equal_margin if c.equal_margin is not None else 0.0 for c in cells])
+    hold_line = np.array([c.hold_line for c in cells])
+    viol_line = np.array([c.viol_line for c in cells])
+    hold_side = np.array([c.hold_side for c in cells])
+    viol_side = np.array([c.viol_side for c in cells])
+    less, greater = np.full(len(cells), "less"), np.full(len(cells), "greater")
+    out[:, 0] = np.where(eq, np.maximum(p(M, less), p(-M, greater)), p(hold_line, hold_side))
+    out[:, 1] = np.where(eq, np.minimum(1.0, 2 * np.minimum(p(M, greater), p(-M, less))), p(viol_line, viol_side))
+    out[[c.block_hold for c in cells], 0] = 1.0
+    out[[c.block_viol for c in cells], 1] = 1.0
+    return out
+
+
+def decide(cells: list[_Cell], alpha: float, test: str, seed: int = 0) -> list[tuple[Verdict, str, float, tuple]]:
+    """Holm-corrected verdicts of a family of cells: (verdict, reason, per-cell alpha, interval of x)."""
+    p = np.ones((len(cells), 2))
+    fast = [i for i, c in enumerate(cells) if c.fixed is None and c.y is None and test == "t"]
+    slow = [i for i, c in enumerate(cells) if c.fixed is None and i not in set(fast)]
+    if fast:
+        p[fast] = _t_p_pairs([cells[i] for i in fast])
+    for i in slow:
+        p[i] = _p_pair(cells[i], test, seed)
+    live = np.array([c.fixed is None for c in cells])
+    hold_rej = np.zeros(len(cells), bool)
+    viol_rej = np.zeros(len(cells), bool)
+    hold_thr = np.full(len(cells), math.nan)
+    viol_thr = np.full(len(cells), math.nan)
+    if live.any():
+        r, t = holm(p[live, 0], alpha)
+        hold_rej[live], hold_thr[live] = r, t
+        r, t = holm(p[live, 1], alpha)
+        viol_rej[live], viol_thr[live] = r, t
+    level = np.where(viol_rej, viol_thr, hold_thr)
+    ivals = {}
+    if fast:  # vectorised t intervals (same numbers as _interval)
+        xs = [cells[i].x for i in fast]
+        m = np.array([np.mean(x) for x in xs])
+        n = np.array([x.size for x in xs])
+        sd = np.array([np.std(x, ddof=1) if x.size > 1 else 0.0 for x in xs])
+        half = np.where((sd == 0) | (n < 2), 0.0,
+                        stats.t.isf(level[fast], np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1)))
+        ivals = {i: (float(mi), float(mi - h), float(mi + h)) for i, mi, h in zip(fast, m, half)}
+    out = []
+    for i, c in enumerate(cells):
+        if c.fixed is not None:
+            out.append((c.fixed, c.reason, math.nan, (math.nan, math.nan, math.nan)))
+            continue
+        a = level[i]
+        est, lo, hi = ivals[i] if i in ivals else _interval(c.x, a, test, c.y, seed)
+        if viol_rej[i] and not hold_rej[i]:
+            v, why = Verdict.VIOLATED, c.reason or c.viol_text
+        elif hold_rej[i] and not viol_rej[i]:
+            v, why = Verdict.HOLDS, c.reason
+        else:
+            v, why = Verdict.INCONCLUSIVE, _why_inconclusive(c, est, lo, hi)
+        out.append((v, why, float(a), (est, lo, hi)))
+    return out
+
+
+def _why_inconclusive(c: _Cell, est: float, lo: float, hi: float) -> str:
+    if c.censored:
+        return c.censored
+    half = (hi - lo) / 2
+    if c.equal_margin is not None:
+        if half > c.equal_margin:
+            return f"underpowered: CI half-width {half:.3g} > margin {c.equal_margin:.3g}"
+        return "straddles the edge of the margin"
+    if c.effect > 0 and half > c.effect:
+        return f"underpowered: CI half-width {half:.3g} > min_effect {c.effect:.3g}"
+    # The estimate lies past the hold line but not past the violation line by a significant amount.
+    past_hold = est >= c.hold_line if c.hold_side == "less" else est <= c.hold_line
+    if c.effect > 0 and past_hold:
+        return f"within min_effect {c.effect:.3g}"
+    return "straddles: the CI contains the line"
+
+
+# --------------------------------------------------------------------------------------------------
+# selection and bounds
+
+
 def _excluded_cells(claim: ClaimSpec, table: pd.DataFrame, kept: pd.DataFrame) -> int:
-    """How many cells of the observable the claim's ``where`` leaves out (0 without ``where``)."""
     if not claim.where:
         return 0
     rows = table[table["metric"] == claim.observable]
@@ -123,6 +417,10 @@ def _select(claim: ClaimSpec, table: pd.DataFrame) -> pd.DataFrame:
         rows = rows[rows[col].isin(want if isinstance(want, list) else [want])]
     if rows.empty:
         raise SpecError(f"claim {claim.id}: no rows left after 'where' = {claim.where}")
+    rows = rows.copy()
+    if "replicate" not in rows:
+        rows["replicate"] = 0
+    rows["censored"] = rows["censored"].fillna(False).astype(bool) if "censored" in rows else False
     return rows
 
 
@@ -140,22 +438,27 @@ def _groups(rows: pd.DataFrame, by: list[str]):
         yield dict(zip(by, key)), grp
 
 
-def _call_bound(fn, claim: ClaimSpec, params: dict) -> float:
+def _bound_kwargs(fn, claim: ClaimSpec, row: dict) -> dict:
     sig = inspect.signature(fn)
     kwargs = {}
     for name, p in sig.parameters.items():
         if name in claim.bound_args:
             kwargs[name] = claim.bound_args[name]
-        elif name in params:
-            value = params[name]
+        elif name in row:
+            value = row[name]
             kwargs[name] = value.item() if hasattr(value, "item") else value
         elif p.default is inspect.Parameter.empty:
             raise SpecError(
-                f"claim {claim.id}: bound '{claim.bound}' needs '{name}', which is not a parameter of the "
-                f"cells; add it to [params] or [claim.bound_args]"
+                f"claim {claim.id}: bound '{claim.bound}' needs '{name}', which is neither a parameter of the "
+                f"cells nor a column of the rows; add it to [params] or [claim.bound_args]"
             )
+    return kwargs
+
+
+def _call_bound(fn, claim: ClaimSpec, row: dict, scale: float = 1.0) -> float:
+    kwargs = _bound_kwargs(fn, claim, row)
     try:
-        return float(fn(**kwargs))
+        return scale * float(fn(**kwargs))
     except (ValueError, ZeroDivisionError, OverflowError) as exc:
         raise SpecError(f"claim {claim.id}: bound '{claim.bound}' cannot be evaluated at {kwargs}: {exc}") from None
 
@@ -167,160 +470,210 @@ def _notes(grp: pd.DataFrame) -> str:
     return "; ".join(notes[:3]) + (f" (+{len(notes) - 3} more)" if len(notes) > 3 else "")
 
 
-def _compare_bound(kind: str, lo: float, hi: float, b: float, claim: ClaimSpec) -> Verdict:
-    """Verdict of one cell whose empirical CI is [lo, hi] against the bound value b."""
-    slack = abs(b) * claim.rtol + claim.atol
-    if kind == "upper":
-        line = b - slack if claim.strict else b + slack
-        if hi < line or (hi <= line and not claim.strict):
-            return Verdict.HOLDS
-        return Verdict.VIOLATED if lo >= line else Verdict.INCONCLUSIVE
-    if kind == "lower":
-        line = b + slack if claim.strict else b - slack
-        if lo > line or (lo >= line and not claim.strict):
-            return Verdict.HOLDS
-        return Verdict.VIOLATED if hi <= line else Verdict.INCONCLUSIVE
-    # equal. rtol > 0 declares a band of acceptable deviation: two one-sided tests, the interval must
-    # lie inside b +- slack to hold and outside it to be violated; an interval wider than the band,
-    # or straddling an edge, is inconclusive (noise never counts as agreement). rtol = 0 states an
-    # exact identity, atol only absorbs floating-point rounding: it holds when the interval covers
-    # b +- atol.
-    if hi < b - slack or lo > b + slack:
-        return Verdict.VIOLATED
-    if claim.rtol == 0 or (b - slack <= lo and hi <= b + slack):
-        return Verdict.HOLDS
-    return Verdict.INCONCLUSIVE
+def _per_replicate(grp: pd.DataFrame, fn, claim: ClaimSpec, bound_scale: float):
+    """Per replicate: mean observable, mean bound (evaluated on every row), censored flag."""
+    vals, bounds, cens = [], [], []
+    for _, g in grp.groupby("replicate", sort=True):
+        vals.append(float(g["value"].mean()))
+        bounds.append(float(np.mean([_call_bound(fn, claim, r, bound_scale) for r in g.to_dict("records")])))
+        cens.append(bool(g["censored"].any()))
+    return np.array(vals), np.array(bounds), np.array(cens)
 
 
-def _judge_bound(claim, rows, fn) -> tuple[pd.DataFrame, list]:
-    by = _varying(rows)
-    out = []
-    for params, grp in _groups(rows, by):
-        first = grp.iloc[0].to_dict()
-        b = _call_bound(fn, claim, {**first, **params})
-        per_rep = grp.groupby("replicate")["value"].mean() if "replicate" in grp else grp["value"]
-        m, lo, hi = mean_ci(per_rep.to_numpy(), claim.confidence)
-        note = _notes(grp)
-        if not (math.isfinite(m) and math.isfinite(b)):
-            verdict, note = Verdict.VIOLATED, (note + "; " if note else "") + "non-finite value (diverged?)"
+def _log_or_fail(claim: ClaimSpec, v: np.ndarray, what: str, params: dict) -> np.ndarray:
+    if np.any(v <= 0):
+        raise SpecError(f"claim {claim.id}: scale = 'log' needs a positive {what}, got {v[v <= 0][0]:g} at "
+                        f"{params or 'the only cell'}; use scale = 'linear'")
+    return np.log(v)
+
+
+def _bound_cell(claim: ClaimSpec, params: dict, grp: pd.DataFrame, fn, bound_scale: float) -> _Cell:
+    v, b, cens = _per_replicate(grp, fn, claim, bound_scale)
+    kind, log = claim.kind, claim.scale == "log"
+    b_center = float(np.exp(np.mean(np.log(b)))) if log and np.all(b > 0) else float(np.mean(b))
+    m = float(np.exp(np.mean(np.log(v)))) if log and np.all(v > 0) else float(np.mean(v))
+    ratio = m / b_center if b_center != 0 else math.nan
+    extra = {"n_rep": len(v), "mean": m, "bound": b_center, "ratio": ratio, "note": _notes(grp)}
+    cell = _Cell(params, extra=extra)
+    if not np.all(np.isfinite(b)):
+        cell.fixed, cell.reason = Verdict.ILL_POSED, "the bound is not finite"
+        return cell
+    if not np.all(np.isfinite(v)):
+        if kind == "lower" and np.all(np.isnan(v) | (v == np.inf)) and not np.any(np.isnan(v)):
+            cell.fixed, cell.reason = Verdict.HOLDS, "+inf (diverged upwards) is above any finite lower bound"
         else:
-            verdict = _compare_bound(claim.kind, lo, hi, b, claim)
-        ratio = m / b if b != 0 else math.nan
-        out.append({**params, "n_rep": len(per_rep), "mean": m, "ci_low": lo, "ci_high": hi, "bound": b,
-                    "ratio": ratio, "verdict": verdict.value, "note": note})
-    return pd.DataFrame(out), by
+            cell.fixed, cell.reason = Verdict.VIOLATED, "non-finite value (diverged)"
+        return cell
+    if log:
+        x = _log_or_fail(claim, v, "observable", params) - _log_or_fail(claim, b, "bound", params)
+        effect = math.log1p(claim.min_effect_rel)
+        rounding = 0.0
+        margin = math.log1p(claim.margin_rel) + (claim.margin_abs / b_center if b_center > 0 else 0.0)
+        cell.to_value = lambda t: b_center * math.exp(t)
+    else:
+        x = v - b
+        effect = claim.min_effect_abs + claim.min_effect_rel * abs(b_center)
+        rounding = claim.atol
+        margin = claim.margin_abs + claim.margin_rel * abs(b_center)
+        cell.to_value = lambda t: b_center + t
+    cell.x, cell.effect = x, effect
+    # The hold line: non-strict claims allow equality (up to rounding), strict ones need a gap.
+    h = -rounding if claim.strict else rounding
+    more = f" by more than min_effect {effect:.3g}" if effect > 0 else ""
+    if kind == "upper":
+        cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", h, "greater", h + effect
+        cell.viol_text = "above the bound" + more
+    elif kind == "lower":
+        cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "greater", -h, "less", -h - effect
+        cell.viol_text = "below the bound" + more
+    else:
+        cell.equal_margin = margin + rounding
+        cell.viol_text = f"outside the margin {cell.equal_margin:.3g}" + (" (log scale)" if log else "")
+    if cens.any():
+        # A censored value is a lower bound on the truth (e.g. a hitting time that reached the
+        # horizon): it can still show that the truth is large, never that it is small.
+        horizon = float(np.max(v[cens]))
+        cell.censored = f"censored at {horizon:g} in {int(cens.sum())} of {len(v)} replicates"
+        if kind == "upper":
+            cell.block_hold = True
+        elif kind == "lower":
+            cell.block_viol = True
+        else:
+            cell.block_hold = True
+    return cell
 
 
-def _fit_slope(x, y, space: str) -> tuple[float, float, int]:
-    """OLS slope of log y (or y) on log x, its standard error and residual degrees of freedom."""
+def _measured(fn, cell_params) -> set:
+    """Bound arguments that are not cell parameters: measured statistics of each row, not groups.
+
+    Without ``cell_params`` (a bare table) every varying column groups, as there is no way to tell.
+    """
+    if cell_params is None:
+        return set()
+    return set(inspect.signature(fn).parameters) - set(cell_params)
+
+
+def _judge_bound(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[list[_Cell], list]:
+    by = _varying(rows, exclude=_measured(fn, cell_params))
+    return [_bound_cell(claim, params, grp, fn, bound_scale) for params, grp in _groups(rows, by)], by
+
+
+def _fit_slope(x, y, space: str) -> float:
     lx = np.log(np.asarray(x, dtype=float))
     ly = np.asarray(y, dtype=float) if space == "logx" else np.log(np.asarray(y, dtype=float))
-    res = stats.linregress(lx, ly)
-    return float(res.slope), float(res.stderr), len(lx) - 2
+    return float(stats.linregress(lx, ly).slope)
 
 
-def _judge_slope(claim, rows, fn) -> tuple[pd.DataFrame, list]:
-    by = _varying(rows, exclude=(claim.slope_in,))
-    out = []
+def _judge_slope(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[list[_Cell], list]:
+    by = _varying(rows, exclude={claim.slope_in} | _measured(fn, cell_params))
+    cells = []
     for params, grp in _groups(rows, by):
-        first = grp.iloc[0].to_dict()
-        pred = _call_bound(fn, claim, {**first, **params})
-        means = grp.groupby(claim.slope_in)["value"].mean()
-        note = _notes(grp)
-        bad = (means <= 0).any() and claim.slope_space == "loglog"
-        if len(means) < 2 or not np.all(np.isfinite(means)) or bad:
-            out.append({**params, "n_points": len(means), "mean": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                        "predicted": pred, "ratio": math.nan, "verdict": Verdict.VIOLATED.value,
-                        "note": note or "fewer than 2 finite positive points to fit a slope"})
+        pred = _call_bound(fn, claim, grp.iloc[0].to_dict(), bound_scale)
+        extra = {"n_points": int(grp[claim.slope_in].nunique()), "predicted": pred, "note": _notes(grp)}
+        cell = _Cell(params, extra=extra, equal_margin=claim.slope_tol,
+                     viol_text=f"slope outside predicted +- {claim.slope_tol:g}")
+        cells.append(cell)
+        if not math.isfinite(pred):
+            cell.fixed, cell.reason = Verdict.ILL_POSED, "the predicted slope is not finite"
             continue
-        reps = grp["replicate"].unique() if "replicate" in grp else [0]
-        if len(reps) >= 2:
-            # One slope per replicate: the CI reflects replicate-to-replicate variation.
-            slopes = []
-            for _, g in grp.groupby("replicate"):
-                per = g.groupby(claim.slope_in)["value"].mean()
-                ok = np.all(np.isfinite(per.to_numpy())) and (claim.slope_space == "logx" or (per > 0).all())
-                slopes.append(_fit_slope(per.index, per.to_numpy(), claim.slope_space)[0] if ok else math.nan)
-            if not np.all(np.isfinite(slopes)):
-                bad_reps = int(np.sum(~np.isfinite(slopes)))
-                out.append({**params, "n_points": len(means), "mean": math.nan, "ci_low": math.nan,
-                            "ci_high": math.nan, "predicted": pred, "ratio": math.nan,
-                            "verdict": Verdict.VIOLATED.value,
-                            "note": (note + "; " if note else "") + f"{bad_reps} replicate(s) with non-finite "
-                                    "or non-positive values: no slope"})
-                continue
-            m, lo, hi = mean_ci(slopes, claim.confidence)
-        else:
-            m, se, dof = _fit_slope(means.index, means.to_numpy(), claim.slope_space)
-            half = stats.t.ppf(0.5 + claim.confidence / 2, dof) * se if dof > 0 else 0.0
-            lo, hi = m - half, m + half
-        tol = claim.slope_tol
-        if pred - tol <= lo and hi <= pred + tol:
-            verdict = Verdict.HOLDS
-        elif hi < pred - tol or lo > pred + tol:
-            verdict = Verdict.VIOLATED
-        else:
-            verdict = Verdict.INCONCLUSIVE
-        out.append({**params, "n_points": len(means), "mean": m, "ci_low": lo, "ci_high": hi, "predicted": pred,
-                    "ratio": m / pred if pred != 0 else math.nan, "verdict": verdict.value, "note": note})
-    return pd.DataFrame(out), by
+        slopes = []
+        for _, g in grp.groupby("replicate", sort=True):
+            per = g.groupby(claim.slope_in)["value"].mean()
+            positive = claim.slope_space == "logx" or (per > 0).all()
+            ok = len(per) >= 2 and np.all(np.isfinite(per.to_numpy())) and positive
+            slopes.append(_fit_slope(per.index, per.to_numpy(), claim.slope_space) if ok else math.nan)
+        slopes = np.array(slopes)
+        if not np.all(np.isfinite(slopes)):
+            cell.fixed = Verdict.ILL_POSED
+            cell.reason = (f"{int(np.sum(~np.isfinite(slopes)))} replicate(s) with fewer than 2 finite positive "
+                           "points: no slope")
+            continue
+        if grp["censored"].any():
+            cell.fixed, cell.reason = Verdict.INCONCLUSIVE, "censored values: no slope"
+            continue
+        # One slope per replicate: the interval reflects replicate-to-replicate variation, never the
+        # OLS standard error of one (possibly deterministic) curve, which would count misfit as noise.
+        # A single replicate is compared without an interval (exact).
+        cell.x = slopes - pred
+        cell.to_value = lambda t, p=pred: p + t
+        m = float(np.mean(slopes))
+        extra.update(mean=m, ratio=m / pred if pred != 0 else math.nan, n_rep=len(slopes))
+    return cells, by
 
 
-def _judge_order(claim, rows, paired: bool) -> tuple[pd.DataFrame, list]:
+def _judge_order(claim, rows, paired: bool, swap: bool) -> tuple[list[_Cell], list]:
     col = claim.compare
     if col not in rows:
         raise SpecError(f"claim {claim.id}: 'compare' names column '{col}' that the table does not have")
+    lower, higher = claim.lower, tuple(claim.higher)
     values = set(rows[col].astype(str))
-    for v in (claim.lower, *claim.higher):
+    for v in (lower, *higher):
         if v not in values:
             raise SpecError(f"claim {claim.id}: {col} = '{v}' does not occur in the table (found {sorted(values)})")
     by = _varying(rows, exclude=(col,))
-    out = []
+    log = claim.scale == "log"
+    cells = []
     for params, grp in _groups(rows, by):
         key = grp[col].astype(str)
-        a_s = grp[key == claim.lower].groupby("replicate")["value"].mean()
-        a = a_s.to_numpy()
-        for other in claim.higher:
-            b_s = grp[key == other].groupby("replicate")["value"].mean()
-            b = b_s.to_numpy()
-            pair = paired and len(a) >= 2 and a_s.index.equals(b_s.index)
+        for other in higher:
+            first, second = (other, lower) if swap else (lower, other)
+            a_g = grp[key == first].groupby("replicate", sort=True)
+            b_g = grp[key == second].groupby("replicate", sort=True)
+            a_s, b_s = a_g["value"].mean(), b_g["value"].mean()
+            a_c, b_c = a_g["censored"].any(), b_g["censored"].any()
+            pair = paired and a_s.index.equals(b_s.index)
+            a, b = a_s.to_numpy(), b_s.to_numpy()
             ma, mb = float(np.mean(a)), float(np.mean(b))
-            note = _notes(grp)
-            if not (math.isfinite(ma) and math.isfinite(mb)):
-                # +inf on the 'higher' side (a diverged competitor) still orders; NaN never does.
-                ok = ma < mb if not (math.isnan(ma) or math.isnan(mb)) else False
-                verdict = Verdict.HOLDS if ok else Verdict.VIOLATED
-                lo = hi = ma - mb
-                note = (note + "; " if note else "") + "non-finite value (diverged?)"
+            extra = {"other": second if not swap else first, "n_rep": int(min(len(a), len(b))), "mean": ma,
+                     "other_mean": mb, "ratio": ma / mb if mb != 0 else math.nan, "note": _notes(grp)}
+            _, extra["mean_lo"], extra["mean_hi"] = mean_ci(a)
+            _, extra["other_lo"], extra["other_hi"] = mean_ci(b)
+            cell = _Cell({**params}, extra=extra)
+            cells.append(cell)
+            fa, fb = np.all(np.isfinite(a)), np.all(np.isfinite(b))
+            if not fa and not fb:
+                cell.fixed, cell.reason = Verdict.ILL_POSED, "both sides non-finite (both diverged)"
+                continue
+            if not fb:
+                cell.fixed, cell.reason = Verdict.ILL_POSED, f"the baseline ({second}) diverged"
+                continue
+            if not fa:
+                cell.fixed, cell.reason = Verdict.VIOLATED, f"{first} diverged while {second} did not"
+                continue
+            if log:
+                la = _log_or_fail(claim, a, "observable", params)
+                lb = _log_or_fail(claim, b, "observable", params)
+                effect = math.log1p(claim.min_effect_rel)
             else:
-                d = ma - mb
-                if pair:
-                    # Both methods ran in the same cell on the same replicate streams: the
-                    # differences are paired (common random numbers), so their t-interval applies.
-                    d, dlo, dhi = mean_ci(a - b, claim.confidence)
-                    half = (dhi - dlo) / 2
-                elif len(a) >= 2 and len(b) >= 2:
-                    # Welch interval for the difference of means (valid paired or not).
-                    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-                    se = math.sqrt(va + vb)
-                    dof = (va + vb) ** 2 / ((va**2 / (len(a) - 1) if va else 0) + (vb**2 / (len(b) - 1) if vb else 0)) if se else 1
-                    half = stats.t.ppf(0.5 + claim.confidence / 2, dof) * se
-                else:
-                    half = 0.0
-                lo, hi = d - half - claim.atol, d + half + claim.atol
-                if hi < 0:
-                    verdict = Verdict.HOLDS
-                elif lo > 0:
-                    verdict = Verdict.VIOLATED
-                else:
-                    verdict = Verdict.INCONCLUSIVE
-            _, a_lo, a_hi = mean_ci(a, claim.confidence)
-            _, b_lo, b_hi = mean_ci(b, claim.confidence)
-            out.append({**params, "other": other, "n_rep": min(len(a), len(b)), "mean": ma, "other_mean": mb,
-                        "ci_low": lo, "ci_high": hi, "ratio": ma / mb if mb != 0 else math.nan,
-                        "verdict": verdict.value, "note": note, "mean_lo": a_lo, "mean_hi": a_hi,
-                        "other_lo": b_lo, "other_hi": b_hi})
-    return pd.DataFrame(out), by
+                la, lb = a, b
+                effect = claim.min_effect_abs + claim.min_effect_rel * abs(mb)
+            cell.effect = effect
+            cell.viol_text = f"{first} above {second}" + (f" by more than min_effect {effect:.3g}" if effect else "")
+            h = 0.0 if claim.strict else effect
+            cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", h, "greater", effect
+            if pair:
+                cell.x = la - lb
+                censored = a_c.to_numpy() | b_c.to_numpy()
+                if censored.any():
+                    # Censored values are lower bounds: a pair's sign is still known when only one
+                    # side is censored and it already lies above the other. Judge by signs.
+                    ca, cb = a_c.to_numpy(), b_c.to_numpy()
+                    x = cell.x.copy()
+                    unknown = (ca & cb) | (ca & (x < 0)) | (cb & (x > 0))
+                    x[unknown] = cell.hold_line  # a tie: counts for neither direction
+                    cell.x = x
+                    cell.censored = f"censored values in {int(censored.sum())} of {len(x)} pairs: judged by signs"
+                    cell.extra["test"] = "sign"
+            else:
+                if a_c.any() or b_c.any():
+                    cell.fixed, cell.reason = Verdict.INCONCLUSIVE, "censored values in an unpaired comparison"
+                    continue
+                cell.x, cell.y = la, lb
+            if log:
+                cell.to_value = lambda t: math.exp(t)
+            else:
+                cell.to_value = lambda t: t
+    return cells, by
 
 
 def _tightest(kind: str, ratios: pd.Series) -> float:
@@ -334,12 +687,36 @@ def _tightest(kind: str, ratios: pd.Series) -> float:
     return float(r.iloc[int(np.argmax(np.abs(r.to_numpy() - 1.0)))])
 
 
-def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=()) -> Judgement:
+def _claim_reason(cells: pd.DataFrame, verdict: Verdict) -> str:
+    if verdict is Verdict.HOLDS:
+        ill = cells[cells["verdict"] == Verdict.ILL_POSED.value]
+        return f"{len(ill)} of {len(cells)} cells ill-posed" if len(ill) else ""
+    bad = cells[cells["verdict"] == verdict.value]
+    reasons = bad["reason"].replace("", "significant after Holm").value_counts()
+    top = "; ".join(f"{r} ({n} cells)" if len(reasons) > 1 else r for r, n in reasons.head(2).items())
+    return f"{len(bad)} of {len(cells)} cells: {top}"
+
+
+def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scale: float = 1.0,
+          bound=None, swap: bool = False, looks: int = 1) -> Judgement:
     """Judge ``claim`` on a long-format results table.
 
-    ``cell_params`` names the spec's parameters (grid and fixed). An ``order`` claim whose
-    ``compare`` column is not one of them was emitted inside each cell, so its methods share
-    replicate streams and are compared by paired differences; otherwise by Welch's interval.
+    Parameters
+    ----------
+    claim : ClaimSpec
+    table : pandas.DataFrame
+        Rows with ``metric``, ``value``, ``replicate`` and the cell parameters; optional
+        ``censored`` (bool) and ``note``.
+    cell_params : iterable of str, optional
+        The spec's parameters (grid and fixed). Bound arguments that are not among them are
+        measured statistics of each row (evaluated per row, never grouped by). An ``order``
+        claim whose ``compare`` column is not one of them was emitted inside each cell: its methods share replicate streams and are
+        compared by paired differences; otherwise by Welch's interval.
+    bound_scale, bound, swap
+        Negative controls: multiply the bound, judge against another ``"module:name"`` bound, or
+        swap ``lower`` with the first of ``higher``.
+    looks : int
+        Planned looks at the data (adaptive replicates): the level is divided by it.
 
     Examples
     --------
@@ -347,18 +724,48 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=()) -> Judgement:
     >>> from simcomm.spec import ClaimSpec
     >>> t = pd.DataFrame({"n": [4, 8], "metric": "rho", "value": [1 / 3, 0.5], "replicate": 0})
     >>> c = ClaimSpec(id="x", paper="expgraph", statement="", kind="equal", observable="rho",
-    ...               bound="theory.expgraph:rho_bound_static_exponential", atol=1e-12)
+    ...               bound="theory.expgraph:rho_bound_static_exponential", margin_abs=1e-12)
     >>> judge(c, t).verdict.value
     'holds'
+    >>> judge(c, t, bound_scale=1.01).verdict.value
+    'violated'
     """
     rows = _select(claim, table)
     if claim.kind == "order":
-        cells, by = _judge_order(claim, rows, paired=claim.compare not in set(cell_params))
+        cells, by = _judge_order(claim, rows, paired=claim.compare not in set(cell_params or ()), swap=swap)
         provenance = claim.provenance or "?"
     else:
-        fn = resolve(claim.bound, f"claim {claim.id}")
-        provenance = fn.info.provenance  # the spec may repeat it, never contradict it (checked at load)
-        cells, by = (_judge_slope if claim.kind == "slope" else _judge_bound)(claim, rows, fn)
-    verdict = worst(cells["verdict"]) if len(cells) else Verdict.INCONCLUSIVE
-    return Judgement(claim, verdict, _tightest(claim.kind, cells["ratio"]), cells, provenance, by,
-                     _excluded_cells(claim, table, rows))
+        fn = resolve(bound or claim.bound, f"claim {claim.id}")
+        provenance = getattr(getattr(fn, "info", None), "provenance", claim.provenance or "?")
+        judge_fn = _judge_slope if claim.kind == "slope" else _judge_bound
+        cells, by = judge_fn(claim, rows, fn, bound_scale, cell_params)
+    alpha = (1 - claim.confidence) / max(looks, 1)
+    seed = zlib.crc32(claim.id.encode())
+    tests = {c.extra.get("test", claim.test) for c in cells}
+    outcomes = []
+    if len(tests) <= 1:
+        outcomes = decide(cells, alpha, tests.pop() if tests else claim.test, seed)
+    else:  # censored pairs switched some cells to signs: decide each test's cells, Holm over all
+        outcomes = [None] * len(cells)
+        for t in tests:
+            idx = [i for i, c in enumerate(cells) if c.extra.get("test", claim.test) == t]
+            for i, o in zip(idx, decide([cells[i] for i in idx], alpha * len(idx) / len(cells), t, seed)):
+                outcomes[i] = o
+    records = []
+    for c, (v, why, a, (est, lo, hi)) in zip(cells, outcomes):
+        rec = {**c.params, **c.extra}
+        rec.pop("test", None)
+        if c.to_value is not None and math.isfinite(lo):
+            rec["ci_low"], rec["ci_high"] = c.to_value(lo), c.to_value(hi)
+        else:
+            rec.setdefault("ci_low", math.nan)
+            rec.setdefault("ci_high", math.nan)
+        rec.setdefault("mean", math.nan)
+        rec.setdefault("ratio", math.nan)
+        rec["verdict"], rec["reason"], rec["level"] = v.value, why, (1 - a) if math.isfinite(a) else math.nan
+        records.append(rec)
+    table_out = pd.DataFrame(records)
+    verdict = worst(table_out["verdict"]) if len(table_out) else Verdict.INCONCLUSIVE
+    return Judgement(claim, verdict, _tightest(claim.kind, table_out.get("ratio", pd.Series(dtype=float))),
+                     table_out, provenance, by, _excluded_cells(claim, table, rows),
+                     _claim_reason(table_out, verdict) if len(table_out) else "no cells")

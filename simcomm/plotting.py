@@ -10,10 +10,11 @@ matplotlib.use("Agg")  # headless by default; the CLI saves, nothing is shown
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from simcomm.claims import Judgement, Verdict  # noqa: E402
 
-__all__ = ["bound_vs_empirical"]
+__all__ = ["bound_vs_empirical", "paper_figure", "PAPER_COLORS"]
 
 _VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
 
@@ -77,7 +78,8 @@ def _scales(ax, plot: dict, y: np.ndarray) -> None:
         ax.set_yscale("log")
 
 
-def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgement | None = None):
+def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgement | None = None, *,
+                       style: str = "annotated"):
     """Draw a judgement: empirical means with CI bars next to the bound (or the compared method).
 
     Parameters
@@ -89,13 +91,21 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
     context : Judgement, optional
         The same claim judged without its ``where`` filter: cells outside the claim's range are drawn
         in grey (measured, not judged), so a reader sees where the statement stops holding.
+    style : {"annotated", "paper"}
+        ``annotated`` (the report's figure): verdict, claim id and flagged cells. ``paper``: the same
+        data for a publication (see :func:`paper_figure`).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    if style == "paper":
+        return paper_figure(j, plot)
     plot = dict(plot or {})
-    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    # A Figure outside pyplot's registry: nothing to close, and a check drawing 40 figures does not
+    # trip "More than 20 figures have been opened".
+    fig = Figure(figsize=(7.2, 4.6), layout="constrained")
+    ax = fig.subplots()
     cells = j.cells
     kind = j.claim.kind
     if kind == "slope":
@@ -133,7 +143,7 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     colors = plt.cm.tab10.colors
     ys = []
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
-    ci = f" ({j.claim.confidence:.1%} CI, {reps} replicates)".replace(".0%", "%") if reps > 1 else ""
+    ci = f" (family-wise {100 * j.claim.confidence:.4g}% CI, {reps} replicates)" if reps > 1 else ""
     series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
     # One bound line when every series has the same bound at the same x (the bound ignores the hue).
     curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
@@ -150,21 +160,37 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
         if not shared or i == 0:
             bc, btag = ("k", "") if shared else (c, tag)
             ax.plot(xs, b, "--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
-            slack = np.abs(b) * j.claim.rtol + j.claim.atol
+            slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
             if j.claim.kind == "equal" and np.any(slack > 0):
                 # categorical x (strings) sits at positions 0..m-1 in order of appearance
                 band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
                 ax.fill_between(band_x, b - slack, b + slack, color=bc, alpha=0.12, lw=0,
-                                label=f"tolerance band (rtol {j.claim.rtol:g}, atol {j.claim.atol:g})")
-        bad = (grp["verdict"] != Verdict.HOLDS.value).to_numpy()
-        if bad.any():
-            ax.scatter(xs[bad], grp["mean"].to_numpy(float)[bad], s=90, facecolors="none", edgecolors="#cf222e",
-                       lw=1.5, zorder=5, label=None if flagged else "not holding (inconclusive or violated)")
-            flagged = True
+                                label="equivalence margin")
+        flagged = _mark_states(ax, xs, grp, flagged)
         ys.extend([grp["mean"].to_numpy(float), b])
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     ax.set_xlabel(plot.get("xlabel", x or "cell"))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
+
+
+_STATE_MARK = {  # verdict -> (marker, colour, legend text); holds is the plain error bar
+    Verdict.VIOLATED.value: ("X", "#cf222e", "violated"),
+    Verdict.INCONCLUSIVE.value: ("o", "#9a6700", "inconclusive"),
+    Verdict.ILL_POSED.value: ("s", "#6e7781", "ill-posed"),
+}
+
+
+def _mark_states(ax, xs, grp, shown: set | bool) -> set:
+    """Ring each cell that does not hold with a marker for its state (one legend entry per state)."""
+    shown = set() if not isinstance(shown, set) else shown
+    for state, (marker, color, text) in _STATE_MARK.items():
+        sel = (grp["verdict"] == state).to_numpy()
+        if sel.any():
+            ax.scatter(np.asarray(xs)[sel], grp["mean"].to_numpy(float)[sel], s=110, marker=marker,
+                       facecolors="none" if marker != "X" else color, edgecolors=color, lw=1.5, zorder=5,
+                       alpha=0.8, label=None if state in shown else f"cell {text}")
+            shown.add(state)
+    return shown
 
 
 def _draw_slope(ax, j: Judgement, plot: dict) -> None:
@@ -174,7 +200,7 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
-              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope ({j.claim.confidence:.1%} CI)".replace(".0%", "%"))
+              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope (family-wise {100 * j.claim.confidence:.4g}% CI)")
     tol = j.claim.slope_tol
     for i, p in enumerate(cells["predicted"].to_numpy(float)):
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
@@ -201,7 +227,8 @@ def _draw_order(ax, j: Judgement, plot: dict) -> None:
 def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
     """Circle the points where the order is not shown at the claim's confidence."""
     if bad.any():
-        label = None if flagged else f"order not shown ({j.claim.confidence:.1%} CI)".replace(".0%", "%")
+        label = None if flagged else (f"circled: {j.claim.lower} not shown below a competitor here "
+                                      "(inconclusive, violated or ill-posed)")
         ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
                    lw=1.5, zorder=5, label=label)
         return True
@@ -274,3 +301,301 @@ def _draw_order_ratios(ax, j: Judgement, plot: dict, x: str, series) -> None:
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     ax.set_xlabel(plot.get("xlabel", x))
     ax.set_ylabel(f"ratio of {j.claim.observable}: {j.claim.lower} / other")
+
+
+# ------------------------------------------------------------------------------------------ paper style
+#: Okabe & Ito's colour-blind-safe palette (yellow last: it is faint on white)
+PAPER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+_PAPER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_PAPER_LINES = ("-", "--", "-.", ":", (0, (5, 1.5)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2.5)), (0, (7, 2, 1, 2)))
+#: default symbols for parameter names the papers write as symbols (a spec's [plot] labels wins)
+_SYMBOLS = {
+    "n": "$n$", "d": "$d$", "k": "$k$", "r": "$r$", "s": "$s$", "p": "$p$", "N": "$N$", "K": "$K$",
+    "tau": r"$\tau$", "alpha": r"$\alpha$", "beta": r"$\beta$", "gamma": r"$\gamma$", "mu": r"$\mu$",
+    "kappa": r"$\kappa$", "sigma2": r"$\sigma^2$", "sigma": r"$\sigma$", "rho": r"$\rho$", "eps": r"$\varepsilon$",
+    "nnz": "nonzeros", "r_over_k": "$r/k$", "period": "refresh period", "step": "step", "hidden": "hidden units",
+    "smoothing_rel": "smoothing $c$ / mean norm",
+}
+# Columns whose values name things (a method, a dataset): the legend shows the value alone.
+_WORDS = {"method", "dataset", "topology", "quantizer", "problem", "proposal", "case", "axis", "order", "pair",
+          "direction", "vector", "nodes", "compressor", "scheme"}
+
+
+def _sym(col: str, plot: dict) -> str:
+    lab = plot.get("labels", {}).get(col)
+    if isinstance(lab, str):
+        return lab
+    return _SYMBOLS.get(col, col.replace("_", " "))
+
+
+def _value_text(col: str, v, plot: dict) -> str:
+    lab = plot.get("labels", {}).get(col)
+    if isinstance(lab, dict):
+        for key in (str(v), _fmt(v)):
+            if key in lab:
+                return lab[key]
+    text = _fmt(v.item() if hasattr(v, "item") else v)
+    if isinstance(v, str):
+        # a value naming a parameter (axis = "alpha") reads as its symbol; other words keep their text
+        return _SYMBOLS[v] if v in _SYMBOLS and v != "step" else text.replace("_", "-")
+    return text
+
+
+def _wrap(text: str, width: int = 70) -> str:
+    """Wrap a title at spaces outside ``$...$`` (mathtext must stay on one line)."""
+    lines, cur = [], ""
+    for word in text.split(" "):
+        inside = cur.count("$") % 2 == 1
+        if cur and not inside and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return "\n".join([*lines, cur])
+
+
+def _paper_label(params: dict, plot: dict) -> str:
+    """Legend text a reader decodes without the code: "$\\sigma^2$ = 0", "digits", "rand-k"."""
+    parts = []
+    for col, v in params.items():
+        lab = plot.get("labels", {}).get(col)
+        if isinstance(lab, dict) or (col in _WORDS and not isinstance(lab, str)) or isinstance(v, str) and not lab:
+            parts.append(_value_text(col, v, plot))
+        else:
+            parts.append(f"{_sym(col, plot)} = {_value_text(col, v, plot)}")
+    return ", ".join(parts)
+
+
+def _pct(c: float) -> str:
+    """0.99 -> "99%", 0.999 -> "99.9%" (never rounded up to 100%)."""
+    return f"{c:.1%}".replace(".0%", "%")
+
+
+def _style(i: int) -> dict:
+    return dict(color=PAPER_COLORS[i % len(PAPER_COLORS)], marker=_PAPER_MARKERS[i % len(_PAPER_MARKERS)],
+                ls=_PAPER_LINES[i % len(_PAPER_LINES)])
+
+
+def _paper_ylim(ax, values) -> None:
+    """Clip a log axis to the data's informative range.
+
+    Values more than 12 decades below the largest are zero up to floating-point rounding (double
+    precision carries ~16 digits, and squared errors reach 1e-32 when the floor vanishes); drawing
+    them would spend most of the axis on noise, so they sit at the bottom edge with an arrow.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if ax.get_yscale() != "log" or v.size < 2:
+        return
+    top = v.max()
+    floor = top * 1e-12
+    if v.min() >= floor:
+        return
+    informative = v[v >= floor]
+    bottom = 10 ** (np.floor(np.log10(informative.min())) - 0.5)
+    ax.set_ylim(bottom, 10 ** (np.ceil(np.log10(top)) + 0.2))
+    ax.annotate("values below the axis are 0 up to rounding", xy=(0.99, 0.01), xycoords="axes fraction",
+                fontsize=7, color="0.35", va="bottom", ha="right")
+
+
+def _paper_legend(ax, fig, handles=None, labels=None) -> None:
+    h, lab = ax.get_legend_handles_labels() if handles is None else (handles, labels)
+    if not h:
+        return
+    if len(h) > 5:  # beside the axes: never over the data
+        ax.legend(h, lab, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    else:
+        ax.legend(h, lab, fontsize=8, loc="best", frameon=False)
+
+
+def _finish_paper_axes(ax, plot: dict, x: str | None, ylabel: str) -> None:
+    ax.set_xlabel(plot.get("xlabel") or (_sym(x, plot) if x else ""))
+    ax.set_ylabel(plot.get("ylabel") or ylabel)
+    ax.grid(True, which="major", alpha=0.25, lw=0.6)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def paper_figure(j: Judgement, plot: dict | None = None):
+    """The data of :func:`bound_vs_empirical` drawn for a publication.
+
+    No verdict or claim id in the title (the spec's ``title`` only, when given); axis labels from the
+    spec's ``xlabel``/``ylabel`` (the paper's symbols), legend labels from ``[plot] labels`` or
+    default symbols (``sigma2`` -> :math:`\\sigma^2`); Okabe-Ito colours with a line style AND a
+    marker per series, so the figure reads in greyscale; log axes clipped to the informative range;
+    several groups of an order claim drawn as one panel each, so no curve hides another.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plot = dict(plot or {})
+    kind = j.claim.kind
+    if kind == "order":
+        fig = _paper_order(j, plot)
+    else:
+        fig = Figure(figsize=(5.2, 3.6), layout="constrained")
+        ax = fig.subplots()
+        if kind == "slope":
+            _paper_slope(ax, j, plot)
+        else:
+            _paper_bound(ax, fig, j, plot)
+    if plot.get("title"):
+        fig.suptitle(_wrap(plot["title"]), fontsize=9.5)
+    return fig
+
+
+def _paper_bound(ax, fig, j: Judgement, plot: dict) -> None:
+    from matplotlib.lines import Line2D
+
+    x, hue = _pick_axes(j, plot)
+    series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
+    curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
+              for _, g in series}
+    shared = len(series) > 1 and len({c for cs in curves for c in cs}) == len(next(iter(curves)))
+    reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
+    categorical = bool(series) and x is not None and not all(
+        np.issubdtype(np.asarray(g[x]).dtype, np.number) for _, g in series)
+    # categories are not a continuum: the bound is a bar at each category, not a line across them
+    bound_style = dict(marker="_", ms=22, mew=1.6, ls="none") if categorical else {}
+    ys, handles, labels = [], [], []
+    for i, (params, grp) in enumerate(series):
+        st = _style(i)
+        xs = grp[x].to_numpy() if x else np.arange(len(grp))
+        m = grp["mean"].to_numpy(float)
+        yerr = np.vstack([np.clip(m - grp["ci_low"].to_numpy(float), 0, None),
+                          np.clip(grp["ci_high"].to_numpy(float) - m, 0, None)])
+        b = grp["bound"].to_numpy(float)
+        # measured: markers with CI bars; bound: a line in the series' own style (or one black line)
+        ax.errorbar(xs, m, yerr=yerr, fmt=st["marker"], color=st["color"], ms=5, capsize=2.5, lw=1, zorder=3,
+                    mfc="white" if i % 2 else st["color"], mew=1.2)
+        if shared:
+            if i == 0:
+                ax.plot(xs, b, color="k", lw=1.3, zorder=2, **({"ls": "-"} | bound_style))
+        else:
+            ax.plot(xs, b, color=st["color"], lw=1.3, zorder=2, **({"ls": st["ls"]} | bound_style))
+        alone = shared or len(series) == 1 or categorical
+        handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls="none" if alone else st["ls"],
+                              mfc="white" if i % 2 else st["color"], mew=1.2))
+        labels.append(_paper_label(params, plot) or "measured")
+        ys.extend([m, b])
+    ci = f"{_pct(j.claim.confidence)} CI" if reps > 1 else "one run"
+    word = "bound" if j.claim.kind in ("upper", "lower") else "prediction"
+    if shared or len(series) == 1:
+        handles.append(Line2D([], [], color="k" if shared else _style(0)["color"], lw=1.3,
+                              **({"ls": "-" if shared else _style(0)["ls"]} | bound_style)))
+        labels.append(word)
+        if len(series) == 1:
+            labels[0] = f"measured (mean, {ci})"
+    else:
+        handles.append(Line2D([], [], color="0.4", marker="o", ls="none"))
+        labels.append(f"markers: measured (mean, {ci})")
+        handles.append(Line2D([], [], color="0.4", **({"ls": "-"} | bound_style)))
+        labels.append(f"{'bars' if categorical else 'lines'}: {word}")
+    _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    _paper_ylim(ax, np.concatenate(ys) if ys else [])
+    _finish_paper_axes(ax, plot, x, j.claim.observable.replace("_", " "))
+    _paper_legend(ax, fig, handles, labels)
+
+
+def _paper_slope(ax, j: Judgement, plot: dict) -> None:
+    cells = j.cells.reset_index(drop=True)
+    labels = [_paper_label({c: r[c] for c in j.columns}, plot) or "all" for _, r in cells.iterrows()]
+    pos = np.arange(len(cells))
+    m = cells["mean"].to_numpy(float)
+    yerr = np.vstack([np.clip(m - cells["ci_low"].to_numpy(float), 0, None),
+                      np.clip(cells["ci_high"].to_numpy(float) - m, 0, None)])
+    ax.errorbar(pos, m, yerr=yerr, fmt="o", color=PAPER_COLORS[0], ms=5, capsize=3, lw=1,
+                label=f"fitted slope ({_pct(j.claim.confidence)} CI)")
+    tol = j.claim.slope_tol
+    for i, p in enumerate(cells["predicted"].to_numpy(float)):
+        ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="0.85", lw=0,
+                        label=f"predicted slope $\\pm$ {tol:g}" if i == 0 else None)
+        ax.plot([i - 0.3, i + 0.3], [p, p], color="k", lw=1.2)
+    ax.set_xticks(pos, labels, rotation=20 if len(labels) > 3 else 0, fontsize=8)
+    ax.set_xlim(-0.7, len(cells) - 0.3)
+    space = "log-log" if j.claim.slope_space == "loglog" else "lin-log"
+    _finish_paper_axes(ax, {k: v for k, v in plot.items() if k != "xlabel"}, None,
+                       f"{space} slope in {_sym(j.claim.slope_in, plot)}")
+    ax.legend(fontsize=8, frameon=False, loc="best")
+
+
+def _paper_order(j: Judgement, plot: dict):
+    """One panel per group (e.g. per dataset), each method in its own colour, marker and line style."""
+    x, hue = _pick_axes(j, plot, exclude=("other",))
+    groups = list(_series(j.cells, hue)) if x is not None else [({}, j.cells)]
+    if len(groups) > 4:  # too many panels: the first hue column becomes panels, the rest stay lines
+        first = hue[:1]
+        groups = list(_series(j.cells, first))
+    ncols = len(groups)
+    fig = Figure(figsize=(min(3.4 * ncols + 1.6, 12), 3.5), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, ncols, sharey=True, squeeze=False)[0])
+    methods = [j.claim.lower, *j.claim.higher]
+    handles = {}
+    ys = []
+    reps = int(j.cells["n_rep"].max()) if "n_rep" in j.cells and len(j.cells) else 1
+    ci = f"mean, {_pct(j.claim.confidence)} CI" if reps > 1 else None
+    for ax, (params, grp) in zip(axes, groups):
+        if x is None:
+            _paper_order_single(ax, j, grp, plot, handles)
+            _finish_paper_axes(ax, {k: v for k, v in plot.items() if k != "xlabel"}, None,
+                               j.claim.observable.replace("_", " "))
+            if ci:
+                ax.set_title(ci, fontsize=8, color="0.35", loc="right")
+            continue
+        for mi, method in enumerate(methods):
+            st = _style(mi)
+            if mi == 0:
+                g = grp.drop_duplicates(subset=[x]).sort_values(x)
+                m, lo, hi = (g[c].to_numpy(float) for c in ("mean", "mean_lo", "mean_hi"))
+            else:
+                g = grp[grp["other"] == method].sort_values(x)
+                m, lo, hi = (g[c].to_numpy(float) for c in ("other_mean", "other_lo", "other_hi"))
+            if g.empty:
+                continue
+            yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
+            h = ax.errorbar(_dodge(g[x].to_numpy(), mi, len(methods), plot), m, yerr=yerr, color=st["color"],
+                            marker=st["marker"], ls=st["ls"],
+                            ms=5, capsize=2.5, lw=1.3, mfc="white" if mi % 2 else st["color"], mew=1.2)
+            handles.setdefault(method, h)
+            ys.append(m)
+        if params:
+            ax.set_title(_paper_label(params, plot), fontsize=9)
+        _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+        _finish_paper_axes(ax, plot, x, j.claim.observable.replace("_", " "))
+        if ax is not axes[0]:
+            ax.set_ylabel("")
+    if ys:
+        _paper_ylim(axes[0], np.concatenate(ys))
+    names = [_value_text(j.claim.compare or "method", m, plot) for m in handles]
+    if names and x is not None:  # (one cell: the methods are the tick labels, no legend needed)
+        head = None if j.claim.compare in _WORDS else _sym(j.claim.compare, plot)
+        title = "\n".join(t for t in (head, f"({ci})" if ci else None) if t)
+        axes[-1].legend(list(handles.values()), names, fontsize=8, frameon=False, loc="upper left",
+                        bbox_to_anchor=(1.02, 1.0), title=title or None, title_fontsize=7.5)
+    return fig
+
+
+def _dodge(xs, i: int, m: int, plot: dict):
+    """Shift series ``i`` of ``m`` sideways a little, so equal means and their CI bars stay visible."""
+    xs = np.asarray(xs)
+    if m < 2 or not np.issubdtype(xs.dtype, np.number) or xs.size == 0:
+        return xs
+    step = i - (m - 1) / 2
+    if plot.get("logx") and np.all(xs > 0):
+        return xs * 1.04**step
+    span = float(np.ptp(xs)) or 1.0
+    return xs + 0.012 * span * step
+
+
+def _paper_order_single(ax, j: Judgement, cells, plot: dict, handles) -> None:
+    first = cells.iloc[0]
+    rows = [(j.claim.lower, first["mean"], first["mean_lo"], first["mean_hi"])]
+    rows += [(r["other"], r["other_mean"], r["other_lo"], r["other_hi"]) for _, r in cells.iterrows()]
+    for i, (name, m, lo, hi) in enumerate(rows):
+        st = _style(i)
+        h = ax.errorbar([i], [m], yerr=[[max(m - lo, 0)], [max(hi - m, 0)]], color=st["color"], marker=st["marker"],
+                        ms=6, capsize=3, lw=1.2)
+        handles.setdefault(name, h)
+    ax.set_xticks(range(len(rows)), [_value_text(j.claim.compare or "method", r[0], plot) for r in rows])
+    ax.set_xlim(-0.6, len(rows) - 0.4)

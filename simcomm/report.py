@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 from simcomm.claims import Judgement
 
-__all__ = ["report_markdown", "verdict_rows", "PAPERS"]
+__all__ = ["report_markdown", "verdict_rows", "controls_text", "update_readme", "PAPERS", "with_committed",
+           "verdict_counts", "RATIO_DEFINITIONS"]
 
 PAPERS = {
     "expgraph": "Ying et al. 2021, Exponential graph is provably efficient for decentralized deep training",
@@ -25,10 +27,75 @@ def _ratio(r: float) -> str:
     return "—" if not math.isfinite(r) else f"{r:.4g}"
 
 
+def controls_text(j: Judgement) -> str:
+    """``2/2 caught`` (each control came out violated), or which ones were not; empty if none ran."""
+    if not j.controls:
+        return ""
+    missed = [f"{n}: {v}" for n, v in j.controls if v != "violated"]
+    caught = len(j.controls) - len(missed)
+    return f"{caught}/{len(j.controls)} caught" + (f" (NOT caught: {', '.join(missed)})" if missed else "")
+
+
 def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
-    """Rows of the verdict table: id, paper, statement, provenance, verdict, tightest ratio."""
+    """Rows of the verdict table: id, paper, statement, provenance, verdict, reason, ratio, controls."""
     return [[j.claim.id, j.claim.paper, j.claim.statement + (f" ({j.scope()})" if j.scope() else ""), j.provenance,
-             j.verdict.value, _ratio(j.ratio)] for j in judgements]
+             j.verdict.value, j.reason, _ratio(j.ratio), controls_text(j)] for j in judgements]
+
+
+#: what "tightest ratio" means for each claim kind (the report defines it for readers of the table)
+RATIO_DEFINITIONS = {
+    "upper": "the largest empirical mean / bound over the cells (at most 1 when the bound holds)",
+    "lower": "the smallest empirical mean / bound over the cells (at least 1 when the bound holds)",
+    "equal": "the empirical mean / predicted value farthest from 1 over the cells (1 is exact agreement)",
+    "slope": "the fitted log-log (or lin-log) slope / predicted slope farthest from 1",
+    "order": "the largest mean of the method claimed lower / mean of a competitor (below 1 when the order holds)",
+}
+
+# Cell columns that hold measurements: NaN there means the runs diverged (non-finite values).
+_MEASURED = {"mean", "ci_low", "ci_high", "mean_lo", "mean_hi", "other_mean", "other_lo", "other_hi"}
+
+
+def with_committed(verdict: str, j: Judgement, committed: dict | None) -> str:
+    """``verdict`` plus the committed full-grid verdict in brackets when it differs (quick runs)."""
+    full = (committed or {}).get(j.claim.id)
+    return verdict if full is None or full == verdict else f"{verdict} (full grid: {full})"
+
+
+def verdict_counts(judgements: list[Judgement]) -> str:
+    """One sentence: how many claims came out each way, e.g. "30 claims: 20 hold, 5 violated, ..."."""
+    counts = {}
+    for j in judgements:
+        counts[j.verdict.value] = counts.get(j.verdict.value, 0) + 1
+    words = {"holds": "hold", "violated": "violated", "inconclusive": "inconclusive"}
+    parts = [f"**{n} {words.get(v, v)}**" for v, n in sorted(counts.items(), key=lambda t: -t[1])]
+    return f"{len(judgements)} claim{'s' if len(judgements) != 1 else ''}: " + ", ".join(parts) + "."
+
+
+def _ratio_lines(judgements: list[Judgement]) -> list[str]:
+    kinds = list(dict.fromkeys(j.claim.kind for j in judgements))
+    return ["**Tightest ratio**, per kind of claim (— when no cell gives a finite ratio):", ""] + [
+        f"- `{k}`: {RATIO_DEFINITIONS[k]}." for k in kinds if k in RATIO_DEFINITIONS] + [""]
+
+
+def _value(col: str, v) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "diverged" if col in _MEASURED else "—"
+        return f"{v:.4g}"
+    return _cell(v)
+
+
+def _column_names(j: Judgement, cols: list[str]) -> list[str]:
+    """Column headers a reader can decode; an order claim's interval is of a difference of means."""
+    if j.claim.kind != "order":
+        return [{"n_rep": "replicates"}.get(c, c) for c in cols]
+    lower = j.claim.lower
+    names = {"n_rep": "replicates", "other": "compared with", "mean": f"mean ({lower})",
+             "other_mean": "mean (other)", "ci_low": f"CI low of mean({lower}) - mean(other)",
+             "ci_high": f"CI high of mean({lower}) - mean(other)", "ratio": f"ratio {lower}/other",
+             "mean_lo": f"CI low ({lower})", "mean_hi": f"CI high ({lower})", "other_lo": "CI low (other)",
+             "other_hi": "CI high (other)"}
+    return [names.get(c, c) for c in cols]
 
 
 def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
@@ -36,17 +103,31 @@ def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
     bad = cells[cells["verdict"] != "holds"]
     show = bad if len(bad) else cells
     cols = [c for c in show.columns if c not in ("note",)]
-    head = "| " + " | ".join(cols) + " | note |"
+    head = "| " + " | ".join(_column_names(j, cols)) + " | note |"
     lines = ["", f"{'Cells not holding' if len(bad) else 'Cells'} ({len(show)} of {len(cells)}"
              f"{', first ' + str(limit) + ' shown' if len(show) > limit else ''}):", "", head,
              "|" + "---|" * (len(cols) + 1)]
     for _, row in show.head(limit).iterrows():
-        vals = [f"{v:.4g}" if isinstance(v, float) else _cell(v) for v in (row[c] for c in cols)]
+        vals = [_value(c, row[c]) for c in cols]
         lines.append("| " + " | ".join(vals) + f" | {_cell(row.get('note', '') or '')} |")
     return lines
 
 
-def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mode: str, meta: dict) -> str:
+def _effect_text(c) -> str:
+    if c.kind == "equal":
+        return f"equivalence margin rel {c.margin_rel:g}, abs {c.margin_abs:g} (rounding atol {c.atol:g})"
+    if c.kind == "slope":
+        return f"slope margin {c.slope_tol:g}"
+    sense = "" if c.kind != "order" else ("superiority (<), " if c.strict else "non-inferiority (<=), ")
+    return f"{sense}min_effect rel {c.min_effect_rel:g}, abs {c.min_effect_abs:g}"
+
+
+def _why(claim, name: str) -> str:
+    return next((c.why for c in claim.controls if c.name == name), "")
+
+
+def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mode: str, meta: dict,
+                    committed: dict | None = None) -> str:
     """The report: a verdict table, then one section per claim with its figure and cells.
 
     Parameters
@@ -57,8 +138,15 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
     mode : {"quick", "full"}
     meta : dict
         Run metadata shown in the header (backend, executor, versions, commit).
+    committed : dict, optional
+        Claim id -> the committed full-grid verdict; shown next to a quick verdict that differs.
     """
-    lines = ["# simcomm check — report", "",
+    differ = [j.claim.id for j in judgements if with_committed(j.verdict.value, j, committed) != j.verdict.value]
+    note = []
+    if committed is not None and mode == "quick":
+        note = [f"Quick grids: next to a verdict, in brackets, the committed full-grid verdict where it differs "
+                f"({len(differ)} claim{'' if len(differ) == 1 else 's'}); the full grids decide.", ""]
+    lines = ["# simcomm check — report", "", verdict_counts(judgements), "", *note,
              f"Grids: **{mode}**. Backend: `{meta.get('backend')}`. Executor: {meta.get('executor')}. "
              f"simcomm {meta.get('versions', {}).get('simcomm')}, numpy {meta.get('versions', {}).get('numpy')}, "
              f"commit `{(meta.get('git_commit') or 'unknown')[:10]}`.", "",
@@ -66,8 +154,11 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
              "[R] recollection. The full texts of the papers were not available: where the paper's exact "
              "statement is unknown, the claim checks the derived statement named in its row.", "",
-             "| claim | paper | statement | provenance | verdict | tightest ratio |", "|---|---|---|---|---|---|"]
+             *_ratio_lines(judgements),
+             "| claim | paper | statement | provenance | verdict | reason | tightest ratio | controls |",
+             "|---|---|---|---|---|---|---|---|"]
     for row, j in zip(verdict_rows(judgements), judgements):
+        row[4] = with_committed(row[4], j, committed)
         row = [_cell(c) for c in row]
         row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
         lines.append("| " + " | ".join(row) + " |")
@@ -76,9 +167,60 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         lines += ["", f"## {c.id}", "",
                   f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",
-                  f"**Verdict: {j.verdict.value}**; tightest ratio empirical/bound {_ratio(j.ratio)}; "
-                  f"{len(j.cells)} cells; confidence {c.confidence:g}, rtol {c.rtol:g}, atol {c.atol:g}."]
+                  f"**Verdict: {j.verdict.value}**" + (f" ({j.reason})" if j.reason else "")
+                  + f"; tightest ratio empirical/bound {_ratio(j.ratio)}; {len(j.cells)} cells; "
+                  f"family-wise confidence {c.confidence:g} (Holm over the cells; per-cell level in the "
+                  f"column `level`); {_effect_text(c)}; test `{c.test}` on a {c.scale} scale."]
+        if j.controls:
+            lines += ["", "**Negative controls** (each must come out violated): "
+                      + "; ".join(f"`{n}` {v}" + (f" — {w}" if (w := _why(c, n)) else "") for n, v in j.controls)
+                      + "."]
         if c.id in figures:
             lines += ["", f"![{c.id}]({figures[c.id]})"]
         lines += _cell_lines(j)
     return "\n".join(lines) + "\n"
+
+
+_SCALING_CELL = re.compile(r'<td width="50%"><a href="figures/scaling_[^"]*">.*?</td>')
+
+
+def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[str]:
+    lines = ["| claim | statement | provenance | verdict | reason | tightest ratio | controls | figure |",
+             "|---|---|---|---|---|---|---|---|"]
+    for j in judgements:
+        v = j.verdict.value
+        shown = {"violated": f"**{v}**", "inconclusive": f"*{v}*", "ill-posed": f"*{v}*"}.get(v, v)
+        fig = f"[png](figures/{figures[j.claim.id]})" if j.claim.id in figures else ""
+        lines.append("| " + " | ".join([f"`{j.claim.id}`", _cell(j.claim.statement), f"[{j.provenance}]", shown,
+                                         _cell(j.reason), _ratio(j.ratio), _cell(controls_text(j)), fig]) + " |")
+    return lines
+
+
+def _gallery(judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str],
+             tail: list[str]) -> list[str]:
+    cells = [f'<td width="50%"><a href="figures/{figures[j.claim.id]}"><img src="figures/{figures[j.claim.id]}" '
+             f'width="100%"></a><br><b>{j.claim.id}</b> ({j.verdict.value}): {titles.get(j.claim.id, "")}</td>'
+             for j in judgements if j.claim.id in figures] + tail
+    lines = ["<table>"]
+    for i in range(0, len(cells), 2):
+        lines += ["<tr>", *cells[i:i + 2], "</tr>"]
+    return lines + ["</table>"]
+
+
+def update_readme(text: str, judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str]) -> str:
+    """README text with the claims table and the gallery (between their markers) regenerated.
+
+    The ``scaling_*`` figures of the gallery (drawn by ``simcomm scaling``) are kept as they are.
+    """
+    def between(text, name, body):
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        if start not in text or end not in text:
+            raise ValueError(f"README has no '{start}' ... '{end}' markers")
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        return head + start + "\n" + "\n".join(body) + "\n" + end + tail
+
+    old_gallery = text.split("<!-- gallery:start -->", 1)[-1].split("<!-- gallery:end -->", 1)[0]
+    scaling = _SCALING_CELL.findall(old_gallery)
+    text = between(text, "claims", _claims_table(judgements, figures))
+    return between(text, "gallery", _gallery(judgements, figures, titles, scaling))

@@ -18,11 +18,13 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from simcomm._errors import UserError
 from simcomm.experiments._registry import get_experiment
 from simcomm.results import Results, atomic_write_text, git_commit, versions
 from simcomm.spec import Spec, content_hash
 
-__all__ = ["run", "run_many", "run_cell", "cell_id", "code_version", "make_map", "threads_for"]
+__all__ = ["run", "run_many", "run_cell", "cell_id", "cell_key", "code_version", "make_map", "threads_for",
+           "CellOutOfMemory"]
 
 Map = Callable[[Callable, Iterable], Iterable]
 
@@ -35,7 +37,7 @@ def cell_id(params: dict) -> int:
 # Sources that never change a results table (judging, drawing, reporting, the CLI, other executors):
 # editing them keeps the cell cache valid.
 _NOT_IN_TABLES = {"cli", "mpi", "plotting.py", "report.py", "claims.py", "checking.py", "scaling.py", "_dask.py",
-                  "results.py"}
+                  "cost.py", "results.py"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,7 +67,7 @@ def code_version(module: str | None = None) -> str:
 
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
-             module: str | None = None, threads: int | None = None) -> list[dict]:
+             module: str | None = None, threads: int | None = None, first: int = 0) -> list[dict]:
     """Run every replicate of one cell; pure apart from the experiment's own computation.
 
     ``module`` is where the experiment is defined; a worker process imports it first, so experiments
@@ -95,15 +97,40 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
     # One BLAS thread per cell: cells are the unit of parallelism, and multithreaded BLAS on small
     # matrices is slower (and oversubscribes the cores when several cells run at once).
     with threadpool_limits(limits=1):
-        for rep in range(replicates):
+        for rep in range(first, replicates):
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
-            for row in exp.func(dict(params), rng, be):
+            try:
+                out = exp.func(dict(params), rng, be)
+            except MemoryError as exc:
+                # A plain one-line error that pickles across processes (no worker traceback).
+                del rows
+                raise CellOutOfMemory(f"the cell {_short(params)} of experiment '{experiment}' ran out of memory "
+                                      f"({exc})") from None
+            for row in out:
                 rows.append({**params, "replicate": rep, **row})
     return rows
 
 
-def _cell_task(args: tuple) -> list[dict]:
-    return run_cell(*args)
+class CellOutOfMemory(UserError):
+    """A cell needed more memory than the machine had (raised in the worker, shown as one line)."""
+
+
+def _short(params: dict, limit: int = 160) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _OutOfMemory(str):
+    """What a task returns instead of rows when its cell ran out of memory (the message)."""
+
+
+def _cell_task(args: tuple) -> list[dict] | _OutOfMemory:
+    # Returned, not raised: executors stop at the first exception and drop the cells that finished
+    # meanwhile; returned, every other cell still finishes and is cached.
+    try:
+        return run_cell(*args)
+    except CellOutOfMemory as exc:
+        return _OutOfMemory(str(exc))
 
 
 def threads_for(jobs: int, scheduler: str | None = None) -> int | None:
@@ -138,6 +165,17 @@ def _cache_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / key[:2] / f"{key}.json"
 
 
+def _key(spec: Spec, params: dict, backend: str, version: str) -> str:
+    reps = spec.replicates if not spec.first_replicate else [spec.first_replicate, spec.replicates]
+    return content_hash([spec.experiment, params, spec.seed, reps, backend, version])
+
+
+def cell_key(spec: Spec, params: dict, backend: str, cache_dir: str | Path) -> Path:
+    """Path of the cache entry of one cell of ``spec`` (present when the cell is cached)."""
+    version = code_version(get_experiment(spec.experiment).func.__module__)
+    return _cache_path(Path(cache_dir), _key(spec, params, backend, version))
+
+
 def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numba",
              cache_dir: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
              executor: str = "serial", threads_per_cell: int | None = None) -> list[Results]:
@@ -165,27 +203,40 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         module = get_experiment(spec.experiment).func.__module__
         version = code_version(module)
         for c, params in enumerate(spec.cells()):
-            key = content_hash([spec.experiment, params, spec.seed, spec.replicates, backend, version])
+            key = _key(spec, params, backend, version)
             if cache_dir is not None and _cache_path(cache_dir, key).is_file():
                 try:
                     cached[(s, c)] = json.loads(_cache_path(cache_dir, key).read_text())
                     continue
                 except (OSError, ValueError):
                     pass  # unreadable cache entry: recompute it
-            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell))
+            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
+                          spec.first_replicate))
             keys.append(key)
             owners.append((s, c))
     total = len(tasks) + len(cached)
     done = len(cached)
     if progress is not None:
         progress(done, total)
-    for owner, key, rows in zip(owners, keys, map(_cell_task, tasks)):
+    # No map call without tasks: an executor given nothing to do still starts (and joblib warns
+    # "0 tasks ... cancelled" on a fully cached rerun).
+    stream = map(_cell_task, tasks) if tasks else iter(())
+    failed = []
+    for owner, key, rows in zip(owners, keys, stream):
+        if isinstance(rows, _OutOfMemory):
+            failed.append(rows)
+            continue
         cached[owner] = rows
         if cache_dir is not None:
             atomic_write_text(_cache_path(cache_dir, key), json.dumps(rows, default=_jsonable))
         done += 1
         if progress is not None:
             progress(done, total)
+    if failed:
+        where = f" in {cache_dir}" if cache_dir is not None else ""
+        more = f" (and {len(failed) - 1} more cells)" if len(failed) > 1 else ""
+        raise CellOutOfMemory(f"{failed[0]}{more}; the {done} cells that finished are cached{where}, so the same "
+                              "command with a smaller grid resumes from them")
     out = []
     for s, spec in enumerate(specs):
         rows = [row for c in range(len(spec.cells())) for row in cached[(s, c)]]

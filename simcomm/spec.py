@@ -11,6 +11,7 @@ import importlib
 import inspect
 import itertools
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,21 +20,51 @@ from typing import Any
 from simcomm._errors import SpecError
 from simcomm.experiments._registry import closest, get_experiment
 
-__all__ = ["ClaimSpec", "Spec", "load", "loads", "resolve", "sims_dir", "find_specs", "content_hash"]
+__all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
+           "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
 KINDS = ("upper", "lower", "equal", "slope", "order")
 PAPERS = ("expgraph", "rtopk", "urq", "is", "basegraph", "fmmc")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
-    "bound_args": dict, "atol": float, "rtol": float, "confidence": float, "strict": bool,
+    "bound_args": dict, "atol": float, "confidence": float, "strict": bool,
     "where": dict, "slope_in": str, "slope_tol": float, "slope_space": str, "compare": str,
-    "lower": str, "higher": list, "provenance": str,
+    "lower": str, "higher": list, "provenance": str, "margin_rel": float, "margin_abs": float,
+    "min_effect_rel": float, "min_effect_abs": float, "scale": str, "test": str,
 }
-_EXPERIMENT_KEYS = {"name": str, "replicates": int, "seed": int}
+_REPLACED = {"rtol": "'rtol' is gone: an 'equal' claim states an equivalence margin with 'margin_rel' and/or "
+                     "'margin_abs'; upper/lower/order state 'min_effect_rel'/'min_effect_abs'"}
+_CONTROL_KEYS = {"name": str, "why": str, "set": dict, "bound_scale": float, "bound": str, "swap": bool}
+SCALES = ("linear", "log")
+TESTS = ("t", "sign", "bootstrap")
+_EXPERIMENT_KEYS = {"name": str, "replicates": object, "seed": int}
 _PLOT_KEYS = {
     "x": str, "hue": str, "logx": bool, "logy": bool, "xlabel": str, "ylabel": str, "title": str,
+    "style": str, "labels": dict,
 }
-_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot")
+#: ``[plot] style``: "annotated" (verdict in the title, for the report) or "paper" (see plotting.py)
+PLOT_STYLES = ("annotated", "paper")
+#: grids up to this many cells are validated cell by cell; larger ones per axis value plus a sample
+_VALIDATE_ALL = 10_000
+_VALIDATE_SAMPLE = 2_000
+_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control")
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """A negative control: a perturbation under which the claim must come out violated.
+
+    ``set`` re-runs the experiment with parameters overridden (like ``--set``); ``bound_scale``
+    multiplies the bound (or predicted slope); ``bound`` judges against another bound; ``swap``
+    exchanges ``lower`` and the first of ``higher`` in an order claim.
+    """
+
+    name: str
+    why: str = ""
+    set: dict = field(default_factory=dict)
+    bound_scale: float = 1.0
+    bound: str | None = None
+    swap: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,7 +79,12 @@ class ClaimSpec:
     bound: str | None = None
     bound_args: dict = field(default_factory=dict)
     atol: float = 0.0
-    rtol: float = 0.0
+    margin_rel: float = 0.0
+    margin_abs: float = 0.0
+    min_effect_rel: float = 0.0
+    min_effect_abs: float = 0.0
+    scale: str = "linear"
+    test: str = "t"
     confidence: float = 0.99
     strict: bool = False
     where: dict = field(default_factory=dict)
@@ -59,6 +95,7 @@ class ClaimSpec:
     lower: str | None = None
     higher: tuple = ()
     provenance: str | None = None
+    controls: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +112,22 @@ class Spec:
     claim: ClaimSpec | None
     plot: dict
     quick: bool
+    max_replicates: int | None = None
+    source: str = ""
+    overrides: tuple = ()
+    first_replicate: int = 0  # adaptive replicates: a batch runs replicates first_replicate..replicates-1
+
+    @property
+    def looks(self) -> int:
+        """Planned looks at the data: 1, or one per doubling from replicates to max_replicates."""
+        if not self.max_replicates:
+            return 1
+        return 1 + max(0, math.ceil(math.log2(self.max_replicates / self.replicates)))
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells (product of the axis lengths), without building them."""
+        return n_cells(self.grid)
 
     def cells(self) -> list[dict]:
         """Cartesian product of the grid, each merged with the fixed parameters (file order)."""
@@ -86,8 +139,10 @@ class Spec:
         claim = None if self.claim is None else {k: v for k, v in vars(self.claim).items()}
         if claim is not None:
             claim["higher"] = list(claim["higher"])
+            claim["controls"] = [vars(c) for c in claim["controls"]]
         return dict(
-            name=self.name, experiment=self.experiment, replicates=self.replicates, seed=self.seed,
+            name=self.name, experiment=self.experiment, replicates=self.replicates,
+            max_replicates=self.max_replicates, seed=self.seed,
             params=self.params, grid=self.grid, claim=claim, plot=self.plot, quick=self.quick,
         )
 
@@ -153,7 +208,12 @@ def _parse_override(text: str) -> tuple[str, Any]:
     key, _, raw = text.partition("=")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        opener = raw.strip()[:1]
+        if opener in ('[', '{', '"', "'"):  # meant as a list, table or quoted string, but not closed
+            what = {"[": "list", "{": "table", '"': "string", "'": "string"}[opener]
+            raise SpecError(f"--set {key.strip()}: the {what} '{raw}' is malformed ({exc}); "
+                            "write a TOML value, e.g. --set \"n=[8, 16]\"") from None
         value = raw  # a bare word is a string
     return key.strip(), value
 
@@ -199,7 +259,7 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
         for key, value in raw.get("quick", {}).items():
             place(key, value, f"{where} [quick]")
     for text_ in overrides:
-        key, value = _parse_override(text_)
+        key, value = text_ if isinstance(text_, tuple) else _parse_override(text_)
         place(key, value, f"--set {key}")
     # A list set on a fixed parameter makes it a grid axis; a scalar on a grid axis fixes it.
     for key in list(params):
@@ -212,28 +272,180 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
             raise SpecError(f"{where}: grid axis '{key}' is empty; give at least one value")
         if key in params:
             del params[key]
-    replicates = exp.get("replicates", 1)
-    if replicates < 1:
-        raise SpecError(f"{where}: 'replicates' must be >= 1, got {replicates}")
+    replicates, max_replicates = _replicates(exp.get("replicates", 1), where)
     seed = exp.get("seed", 0)
     if seed < 0:
         raise SpecError(f"{where}: 'seed' must be >= 0, got {seed}")
-    # Validate every cell against the experiment's declared parameters (types, domains, cross rules).
+    # Validate the cells against the experiment's declared parameters (types, domains, cross rules);
+    # a huge grid is validated per axis value and on a bounded sample, never cell by cell.
     validated = {}
-    for cell in (dict(params, **dict(zip(grid, c))) for c in itertools.product(*grid.values())):
+    for cell in _cells_to_validate(params, grid):
         out = experiment.validate(cell, where)
         for key, value in out.items():
             validated.setdefault(key, value)
     for key, value in validated.items():  # declared defaults become explicit fixed parameters
         if key not in grid and key not in params:
             params[key] = value
+    _check_plot(plot, f"{where} [plot]")
     claim = None
     if "claim" in raw:
-        claim = _claim(raw["claim"], f"{where} [claim]", set(grid))
-    return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick)
+        controls = _controls(raw.get("control", []), f"{where} [[control]]", experiment, set(grid) | set(params))
+        claim = _claim(raw["claim"], f"{where} [claim]", set(grid), controls)
+    elif "control" in raw:
+        raise SpecError(f"{where}: [[control]] needs a [claim] to control")
+    return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick, max_replicates,
+                text, tuple(overrides))
 
 
-def _claim(table: dict, where: str, grid_axes: set) -> ClaimSpec:
+def _replicates(value: Any, where: str) -> tuple[int, int | None]:
+    """``replicates = 5`` or ``replicates = {min = 4, max = 16}`` (adaptive)."""
+    if isinstance(value, dict):
+        extra = set(value) - {"min", "max"}
+        if extra or not {"min", "max"} <= set(value):
+            raise SpecError(f"{where}: 'replicates' as a table needs exactly 'min' and 'max', "
+                            "e.g. {min = 4, max = 16}")
+        lo, hi = value["min"], value["max"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)):
+            raise SpecError(f"{where}: 'replicates' min and max must be integers, got {value}")
+        if lo < 1:
+            raise SpecError(f"{where}: 'replicates' min must be >= 1, got {lo}")
+        if lo > hi:
+            raise SpecError(f"{where}: 'replicates' min ({lo}) is larger than max ({hi}); swap them")
+        return lo, (hi if hi > lo else None)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpecError(f"{where}: 'replicates' must be an integer or {{min = .., max = ..}}, got {value!r}")
+    if value < 1:
+        raise SpecError(f"{where}: 'replicates' must be >= 1, got {value}")
+    return value, None
+
+
+def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
+    if not isinstance(tables, list):
+        raise SpecError(f"{where}: write controls as [[control]] tables (an array of tables)")
+    out, names = [], set()
+    for i, table in enumerate(tables):
+        here = f"{where} #{i + 1}"
+        _check_table(table, _CONTROL_KEYS, here)
+        if "name" not in table:
+            raise SpecError(f"{here}: missing 'name'")
+        if table["name"] in names:
+            raise SpecError(f"{here}: control name '{table['name']}' is used twice")
+        names.add(table["name"])
+        if not {"set", "bound_scale", "bound", "swap"} & set(table):
+            raise SpecError(f"{here}: a control needs at least one of 'set', 'bound_scale', 'bound', 'swap'")
+        for key in table.get("set", {}):
+            if key not in experiment.params and key not in known:
+                allowed = sorted(set(experiment.params) | known)
+                raise SpecError(f"{here}: 'set' names unknown parameter '{key}'{closest(key, allowed)}; "
+                                f"parameters: {', '.join(allowed)}")
+        if "bound_scale" in table and not (table["bound_scale"] > 0 and table["bound_scale"] != 1):
+            raise SpecError(f"{here}: 'bound_scale' must be positive and not 1, got {table['bound_scale']}")
+        if "bound" in table:
+            fn = resolve(table["bound"], here)
+            if not hasattr(fn, "info"):
+                raise SpecError(f"{here}: '{table['bound']}' is not a registered bound")
+        data = dict(table)
+        if "bound_scale" in data:
+            data["bound_scale"] = float(data["bound_scale"])
+        out.append(ControlSpec(**data))
+    return tuple(out)
+
+
+def n_cells(grid: dict) -> int:
+    """Number of cells of ``grid``: the product of its axis lengths (nothing is built)."""
+    return math.prod(len(v) for v in grid.values())
+
+
+def _cells_to_validate(params: dict, grid: dict):
+    """Every cell of a small grid; for a large one, each axis value once and a bounded sample.
+
+    Per-value rules (types, domains) see every value of every axis; cross-parameter rules see each
+    value next to the other axes' first values and a deterministic sample of whole cells, so a grid
+    of 10^8 cells is validated in milliseconds.
+    """
+    axes = list(grid)
+    total = n_cells(grid)
+    if total <= _VALIDATE_ALL:
+        for combo in itertools.product(*grid.values()):
+            yield dict(params, **dict(zip(axes, combo)))
+        return
+    first = {a: grid[a][0] for a in axes}
+    for a in axes:
+        for value in grid[a]:
+            yield dict(params, **dict(first, **{a: value}))
+    import random
+
+    pick = random.Random(0)  # a fixed sample: validation is deterministic (not a simulation stream)
+    for _ in range(_VALIDATE_SAMPLE):
+        yield dict(params, **{a: grid[a][pick.randrange(len(grid[a]))] for a in axes})
+
+
+def _check_plot(plot: dict, where: str) -> None:
+    """Values of ``[plot]`` keys that can be checked before the run (columns are checked after it)."""
+    if "style" in plot and plot["style"] not in PLOT_STYLES:
+        raise SpecError(f"{where}: style '{plot['style']}' is unknown{closest(plot['style'], PLOT_STYLES)}; "
+                        f"use one of {', '.join(PLOT_STYLES)}")
+    for key, value in plot.get("labels", {}).items():
+        ok = isinstance(value, str) or (isinstance(value, dict) and all(isinstance(v, str) for v in value.values()))
+        if not ok:
+            raise SpecError(f"{where}: labels.{key} must be a string (the column's label) or a table of strings "
+                            f"(one label per value), got {value!r}")
+
+
+def check_plot_columns(spec: "Spec", columns) -> None:
+    """Raise :class:`SpecError` when ``[plot]`` names a column (x, hue, labels) the results lack.
+
+    Called once the table exists (experiments may add columns of their own), before anything is drawn
+    or written.
+    """
+    columns = [str(c) for c in columns]
+    where = f"{spec.path} [plot]"
+    for key in ("x", "hue"):
+        name = spec.plot.get(key)
+        if name is not None and name not in columns:
+            raise SpecError(f"{where}: {key} = '{name}' is not a column of the results{closest(name, columns)}; "
+                            f"columns: {', '.join(c for c in columns if c not in ('value', 'replicate'))}")
+    for name in spec.plot.get("labels", {}):
+        if name not in columns and name != "metric":
+            raise SpecError(f"{where}: labels names '{name}', which is not a column of the results"
+                            f"{closest(name, columns)}")
+
+
+def locate(ref: str | Path) -> Path:
+    """The spec file named by ``ref``: a path, a shipped claim id (``expgraph.rho_even``) or a shipped
+    spec's name (``expgraph_rho_even``).
+
+    Raises
+    ------
+    SpecError
+        When ``ref`` is none of these.
+    """
+    path = Path(ref)
+    if path.is_file() or path.suffix == ".toml" or any(sep in str(ref) for sep in ("/", "\\")):
+        return path
+    shipped = find_specs()
+    by_name = {p.stem: p for p in shipped}
+    if str(ref) in by_name:
+        return by_name[str(ref)]
+    ids = {}
+    for p in shipped:
+        try:
+            claim = tomllib.loads(p.read_text()).get("claim", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(claim, dict) and isinstance(claim.get("id"), str):
+            ids[claim["id"]] = p
+    if str(ref) in ids:
+        return ids[str(ref)]
+    hint = closest(str(ref), list(ids) + list(by_name))
+    raise SpecError(f"'{ref}' is neither a spec file nor a shipped claim id{hint}; "
+                    "'simcomm list --paths' shows the shipped specs")
+
+
+def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> ClaimSpec:
+    for key, why in _REPLACED.items():
+        if key in table:
+            raise SpecError(f"{where}: {why}")
     _check_table(table, _CLAIM_KEYS, where)
     for key in ("id", "paper", "statement", "kind", "observable"):
         if key not in table:
@@ -269,17 +481,49 @@ def _claim(table: dict, where: str, grid_axes: set) -> ClaimSpec:
         raise SpecError(f"{where}: a claim without 'bound' needs 'provenance' (a tag from papers/: P, C, N, B, R)")
     if not 0.5 <= table.get("confidence", 0.99) < 1:
         raise SpecError(f"{where}: 'confidence' must be in [0.5, 1), got {table['confidence']}")
-    for key in ("atol", "rtol", "slope_tol"):
-        if table.get(key, 0) < 0:
+    numbers = ("atol", "slope_tol", "margin_rel", "margin_abs", "min_effect_rel", "min_effect_abs")
+    for key in numbers:
+        if table.get(key, 0) < 0 or table.get(key, 0) != table.get(key, 0):
             raise SpecError(f"{where}: '{key}' must be >= 0, got {table[key]}")
     if table.get("slope_space", "loglog") not in ("loglog", "logx"):
         raise SpecError(f"{where}: 'slope_space' must be 'loglog' or 'logx'")
+    if table.get("scale", "linear") not in SCALES:
+        raise SpecError(f"{where}: scale '{table['scale']}' is unknown{closest(table['scale'], SCALES)}; "
+                        f"use one of {', '.join(SCALES)}")
+    if table.get("test", "t") not in TESTS:
+        raise SpecError(f"{where}: test '{table['test']}' is unknown{closest(table['test'], TESTS)}; "
+                        f"use one of {', '.join(TESTS)}")
+    if kind == "equal" and not (table.get("margin_rel", 0) > 0 or table.get("margin_abs", 0) > 0):
+        raise SpecError(f"{where}: an 'equal' claim needs an equivalence margin: 'margin_rel' and/or 'margin_abs' "
+                        "> 0 (the largest deviation that still counts as equal; 'atol' is for rounding only)")
+    if kind != "equal" and ("margin_rel" in table or "margin_abs" in table):
+        raise SpecError(f"{where}: 'margin_rel'/'margin_abs' apply to 'equal' claims; a '{kind}' claim states "
+                        "'min_effect_rel'/'min_effect_abs'" if kind != "slope" else
+                        f"{where}: a 'slope' claim states its margin as 'slope_tol'")
+    if kind in ("equal", "slope") and ("min_effect_rel" in table or "min_effect_abs" in table):
+        raise SpecError(f"{where}: 'min_effect_*' applies to upper/lower/order claims; an '{kind}' claim states "
+                        "its margin instead")
+    if table.get("scale") == "log" and table.get("min_effect_abs", 0) > 0:
+        raise SpecError(f"{where}: with scale = 'log' state the effect as 'min_effect_rel' (a ratio), "
+                        "not 'min_effect_abs'")
+    for c in controls:
+        if c.swap and kind != "order":
+            raise SpecError(f"{where}: control '{c.name}' swaps methods, which only an 'order' claim has")
+        if (c.bound_scale != 1.0 or c.bound) and kind == "order":
+            raise SpecError(f"{where}: control '{c.name}' changes the bound of an 'order' claim, which has none")
     data = dict(table)
     data["higher"] = tuple(data.get("higher", ()))
-    for key in ("atol", "rtol", "slope_tol"):
+    data["controls"] = controls
+    for key in numbers:
         if key in data:
             data[key] = float(data[key])
     return ClaimSpec(**data)
+
+
+def with_control(spec: Spec, control: ControlSpec) -> Spec:
+    """The spec re-loaded with a control's ``set`` overrides (after the spec's own)."""
+    return loads(spec.source, name=spec.name, path=spec.path, quick=spec.quick,
+                 overrides=spec.overrides + tuple(control.set.items()))
 
 
 def load(path: str | Path, *, quick: bool = False, overrides: tuple[str, ...] = ()) -> Spec:

@@ -69,12 +69,15 @@ def test_check_writes_figures_report_json(tmp_path):
               "--strict"])
     assert r.exit_code == 0, r.output
     assert "toy.mean" in r.output and "holds" in r.output
-    assert (out / "figures" / "toy_mean.png").stat().st_size > 1000
-    report = (out / "figures" / "REPORT.md").read_text()
+    # the default is --quick: its figures and report go to results/quick/, never over the gallery
+    assert not (out / "figures").exists()
+    assert (out / "results" / "quick" / "toy_mean.png").stat().st_size > 1000
+    report = (out / "results" / "quick" / "REPORT.md").read_text()
     assert "![toy.mean](toy_mean.png)" in report and "**Verdict: holds**" in report
     verdicts = json.loads((tmp_path / "v.json").read_text())
     assert verdicts == [{"id": "toy.mean", "paper": "expgraph", "kind": "equal", "verdict": "holds",
-                         "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1}]
+                         "reason": "", "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1,
+                         "controls": []}]
     folders = list((out / "results" / "toy_claim").iterdir())
     assert len(folders) == 1 and {p.name for p in folders[0].iterdir()} == {"table.csv", "meta.json", "verdict.json"}
     # plot DIR redraws from the written table

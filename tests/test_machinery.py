@@ -21,6 +21,7 @@ statement = "sample mean equals mu"
 kind = "equal"
 observable = "mean"
 bound = "tests._toy:toy_mean"
+margin_abs = 0.5
 
 [experiment]
 name = "toy_mean"
@@ -159,8 +160,8 @@ def test_upper_lower_equal_verdicts():
     straddle = table({4: [1.0, 3.0, 2.0]})
     assert judge(claim(kind="upper"), straddle).verdict is Verdict.INCONCLUSIVE
     exact = table({4: [2.0]})
-    assert judge(claim(kind="equal", atol=1e-12), exact).verdict is Verdict.HOLDS
-    assert judge(claim(kind="equal", atol=1e-12), table({4: [2.0 + 1e-9]})).verdict is Verdict.VIOLATED
+    assert judge(claim(kind="equal", margin_abs=1e-12), exact).verdict is Verdict.HOLDS
+    assert judge(claim(kind="equal", margin_abs=1e-12), table({4: [2.0 + 1e-9]})).verdict is Verdict.VIOLATED
     # strict: equality is not strictly below
     assert judge(claim(kind="upper", strict=True, atol=1e-12), exact).verdict is Verdict.VIOLATED
     assert judge(claim(kind="upper", strict=True, atol=1e-12), table({4: [1.9]})).verdict is Verdict.HOLDS
@@ -185,10 +186,10 @@ def test_slope_verdicts():
     rng = np.random.default_rng(3)
     t3 = table({n: list(math.sqrt(n) * np.exp(rng.normal(0, 0.5, 4))) for n in ns})
     assert judge(c, t3).verdict is Verdict.INCONCLUSIVE  # slope CI much wider than +-0.05 around 0.5
-    # A replicate with a non-positive value has no log-log slope: the cell is violated, with a note.
+    # A replicate with a non-positive value has no log-log slope: the cell is ill-posed, with a reason.
     t4 = table({n: [math.sqrt(n), -1.0 if n == 16 else math.sqrt(n)] for n in ns})
     j4 = judge(c, t4)
-    assert j4.verdict is Verdict.VIOLATED and "non-positive" in j4.cells.note[0]
+    assert j4.verdict is Verdict.ILL_POSED and "no slope" in j4.cells.reason[0]
 
 
 def test_order_verdicts():
@@ -247,15 +248,14 @@ def test_code_version_ignores_other_experiment_modules_and_tracks_user_modules()
 
 
 def test_equal_with_a_band_needs_the_interval_inside_it():
-    c = claim(kind="equal", rtol=0.1)  # band sqrt(4) +- 0.2 = [1.8, 2.2]
+    c = claim(kind="equal", margin_rel=0.1)  # band sqrt(4) +- 0.2 = [1.8, 2.2]
     assert judge(c, table({4: [1.99, 2.0, 2.01]})).verdict is Verdict.HOLDS
-    assert judge(c, table({4: [1.0, 2.0, 3.0]})).verdict is Verdict.INCONCLUSIVE  # noise is not agreement
+    j = judge(c, table({4: [1.0, 2.0, 3.0]}))
+    assert j.verdict is Verdict.INCONCLUSIVE and j.cells.reason[0].startswith("underpowered")  # noise is not agreement
     assert judge(c, table({4: [2.5, 2.51, 2.52]})).verdict is Verdict.VIOLATED
-    exact = claim(kind="equal")  # no band: an identity, holds when the interval covers the value
-    assert judge(exact, table({4: [1.0, 2.0, 3.0]})).verdict is Verdict.HOLDS
-    # atol only absorbs rounding: an identity with atol still holds when the CI covers the value
-    assert judge(claim(kind="equal", atol=1e-9), table({4: [1.9, 2.0, 2.1]})).verdict is Verdict.HOLDS
-    assert judge(claim(kind="equal", atol=1e-9), table({4: [2.0 + 2e-9]})).verdict is Verdict.VIOLATED
+    # a tiny margin is not agreement either: an interval covering the value but wider than the margin
+    assert judge(claim(kind="equal", margin_abs=1e-9), table({4: [1.9, 2.0, 2.1]})).verdict is Verdict.INCONCLUSIVE
+    assert judge(claim(kind="equal", margin_abs=1e-9), table({4: [2.0 + 2e-9]})).verdict is Verdict.VIOLATED
 
 
 def test_bound_errors_are_one_line_spec_errors(monkeypatch):

@@ -26,12 +26,13 @@ class BoundInfo:
     provenance: str
     paper: str
     statement: str
+    constant: bool = False
 
 
 BOUNDS: dict[str, object] = {}
 
 
-def bound(*, kind: str, provenance: str, paper: str, statement: str):
+def bound(*, kind: str, provenance: str, paper: str, statement: str, constant: bool = False):
     """Register a bound and attach :class:`BoundInfo` as ``func.info``; the function is unchanged.
 
     Parameters
@@ -44,6 +45,9 @@ def bound(*, kind: str, provenance: str, paper: str, statement: str):
         Paper key: ``expgraph``, ``rtopk``, ``urq`` or ``is``.
     statement : str
         The exact statement encoded, in one line.
+    constant : bool
+        The statement itself is a constant (e.g. "the bias is 0"); every other bound must depend
+        on its inputs (a test checks), so a closed form never hides in ``simcomm`` behind a stand-in.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -52,7 +56,7 @@ def bound(*, kind: str, provenance: str, paper: str, statement: str):
             raise ValueError(f"unknown provenance tag {tag!r}; use one of {sorted(PROVENANCE)}")
 
     def attach(func):
-        func.info = BoundInfo(kind, provenance, paper, statement)
+        func.info = BoundInfo(kind, provenance, paper, statement, constant)
         BOUNDS[f"{func.__module__}:{func.__name__}"] = func
         return func
 

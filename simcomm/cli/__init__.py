@@ -12,6 +12,7 @@ import click
 
 from simcomm import __version__
 from simcomm._errors import UserError
+from simcomm.cli._common import Interrupted
 
 __all__ = ["cli", "main"]
 
@@ -48,6 +49,9 @@ def main(argv=None) -> None:
         cli.main(args=argv, prog_name="simcomm", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Interrupted as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(130)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

@@ -10,11 +10,15 @@ import click
 
 from simcomm._errors import UserError
 
-__all__ = ["ensure_writable", "backend_option", "jobs_option", "seed_option", "scheduler_option", "progress_bar"]
+__all__ = ["ensure_writable", "backend_option", "jobs_option", "seed_option", "scheduler_option", "progress_bar",
+           "max_cells_option", "max_hours_option", "yes_option", "plan", "Interrupted"]
 
 
-def ensure_writable(folder: str | Path) -> Path:
-    """Create ``folder`` if needed and prove it is writable, before any work is done."""
+def ensure_writable(folder: str | Path, option: str = "--out DIR") -> Path:
+    """Create ``folder`` if needed and prove it is writable, before any work is done.
+
+    ``option`` names the option that gave the folder, so the error says which one to fix.
+    """
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -22,7 +26,8 @@ def ensure_writable(folder: str | Path) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise UserError(f"cannot write to output folder '{folder}' ({exc.strerror}); pass a writable --out DIR") from None
+        what = "output folder" if option.startswith("--out") else f"the folder of {option.split()[0]}"
+        raise UserError(f"cannot write to {what} '{folder}' ({exc.strerror}); pass a writable {option}") from None
     return folder
 
 
@@ -36,38 +41,117 @@ scheduler_option = click.option("--scheduler", default=None, metavar="ADDRESS",
                                 help="Run cells on Dask: 'local' starts a LocalCluster, or tcp://HOST:PORT.")
 
 
+max_cells_option = click.option("--max-cells", type=click.IntRange(min=1), default=None, metavar="N",
+                                help="Refuse a run with more cells than this (default 10000; --yes overrides).")
+max_hours_option = click.option("--max-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
+                                help="Refuse a run estimated to take longer than this (default 24; --yes overrides).")
+yes_option = click.option("--yes", "-y", is_flag=True, help="Run even above --max-cells / --max-hours.")
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run whose finished cells are cached (the CLI exits 130 with this message)."""
+
+
+def plan(specs, *, backend, jobs, scheduler, cache_dir, max_cells, max_hours, yes):
+    """Estimate the run (cells, time, memory) and print it; refuse it above the limits (one line)."""
+    import sys
+
+    from simcomm import cost
+    from simcomm.backends import get_backend
+
+    get_backend(backend)  # an unknown or unavailable backend is reported before the plan
+    if scheduler:
+        from simcomm._dask import dask_map
+
+        dask_map(scheduler)  # validates the address; starts nothing
+    est = cost.estimate(specs, backend=backend, jobs=jobs, cache_dir=cache_dir,
+                        max_cells=max_cells or cost.MAX_CELLS, max_hours=max_hours or cost.MAX_HOURS, yes=yes,
+                        check_memory=not scheduler or scheduler == "local")
+    click.echo(est.line(), err=True)
+    sys.stderr.flush()
+    return est
+
+
 class progress_bar:
-    """A rich progress bar driven by ``update(done, total)``; on a non-terminal, a line every 30 s."""
+    """Progress driven by ``update(done, total)``, with the elapsed time and an ETA.
+
+    On a terminal, a rich bar whose clock and spinner keep moving while a long cell runs. Elsewhere
+    (logs, CI), a line every 30 s, also while no cell finishes, so a long cell shows it is alive.
+    """
+
+    HEARTBEAT_S = 30.0
 
     def __init__(self, label: str, enabled: bool = True):
         self.label, self.enabled, self._p, self._task = label, enabled, None, None
-        self._last = None
+        self._state = (0, None)
+        self._start = None
+        self._stop = None
 
     def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TimeElapsedColumn(), transient=True)
-            self._p.__enter__()
-            self._task = self._p.add_task(self.label, total=None)
-        return self
-
-    def update(self, done: int, total: int) -> None:
-        if self._p is not None:
-            self._p.update(self._task, completed=done, total=total)
-            return
-        import sys
+        import threading
         import time
 
-        now = time.monotonic()
-        if self._last is None:
-            self._last = now
-        elif now - self._last >= 30 or done == total:
-            self._last = now
-            print(f"{self.label}: {done}/{total} cells", file=sys.stderr, flush=True)
+        self._start = time.monotonic()
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._p = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True)
+            self._p.__enter__()
+            self._task = self._p.add_task(self.label, total=None)
+        else:
+            self._stop = threading.Event()
+            threading.Thread(target=self._heartbeat, daemon=True).start()
+        return self
+
+    def eta(self) -> str:
+        """Remaining time from the mean time per finished cell so far ('?' before the first cell)."""
+        import time
+
+        from simcomm.cost import fmt_seconds
+
+        done, total = self._state
+        first = getattr(self, "_first", None)
+        if total is None or first is None or done <= first[0]:
+            return "?"
+        rate = (time.monotonic() - first[1]) / (done - first[0])
+        return fmt_seconds(rate * (total - done))
+
+    def status(self) -> str:
+        import time
+
+        from simcomm.cost import fmt_seconds
+
+        done, total = self._state
+        elapsed = fmt_seconds(time.monotonic() - self._start)
+        return f"{self.label}: {done}/{total if total is not None else '?'} cells, {elapsed} elapsed, ETA {self.eta()}"
+
+    def _heartbeat(self) -> None:
+        import sys
+
+        while not self._stop.wait(self.HEARTBEAT_S):
+            print(self.status() + " (running)", file=sys.stderr, flush=True)
+
+    def update(self, done: int, total: int) -> None:
+        import time
+
+        if getattr(self, "_first", None) is None:
+            self._first = (done, time.monotonic())  # cached cells arrive at once: time from here
+        self._state = (done, total)
+        if self._p is not None:
+            self._p.update(self._task, completed=done, total=total)
 
     def __exit__(self, *exc):
+        if self._stop is not None:
+            self._stop.set()
         if self._p is not None:
             self._p.__exit__(*exc)
         return False

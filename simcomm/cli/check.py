@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -11,12 +12,17 @@ import click
 from simcomm._errors import UserError
 from simcomm.cli import cli
 from simcomm.cli._common import (
+    Interrupted,
     backend_option,
     ensure_writable,
     jobs_option,
+    max_cells_option,
+    max_hours_option,
+    plan,
     progress_bar,
     scheduler_option,
     seed_option,
+    yes_option,
 )
 
 
@@ -25,22 +31,33 @@ from simcomm.cli._common import (
 @click.option("--quick/--full", default=True, show_default=True,
               help="Small grids (minutes) or the grids the committed gallery was made with.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any claim is violated.")
+@click.option("--controls", is_flag=True,
+              help="Also run each claim's negative controls (perturbations under which it must be violated).")
 @jobs_option
 @backend_option
 @seed_option
 @scheduler_option
 @click.option("--out", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for figures/ (PNG + REPORT.md) and results/ (tables, metadata, cell cache).")
+              help="Folder for results/ (tables, metadata, cell cache). --full writes the gallery to "
+                   "OUT/figures/ (PNG, REPORT.md, verdicts.json); --quick writes its own to OUT/results/quick/.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the verdicts as JSON to this file.")
+@click.option("--readme", "readme", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Regenerate the claims table and gallery of this README (between their markers).")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
-def check(claim_ids, quick, strict, jobs, backend, seed, scheduler, out, json_path, specs_dir):
+@max_cells_option
+@max_hours_option
+@yes_option
+def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, out, json_path, readme, specs_dir,
+          max_cells, max_hours, yes):
     """Run the registered claims and report a verdict for each.
 
-    Prints a table (claim id, paper, statement, provenance, verdict, tightest ratio empirical/bound),
-    writes one figure per claim to OUT/figures/ and OUT/figures/REPORT.md. Exits 0 when the run
-    completed; with --strict, exits 1 if any claim is violated.
+    Prints the plan (cells, estimated time and memory), then a table (claim id, paper, statement,
+    provenance, verdict, tightest ratio empirical/bound). --full writes one figure per claim, REPORT.md
+    and verdicts.json to OUT/figures/ (the gallery); --quick writes them to OUT/results/quick/ and
+    shows, next to each verdict, the committed full-grid verdict where it differs. Exits 0 when the
+    run completed; with --strict, exits 1 if any claim is violated.
 
     \b
     Examples:
@@ -52,24 +69,87 @@ def check(claim_ids, quick, strict, jobs, backend, seed, scheduler, out, json_pa
 
     out = ensure_writable(out)
     if json_path is not None:
-        ensure_writable(Path(json_path).parent if str(Path(json_path).parent) else ".")
+        ensure_writable(Path(json_path).parent if str(Path(json_path).parent) else ".", option="--json FILE")
     specs = checking.select_specs(claim_ids, quick=quick, seed=seed, folder=specs_dir)
-    with progress_bar(f"checking {len(specs)} claims", enabled=sys.stderr.isatty()) as bar:
+    cache = out / "results" / ".cache"
+    plan(specs, backend=backend, jobs=jobs, scheduler=scheduler, cache_dir=cache, max_cells=max_cells,
+         max_hours=max_hours, yes=yes)
+    with progress_bar(f"checking {len(specs)} claims", enabled=sys.stderr.isatty()) as bar, resumable(cache):
         outcome = checking.evaluate(specs, jobs=jobs, scheduler=scheduler, backend=backend,
-                                    cache_dir=out / "results" / ".cache", progress=bar.update)
-    write_outcome(outcome, specs, out, mode="quick" if quick else "full")
-    _print_table(outcome.judgements)
+                                    cache_dir=cache, progress=bar.update, controls=controls)
+    figures = out / "figures" if not quick else out / "results" / "quick"
+    committed = committed_verdicts(out) if quick else None
+    write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed)
+    if not quick:
+        write_verdicts(outcome.judgements, figures / "verdicts.json", meta=outcome.results[0].meta)
+    title = "simcomm check " + ("--quick" if quick else "--full") + "".join(f" {c}" for c in claim_ids)
+    _print_table(outcome.judgements, title=title, committed=committed)
     click.echo(f"report: {outcome.report_path}")
     if json_path is not None:
         from simcomm.results import atomic_write_text
 
         atomic_write_text(json_path, json.dumps([j.summary() for j in outcome.judgements], indent=2))
+    if readme is not None:
+        from simcomm.report import update_readme
+        from simcomm.results import atomic_write_text
+
+        names = {j.claim.id: f"{j.claim.id.replace('.', '_')}.png" for j in outcome.judgements}
+        titles = {s.claim.id: s.plot.get("title", "") for s in specs}
+        atomic_write_text(readme, update_readme(Path(readme).read_text(), outcome.judgements, names, titles))
     if strict and any(j.verdict.value == "violated" for j in outcome.judgements):
         raise SystemExit(1)
 
 
-def write_outcome(outcome, specs, out: Path, *, mode: str) -> None:
-    """Write results/<spec>/<hash>/, figures/<claim>.png and figures/REPORT.md (all atomic)."""
+@contextlib.contextmanager
+def resumable(cache: Path):
+    """Turn Ctrl-C into a message saying that the finished cells are cached and how to resume."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: the cells that finished are cached in {cache}; "
+                          "run the same command again to resume from them") from None
+
+
+def shipped_figures() -> Path:
+    """The committed gallery: the repository's figures/ (next to sims/)."""
+    from simcomm.spec import sims_dir
+
+    return sims_dir().parent / "figures"
+
+
+def committed_verdicts(out: Path) -> dict | None:
+    """Full-grid verdicts by claim id: OUT/figures/verdicts.json, else the committed gallery's."""
+    for path in (out / "figures" / "verdicts.json", shipped_figures() / "verdicts.json"):
+        try:
+            data = json.loads(path.read_text())
+            return {cid: v["verdict"] for cid, v in data["claims"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return None
+
+
+def write_verdicts(judgements, path: Path, *, meta: dict) -> None:
+    """Merge this full run's verdicts into ``path`` (a partial --full run keeps the other claims')."""
+    from simcomm.results import atomic_write_text
+
+    try:
+        data = json.loads(path.read_text())
+        claims = dict(data["claims"])
+    except (OSError, ValueError, KeyError, TypeError):
+        claims = {}
+    for j in judgements:
+        claims[j.claim.id] = {k: v for k, v in j.summary().items() if k != "id"}
+    data = {"grids": "full", "git_commit": meta.get("git_commit"),
+            "claims": dict(sorted(claims.items()))}
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_outcome(outcome, specs, out: Path, *, mode: str, figures: Path | None = None,
+                  names: dict | None = None, committed: dict | None = None) -> None:
+    """Write results/<spec>/<hash>/, one PNG per claim and REPORT.md into ``figures`` (all atomic).
+
+    ``names`` maps claim id -> figure file name (default ``<claim_id with _>.png``).
+    """
     import io
 
     import matplotlib.pyplot as plt
@@ -77,36 +157,39 @@ def write_outcome(outcome, specs, out: Path, *, mode: str) -> None:
     from simcomm.report import report_markdown
     from simcomm.results import atomic_write_bytes, atomic_write_text
 
-    names = {}
+    figures = out / "figures" if figures is None else figures
+    names = dict(names or {})
     for spec, res, j in zip(specs, outcome.results, outcome.judgements):
         res.write(out / "results" / spec.name / spec.hash, verdict={**j.summary(), "cells": j.cells.to_dict("records")})
         fig = outcome.figures[j.claim.id]
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
-        names[j.claim.id] = f"{j.claim.id.replace('.', '_')}.png"
-        atomic_write_bytes(out / "figures" / names[j.claim.id], buf.getvalue())
+        names.setdefault(j.claim.id, f"{j.claim.id.replace('.', '_')}.png")
+        atomic_write_bytes(figures / names[j.claim.id], buf.getvalue())
     meta = outcome.results[0].meta if outcome.results else {}
-    outcome.report = report_markdown(outcome.judgements, names, mode=mode, meta=meta)
-    outcome.report_path = out / "figures" / "REPORT.md"
+    outcome.report = report_markdown(outcome.judgements, names, mode=mode, meta=meta, committed=committed)
+    outcome.report_path = figures / "REPORT.md"
     atomic_write_text(outcome.report_path, outcome.report)
 
 
-def _print_table(judgements) -> None:
+def _print_table(judgements, title: str = "simcomm check", committed: dict | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from simcomm.report import verdict_rows
+    from simcomm.report import verdict_rows, with_committed
 
-    colors = {"holds": "green", "violated": "red", "inconclusive": "yellow"}
-    table = Table(title="simcomm check", show_lines=False)
-    for col in ("claim", "paper", "statement", "prov.", "verdict", "ratio"):
-        table.add_column(col, overflow="fold", max_width=60 if col == "statement" else None)
+    colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
+    table = Table(title=title, show_lines=False)
+    widths = {"statement": 48, "reason": 36, "controls": 20}
+    for col in ("claim", "paper", "statement", "prov.", "verdict", "reason", "ratio", "controls"):
+        table.add_column(col, overflow="fold", max_width=widths.get(col))
     from rich.markup import escape
 
-    for row in verdict_rows(judgements):
+    for row, j in zip(verdict_rows(judgements), judgements):
         row = [escape(cell) for cell in row]  # statements such as E[f - f*] are text, not markup
-        row[4] = f"[{colors[row[4]]}]{row[4]}[/]"
+        color = colors.get(row[4], "white")
+        row[4] = f"[{color}]{escape(with_committed(row[4], j, committed))}[/]"
         table.add_row(*row)
     Console(width=160 if not sys.stdout.isatty() else None).print(table)
     if not judgements:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from simcomm.cli import cli
@@ -12,16 +14,20 @@ from simcomm.cli import cli
 @click.option("--topologies", is_flag=True, help="List the topology constructors (simcomm topology NAME) instead.")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
-def list_(experiments, topologies, specs_dir):
+@click.option("--paths", is_flag=True, help="Show each claim's spec file (where the shipped specs live) instead.")
+def list_(experiments, topologies, specs_dir, paths):
     """List every claim: id, paper, kind, provenance tag and statement in one line.
+
+    A claim id works wherever a spec file does: 'simcomm run expgraph.rho_even'.
 
     \b
     Examples:
       simcomm list
+      simcomm list --paths
       simcomm list --experiments
       simcomm list --topologies
     """
-    from simcomm.spec import find_specs, load, resolve
+    from simcomm.spec import find_specs, load, resolve, sims_dir
 
     if topologies:
         import simcomm.topology as topo
@@ -46,10 +52,15 @@ def list_(experiments, topologies, specs_dir):
                 default = "required" if p.default is None else f"default {p.default!r}"
                 click.echo(f"    {key}: {p.allowed()}, {default}. {p.doc}")
         return
+    if paths:
+        click.echo(f"spec folder: {Path(specs_dir or sims_dir()).resolve()}")
     for path in find_specs(specs_dir):
         spec = load(path)
         if spec.claim is None:
             continue
         c = spec.claim
+        if paths:
+            click.echo(f"{c.id:<32} {path.resolve()}")
+            continue
         prov = c.provenance or resolve(c.bound).info.provenance
         click.echo(f"{c.id:<32} {c.paper:<9} {c.kind:<6} [{prov}] {c.statement}")

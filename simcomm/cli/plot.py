@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -9,41 +10,101 @@ import click
 from simcomm._errors import UserError
 from simcomm.cli import cli
 
+FORMATS = ("png", "pdf", "svg")
+
 
 @cli.command()
 @click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-              help="PNG to write (default: DIR/figure.png).")
-def plot(folder, output):
+              help="File to write (default: DIR/figure.<format>); its suffix picks the format unless --format "
+                   "is given.")
+@click.option("--style", type=click.Choice(("annotated", "paper")), default=None,
+              help="annotated: verdict and flags, as in the report; paper: the same data for a publication "
+                   "(no verdict, the paper's symbols, colour-blind-safe, line style and marker per series). "
+                   "Default: the spec's [plot] style, else annotated.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="png (raster, 200 dpi for paper) or pdf/svg (vector). Default: from -o, else png.")
+def plot(folder, output, style, fmt):
     """Judge and draw the claim of a results folder (table.csv + meta.json) again.
 
     \b
     Examples:
       simcomm plot results/expgraph_rho_even/<hash>
-      simcomm plot results/expgraph_rho_even/<hash> -o rho.png
+      simcomm plot results/expgraph_rho_even/<hash> --style paper --format pdf -o rho.pdf
     """
-    import matplotlib.pyplot as plt
+    import io
 
     from simcomm.claims import judge
     from simcomm.plotting import bound_vs_empirical
-    from simcomm.results import read_results
-    from simcomm.spec import ClaimSpec
+    from simcomm.results import atomic_write_bytes
+    from simcomm.spec import ClaimSpec, ControlSpec
 
     folder = Path(folder)
     if not (folder / "table.csv").is_file() or not (folder / "meta.json").is_file():
         raise UserError(f"'{folder}' is not a results folder (needs table.csv and meta.json); "
                         "pass a folder written by 'simcomm run' or 'simcomm check'")
-    res = read_results(folder)
+    if fmt is None:
+        suffix = Path(output).suffix.lower().lstrip(".") if output else ""
+        fmt = suffix if suffix in FORMATS else "png"
+    target = Path(output) if output else folder / f"figure.{fmt}"
+    _check_target(target)
+    res = _read(folder)
     spec = res.meta.get("spec") or {}
-    if not spec.get("claim"):
+    if not isinstance(spec, dict) or not spec.get("claim"):
         raise UserError(f"'{folder}' holds a sweep without a claim; there is no bound to draw against")
     try:
-        claim = ClaimSpec(**{**spec["claim"], "higher": tuple(spec["claim"].get("higher", ()))})
-    except TypeError as exc:
-        raise UserError(f"'{folder}/meta.json' comes from an incompatible simcomm version ({exc}); re-run the spec") from None
+        claim = ClaimSpec(**{**spec["claim"], "higher": tuple(spec["claim"].get("higher", ())),
+                             "controls": tuple(ControlSpec(**c) for c in spec["claim"].get("controls", ()))})
+    except (TypeError, AttributeError) as exc:
+        raise UserError(f"'{folder}/meta.json' comes from an incompatible simcomm version ({exc}); "
+                        "re-run the spec") from None
     cell_params = set(spec.get("grid", {})) | set(spec.get("params", {}))
-    fig = bound_vs_empirical(judge(claim, res.table, cell_params), spec.get("plot", {}))
-    target = Path(output) if output else folder / "figure.png"
-    fig.savefig(target, dpi=110)
-    plt.close(fig)
+    options = dict(spec.get("plot", {}))
+    style = style or options.get("style", "annotated")
+    try:
+        j = judge(claim, res.table, cell_params)
+    except (KeyError, ValueError) as exc:  # a table that does not match its metadata
+        raise UserError(f"'{folder}/table.csv' does not match its meta.json ({exc}); re-run the spec") from None
+    fig = bound_vs_empirical(j, options, style=style)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=200 if style == "paper" else 110)
+    try:
+        atomic_write_bytes(target, buf.getvalue())
+    except OSError as exc:
+        raise UserError(f"cannot write the figure to '{target}' ({exc.strerror or exc}); "
+                        "pass a writable -o FILE") from None
     click.echo(f"figure: {target}")
+
+
+def _check_target(target: Path) -> None:
+    """Fail before drawing when -o cannot be written (one line naming -o)."""
+    import os
+
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise UserError(f"-o '{target}' is a folder; pass a file name such as {target / 'figure.png'}")
+    if not parent.is_dir() or not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UserError(f"cannot write the figure to '{target}' (folder missing or not writable); "
+                        "pass a writable -o FILE")
+
+
+def _read(folder: Path):
+    """Read the results folder; a corrupt or empty file is one line, not a traceback."""
+    import pandas as pd
+
+    from simcomm.results import read_results
+
+    try:
+        res = read_results(folder)
+    except pd.errors.EmptyDataError:
+        raise UserError(f"'{folder}/table.csv' is empty; re-run the spec to write it again") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise UserError(f"'{folder}/table.csv' is not a readable CSV table ({exc}); re-run the spec") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"'{folder}/meta.json' is not valid JSON ({exc}); re-run the spec to write it again") from None
+    if res.table.empty or not {"metric", "value"} <= set(res.table.columns):
+        raise UserError(f"'{folder}/table.csv' has no rows of results (needs metric and value columns); "
+                        "re-run the spec")
+    if not isinstance(res.meta, dict):
+        raise UserError(f"'{folder}/meta.json' is not a metadata object; re-run the spec to write it again")
+    return res

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -11,14 +12,18 @@ from simcomm.cli._common import (
     backend_option,
     ensure_writable,
     jobs_option,
+    max_cells_option,
+    max_hours_option,
+    plan,
     progress_bar,
     scheduler_option,
     seed_option,
+    yes_option,
 )
 
 
 @cli.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a parameter, grid axis, 'replicates' or 'seed' (TOML value). Repeatable.")
 @click.option("--quick/--full", default=False, show_default=True, help="Apply the spec's [quick] table.")
@@ -27,38 +32,70 @@ from simcomm.cli._common import (
 @seed_option
 @scheduler_option
 @click.option("--out", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Results go to OUT/results/<spec>/<hash>/ and the figure to OUT/figures/.")
-def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out):
-    """Run one spec file: a sweep over its grid, judged against its claim if it has one.
+              help="Everything goes to OUT/results/<spec>/<hash>/: table, metadata, verdict, <spec>.png, REPORT.md.")
+@max_cells_option
+@max_hours_option
+@yes_option
+def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_cells, max_hours, yes):
+    """Run one spec: a sweep over its grid, judged against its claim if it has one.
+
+    SPEC is a spec file, or a shipped claim id or spec name ('simcomm list --paths' shows them). The
+    outputs are named after the spec file and never touch the committed gallery (figures/).
 
     \b
     Examples:
+      simcomm run expgraph.rho_even
       simcomm run sims/expgraph_rho_even.toml
       simcomm run sims/expgraph_noisy_consensus.toml --set "n=[8,16,32]" --set replicates=20
     """
     import dataclasses
 
     from simcomm import checking
-    from simcomm.cli.check import _print_table, write_outcome
-    from simcomm.spec import load
+    from simcomm.cli.check import _print_table, resumable, write_outcome
+    from simcomm.spec import load, locate
 
     out = ensure_writable(out)
-    spec = load(spec_path, quick=quick, overrides=tuple(overrides))
+    spec = load(locate(spec_path), quick=quick, overrides=tuple(overrides))
     if seed is not None:
         spec = dataclasses.replace(spec, seed=seed)
-    with progress_bar(f"running {spec.name}", enabled=sys.stderr.isatty()) as bar:
+    cache = out / "results" / ".cache"
+    plan([spec], backend=backend, jobs=jobs, scheduler=scheduler, cache_dir=cache, max_cells=max_cells,
+         max_hours=max_hours, yes=yes)
+    folder = out / "results" / spec.name / spec.hash
+    with progress_bar(f"running {spec.name}", enabled=sys.stderr.isatty()) as bar, resumable(cache):
         if spec.claim is None:
             from simcomm.runner import make_map, threads_for
             from simcomm.runner import run as run_spec
 
             mapper, executor = make_map(jobs, scheduler)
-            res = run_spec(spec, map=mapper, backend=backend, cache_dir=out / "results" / ".cache",
+            res = run_spec(spec, map=mapper, backend=backend, cache_dir=cache,
                            progress=bar.update, executor=executor, threads_per_cell=threads_for(jobs, scheduler))
-            folder = res.write(out / "results" / spec.name / spec.hash)
-            click.echo(f"results: {folder}")
-            return
-        outcome = checking.evaluate([spec], jobs=jobs, scheduler=scheduler, backend=backend,
-                                    cache_dir=out / "results" / ".cache", progress=bar.update)
-    write_outcome(outcome, [spec], out, mode="quick" if quick else "full")
-    _print_table(outcome.judgements)
-    click.echo(f"results: {out / 'results' / spec.name / spec.hash}")
+        else:
+            outcome = checking.evaluate([spec], jobs=jobs, scheduler=scheduler, backend=backend,
+                                        cache_dir=cache, progress=bar.update)
+    if spec.claim is None:
+        res.write(folder)
+        click.echo(f"results: {folder}")
+        return
+    write_outcome(outcome, [spec], out, mode="quick" if quick else "full", figures=folder,
+                  names={spec.claim.id: f"{spec.name}.png"})
+    if spec.plot.get("style") == "paper":  # the spec asks for a publication figure too (vector + PNG)
+        _write_paper_figures(outcome.judgements[0], spec, folder)
+    words = ["simcomm", "run", spec_path, *(["--quick"] if quick else []),
+             *[w for o in overrides for w in ("--set", o)]]
+    _print_table(outcome.judgements, title=shlex.join(words))
+    click.echo(f"results: {folder} (figure {spec.name}.png, REPORT.md)")
+
+
+def _write_paper_figures(judgement, spec, folder) -> None:
+    """``<spec>_paper.pdf`` and ``<spec>_paper.png`` next to the report's annotated figure."""
+    import io
+
+    from simcomm.plotting import paper_figure
+    from simcomm.results import atomic_write_bytes
+
+    fig = paper_figure(judgement, spec.plot)
+    for fmt in ("pdf", "png"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=200)
+        atomic_write_bytes(folder / f"{spec.name}_paper.{fmt}", buf.getvalue())

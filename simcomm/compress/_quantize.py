@@ -39,6 +39,8 @@ def _prepare(x, name: str, check: bool = True):
     ``check=False`` when the caller detects non-finite input itself from a row reduction (no extra pass).
     """
     a = np.asarray(x)
+    if np.iscomplexobj(a):
+        _complex(name)
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
     if a.ndim == 0:
@@ -48,6 +50,18 @@ def _prepare(x, name: str, check: bool = True):
     shape = a.shape
     d = shape[-1]
     return np.ascontiguousarray(a.reshape(-1, d)), shape
+
+
+def _complex(name):
+    raise UserError(f"{name}: x is complex; quantize real vectors (pass x.real and x.imag separately)")
+
+
+def require_rng(rng, name: str):
+    """Return ``rng`` unless it is ``None``: randomness is never drawn from an unseeded generator."""
+    if rng is None:
+        raise UserError(f"{name}: pass rng= (a seed or a numpy Generator); it draws random numbers and never "
+                        "falls back to an unseeded generator")
+    return rng
 
 
 def _nonfinite(name):
@@ -68,8 +82,8 @@ def _backend(backend):
     return get_backend(backend)
 
 
-def _key(rng) -> int:
-    return int(np.random.default_rng(rng).integers(0, 2**64, dtype=np.uint64))
+def _key(rng, name: str) -> int:
+    return int(np.random.default_rng(require_rng(rng, name)).integers(0, 2**64, dtype=np.uint64))
 
 
 def _check_s(s) -> int:
@@ -97,7 +111,7 @@ def _frac_var(t: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- QSGD
-def qsgd(x, s: int, *, rng=None, backend=None, out=None) -> np.ndarray:
+def qsgd(x, s: int, *, rng, backend=None, out=None) -> np.ndarray:
     r"""QSGD with ``s`` levels (Alistarh et al. 2017), 2-norm scaled.
 
     .. math:: Q(v)_i = \|v\|_2\,\mathrm{sign}(v_i)\,\ell_i/s,\qquad
@@ -112,7 +126,8 @@ def qsgd(x, s: int, *, rng=None, backend=None, out=None) -> np.ndarray:
         Vectors to quantize; each row (last axis) is one message.
     s : int
         Number of levels, ``s >= 1`` (``s = 1`` is 2-norm-scaled ternary).
-    rng : numpy.random.Generator or seed, optional
+    rng : numpy.random.Generator or seed
+        Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default); both give identical results for the same ``rng``.
@@ -150,7 +165,7 @@ def qsgd(x, s: int, *, rng=None, backend=None, out=None) -> np.ndarray:
     if not np.isfinite(norms).all():  # NaN/inf anywhere in a row makes its norm non-finite
         _nonfinite("qsgd")
     res = _out(out, a, shape)
-    be.qsgd_quantize(a, norms, s, _key(rng), res)
+    be.qsgd_quantize(a, norms, s, _key(rng, "qsgd"), res)
     return res.reshape(shape)
 
 
@@ -169,7 +184,7 @@ qsgd.bits = lambda d, s: 32 + d * math.ceil(math.log2(2 * s + 1))
 
 
 # ------------------------------------------------------------------------------------------ ternary
-def ternary(x, *, rng=None, backend=None, out=None) -> np.ndarray:
+def ternary(x, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Ternary quantization scaled by the infinity norm (TernGrad-type, no clipping).
 
     .. math:: Q(v)_i = \|v\|_\infty\,\mathrm{sign}(v_i)\,\xi_i,\qquad \xi_i\sim\mathrm{Bern}(|v_i|/\|v\|_\infty).
@@ -182,7 +197,8 @@ def ternary(x, *, rng=None, backend=None, out=None) -> np.ndarray:
     ----------
     x : array_like, shape (..., d)
         Vectors to quantize, one message per row.
-    rng : numpy.random.Generator or seed, optional
+    rng : numpy.random.Generator or seed
+        Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default).
@@ -213,7 +229,7 @@ def ternary(x, *, rng=None, backend=None, out=None) -> np.ndarray:
     if not np.isfinite(scales).all():  # row_absmax is nan for a row holding NaN or inf
         _nonfinite("ternary")
     res = _out(out, a, shape)
-    be.ternary_quantize(a, scales, _key(rng), res)
+    be.ternary_quantize(a, scales, _key(rng, "ternary"), res)
     return res.reshape(shape)
 
 
@@ -228,7 +244,7 @@ ternary.bits = lambda d, param=None: 32 + 8 * math.ceil(d / 5)
 
 
 # -------------------------------------------------------------------------------- stochastic rounding
-def stochastic_round(x, delta: float, *, rng=None, backend=None, out=None) -> np.ndarray:
+def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Unbiased stochastic rounding to the grid :math:`\delta\mathbb{Z}`.
 
     .. math:: Q(v)_i = \delta\bigl(\lfloor v_i/\delta\rfloor + \mathrm{Bern}(v_i/\delta - \lfloor v_i/\delta\rfloor)\bigr).
@@ -244,7 +260,8 @@ def stochastic_round(x, delta: float, *, rng=None, backend=None, out=None) -> np
         Vectors to round.
     delta : float
         Grid step, ``delta > 0``.
-    rng : numpy.random.Generator or seed, optional
+    rng : numpy.random.Generator or seed
+        Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default).
@@ -274,7 +291,7 @@ def stochastic_round(x, delta: float, *, rng=None, backend=None, out=None) -> np
     a, shape = _prepare(x, "stochastic_round")
     be = _backend(backend)
     res = _out(out, a, shape)
-    be.stochastic_round_quantize(a, delta, _key(rng), res)
+    be.stochastic_round_quantize(a, delta, _key(rng, "stochastic_round"), res)
     return res.reshape(shape)
 
 
@@ -296,7 +313,7 @@ stochastic_round.bits = _sr_bits
 
 
 # ---------------------------------------------------------------------------- Bernoulli sparsification
-def bernoulli_sparsify(x, p: float, *, rng=None, backend=None, out=None) -> np.ndarray:
+def bernoulli_sparsify(x, p: float, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Bernoulli sparsification (Wangni et al. 2018) with a common keep probability ``p``, scaled by 1/p.
 
     .. math:: Q(v)_i = v_i\,\xi_i/p,\qquad \xi_i\sim\mathrm{Bern}(p)\ \text{i.i.d.}
@@ -309,7 +326,8 @@ def bernoulli_sparsify(x, p: float, *, rng=None, backend=None, out=None) -> np.n
         Vectors to sparsify.
     p : float
         Keep probability, ``0 < p <= 1``.
-    rng : numpy.random.Generator or seed, optional
+    rng : numpy.random.Generator or seed
+        Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
     backend : str, optional
         ``"numpy"`` or ``"numba"`` (default).
@@ -339,7 +357,7 @@ def bernoulli_sparsify(x, p: float, *, rng=None, backend=None, out=None) -> np.n
     a, shape = _prepare(x, "bernoulli_sparsify")
     be = _backend(backend)
     res = _out(out, a, shape)
-    be.bernoulli_quantize(a, p, _key(rng), res)
+    be.bernoulli_quantize(a, p, _key(rng, "bernoulli_sparsify"), res)
     return res.reshape(shape)
 
 
@@ -385,7 +403,7 @@ def _identity(x, rng=None, backend=None):
 
 
 def _rand_k_apply(k):
-    def apply(x, rng=None, backend=None):
+    def apply(x, rng, backend=None):
         from simcomm.compress import rand_k  # the sparsifier helper's scaled rand_k (E C(x) = x)
 
         return rand_k(x, k, rng=rng, scale=True, backend=backend)
@@ -427,18 +445,18 @@ def quantizer(name: str, param=None) -> Quantizer:
         return Quantizer("none", None, _identity, lambda d: 0.0, lambda d: 32 * d, lambda v: np.zeros(np.shape(v)[:-1]))
     if name == "qsgd":
         s = _check_s(param)
-        return Quantizer(name, s, lambda x, rng=None, backend=None: qsgd(x, s, rng=rng, backend=backend),
+        return Quantizer(name, s, lambda x, rng, backend=None: qsgd(x, s, rng=rng, backend=backend),
                          lambda d: qsgd.beta(d, s), lambda d: qsgd.bits(d, s), lambda v: _qsgd_variance(v, s))
     if name == "ternary":
-        return Quantizer(name, None, lambda x, rng=None, backend=None: ternary(x, rng=rng, backend=backend),
+        return Quantizer(name, None, lambda x, rng, backend=None: ternary(x, rng=rng, backend=backend),
                          ternary.beta, ternary.bits, _ternary_variance)
     if name == "stochastic_round":
         delta = _check_delta(param)
-        return Quantizer(name, delta, lambda x, rng=None, backend=None: stochastic_round(x, delta, rng=rng, backend=backend),
+        return Quantizer(name, delta, lambda x, rng, backend=None: stochastic_round(x, delta, rng=rng, backend=backend),
                          lambda d: math.inf, lambda d: _sr_bits(d, delta), lambda v: _sr_variance(v, delta))
     if name == "bernoulli":
         p = _check_p(param)
-        return Quantizer(name, p, lambda x, rng=None, backend=None: bernoulli_sparsify(x, p, rng=rng, backend=backend),
+        return Quantizer(name, p, lambda x, rng, backend=None: bernoulli_sparsify(x, p, rng=rng, backend=backend),
                          lambda d: 1.0 / p - 1.0, lambda d: bernoulli_sparsify.bits(d, p),
                          lambda v: _bern_variance(v, p))
     if name == "rand_k":

@@ -26,6 +26,8 @@ __all__ = ["top_k", "top_k_indices", "rand_k", "rtop_k", "message_bits", "index_
 def _rows(x, k: int, name: str) -> tuple[np.ndarray, int]:
     """Validate ``x`` and ``k``; return ``x`` as a C-contiguous (m, d) float array and ``d``."""
     x = np.asarray(x)
+    if np.iscomplexobj(x):
+        raise UserError(f"{name}: x is complex; sparsify real vectors (pass x.real and x.imag separately)")
     if x.ndim == 0:
         raise UserError(f"{name}: x must have at least one axis (the d coordinates), got a scalar")
     if not np.issubdtype(x.dtype, np.floating):
@@ -38,6 +40,13 @@ def _rows(x, k: int, name: str) -> tuple[np.ndarray, int]:
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise UserError(f"{name}: x contains NaN or inf; pass finite values")
     return np.ascontiguousarray(x.reshape(-1, d)), d
+
+
+def _require_rng(rng, name: str):
+    if rng is None:  # default_rng(None) would draw fresh OS entropy: results could not be reproduced
+        raise UserError(f"{name}: pass rng= (a seed or a numpy Generator); it draws random numbers and never "
+                        "falls back to an unseeded generator")
+    return rng
 
 
 def _check_k(k, d: int, name: str) -> None:
@@ -172,7 +181,7 @@ def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
     >>> bool(np.all(np.isin(y[y != 0], [2.0, 4.0, 6.0, 8.0])))  # kept entries times d/k = 2
     True
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(_require_rng(rng, "rand_k"))
     x = np.asarray(x)
     x2, d = _rows(x, k, "rand_k")
     u = rng.random((x2.shape[0], int(k)))
@@ -223,7 +232,7 @@ def rtop_k(x, k: int, r: int, *, rng, backend=None) -> np.ndarray:
     >>> set(map(int, (rtop_k(x, 2, 3, rng=1) != 0).nonzero()[0])) <= {0, 2, 4}
     True
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(_require_rng(rng, "rtop_k"))
     x = np.asarray(x)
     x2, d = _rows(x, k, "rtop_k")
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)):

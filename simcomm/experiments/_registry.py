@@ -96,6 +96,9 @@ class Experiment:
     params: dict = field(default_factory=dict)
     check: Callable | None = None  # check(params) -> None or raise UserError (cross-parameter rules)
     doc: str = ""
+    # cost(params) -> (seconds, bytes): rough time and peak memory of ONE replicate of a cell, so a run
+    # can be estimated (and a cell that cannot fit in memory refused) before anything starts.
+    cost: Callable | None = None
 
     def validate(self, params: dict, where: str) -> dict:
         """Fill defaults, reject unknown keys, wrong types and out-of-domain values."""
@@ -125,14 +128,20 @@ class Experiment:
 EXPERIMENTS: dict[str, Experiment] = {}
 
 
-def experiment(name: str, *, params: dict | None = None, check: Callable | None = None):
+def experiment(name: str, *, params: dict | None = None, check: Callable | None = None,
+               cost: Callable | None = None):
     """Register ``func(params, rng, backend) -> list[dict]`` under ``name``.
 
     Each returned row is ``dict(metric=str, value=float, **extra_columns)``.
+
+    ``cost(params) -> (seconds, bytes)``, optional, is a rough model of one replicate's run time and
+    peak memory (order of magnitude is enough): ``simcomm run``/``check`` print the estimate, refuse
+    a cell that cannot fit in memory before it starts, and refuse a run longer than the limit. Without
+    it, the run times one replicate of the first cell when the run is large.
     """
 
     def register(func):
-        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip())
+        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost)
         return func
 
     return register

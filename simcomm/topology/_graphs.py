@@ -262,7 +262,7 @@ def ring(n: int) -> Topology:
     return _uniform_circulant("ring", (n,), [[1], [-1]])
 
 
-def torus(r: int, c: int) -> Topology:
+def torus(r: int, c: int | None = None) -> Topology:
     r"""2-D torus :math:`C_r \times C_c` (grid with wrap-around), equal weights on self + neighbours.
 
     Node ``(a, b)`` is index ``a * c + b``. A side of 2 gives ONE neighbour in that direction (``+1``
@@ -272,14 +272,25 @@ def torus(r: int, c: int) -> Topology:
     Parameters
     ----------
     r, c : int
-        Side lengths, each ``>= 2``.
+        Side lengths, each ``>= 2``. With ``c`` omitted, ``r`` is the node count ``n`` of a square
+        torus (``n = m^2``, sides ``m x m``), like ``ring(n)`` and ``exponential(n)``.
 
     Examples
     --------
     >>> from simcomm.topology import torus, max_degree
     >>> max_degree(torus(4, 4)), max_degree(torus(2, 5)), max_degree(torus(2, 2))
     (4, 3, 2)
+    >>> torus(16).n   # a 4 x 4 torus
+    16
     """
+    if c is None:
+        n = _check_n(r, "torus n", low=4)
+        side = math.isqrt(n)
+        if side * side != n:
+            raise UserError(f"torus({n}): one argument is the node count of a square torus and {n} is not a "
+                            f"square; pass both sides, torus(r, c) with r * c = n, or n = {side * side} or "
+                            f"{(side + 1) ** 2}")
+        r = c = side
     r = _check_n(r, "torus side r")
     c = _check_n(c, "torus side c")
     return _uniform_circulant("torus", (r, c), [[1, 0], [-1, 0], [0, 1], [0, -1]])
