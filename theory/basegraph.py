@@ -14,7 +14,7 @@ import math
 
 from theory._bound import bound
 
-__all__ = ["is_power", "log_base", "exact_defect", "period_bound", "period_lower", "consensus_ratio_order"]
+__all__ = ["is_power", "log_base", "exact_defect", "period_bound", "period_lower"]
 
 PAPER = "basegraph"
 
@@ -57,6 +57,7 @@ def log_base(n: int, b: int) -> float:
     paper=PAPER,
     statement="W^(tau-1)...W^(0) = J exactly; any 2 tau - 1 consecutive steps multiply to J; every W symmetric, "
               "doubly stochastic, <= k peers (every defect is 0)",
+    constant=True,
 )
 def exact_defect(n: int = 2, k: int = 1) -> float:
     r"""Every defect of the Base-(k+1) sequence is zero.
@@ -153,27 +154,3 @@ def period_lower(n: int, k: int) -> float:
         reach *= b
         p += 1
     return float(p)
-
-
-@bound(
-    kind="order",
-    provenance="P+N",
-    paper=PAPER,
-    statement="at n not a power of 2, DSGD on Base-2 has lower consensus error than on one-peer exponential "
-              "at the same messages per node, and a loss not worse",
-)
-def consensus_ratio_order() -> float:
-    r"""Order claim marker (no formula): Base-2 below one-peer exponential.
-
-    **Statement** (order): for ``n`` not a power of 2, DSGD with the Base-2 graph keeps
-    :math:`\|X - \mathbf 1\bar x^\top\|_F` below DSGD with the one-peer exponential graph at the
-    same number of messages per node [P: the paper's consensus and DSGD experiments]; the
-    mechanism [N]: Base-2 averages exactly every period, the one-peer exponential graph leaves a
-    deviation :math:`\|\prod W - J\|_2 > 0` when ``n`` is not a power of 2 (``expgraph.one_peer_inexact``).
-
-    Examples
-    --------
-    >>> consensus_ratio_order()
-    1.0
-    """
-    return 1.0

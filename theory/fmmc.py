@@ -125,6 +125,7 @@ def ring_optimal_rho(n: int) -> float:
     provenance="N",
     paper=PAPER,
     statement="WRONG on purpose (negative control): the Metropolis-Hastings edge weight 1/3 is optimal on the ring",
+    constant=True,
 )
 def ring_metropolis_weight(n: int) -> float:
     r"""Metropolis-Hastings edge weight of the ring, :math:`1/(1 + \max(d_i, d_j)) = 1/3` (``n >= 3``).
