@@ -158,7 +158,7 @@ def messages_budget_steps(per_layer: np.ndarray, budget: float) -> int:
     "tail": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="fraction of each run averaged"),
     "compare_with": Param("str", default="one_peer_exponential",
                           choices=("one_peer_exponential", "ring", "exponential"),
-                          doc="the topology on the 'higher' side"),
+                          doc="the topology the Base graph is compared with"),
     "base_gamma_scale": Param("float", default=1.0, low=0.0, low_open=True,
                               doc="negative control: the Base side's step size is gamma times this"),
 })
@@ -168,8 +168,8 @@ def basegraph_dsgd(params, rng, backend):
     Both runs start from the same point of the same heterogeneous least-squares problem with the same
     per-node noise streams (common random numbers). Each runs as many steps as fit in ``messages``
     messages per node (the one-peer exponential graph: exactly ``messages`` steps; the Base graph,
-    whose nodes are idle in some steps, more). Rows, with column ``side`` (``lower``: the Base graph,
-    ``higher``: the comparison):
+    whose nodes are idle in some steps, more). Rows, with column ``topology`` (``base_graph`` or the
+    comparison's name):
 
     * ``consensus_error``: mean over the last ``tail`` fraction of the recorded steps of
       :math:`\|X - \mathbf 1\bar x^\top\|_F`;
@@ -197,11 +197,10 @@ def basegraph_dsgd(params, rng, backend):
         with np.errstate(invalid="ignore"):
             cons = float(np.mean(np.sqrt(n * tr.consensus[start:])))
             loss = float(np.mean(tr.subopt[start:]))
-        # judged rows carry only `side` besides the cell's parameters: the order judge pairs the two
-        # sides within a cell, so no other column may differ between them
-        side = "lower" if name == "base_graph" else "higher"
-        rows.append(dict(metric="consensus_error", value=cons, side=side, note=note))
-        rows.append(dict(metric="loss", value=loss, side=side, note=note))
-        rows.append(dict(metric="steps", value=float(steps), side=side))
-        rows.append(dict(metric="messages_per_node", value=float(tr.messages[-1]), side=side))
+        # judged rows carry only `topology` besides the cell's parameters: the order judge pairs the
+        # two topologies within a cell, so no other column may differ between them
+        rows.append(dict(metric="consensus_error", value=cons, topology=name, note=note))
+        rows.append(dict(metric="loss", value=loss, topology=name, note=note))
+        rows.append(dict(metric="steps", value=float(steps), topology=name))
+        rows.append(dict(metric="messages_per_node", value=float(tr.messages[-1]), topology=name))
     return rows

@@ -36,6 +36,7 @@ carries the solver's optimal value next to :math:`\rho` of the ``W`` actually re
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,7 +152,11 @@ def _import_cvxpy():
 
 def _solve(cp, prob, solver, kwargs, name, n, progress):
     try:
-        prob.solve(solver=solver, verbose=bool(progress), **kwargs)
+        with warnings.catch_warnings():
+            # "Solution may be inaccurate": the status says so too (FMMCInfo.status), and rho of the
+            # returned W is what callers measure
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            prob.solve(solver=solver, verbose=bool(progress), **kwargs)
     except cp.error.SolverError as exc:
         raise UserError(f"the solver {solver} failed on '{name}' (n={n}): {exc}; try solver='SCS'") from None
     if prob.status not in ("optimal", "optimal_inaccurate"):
