@@ -98,7 +98,17 @@ _SEQ = {
 }
 
 
-@experiment("basegraph_exact", params={
+def _exact_cost(p):
+    """(seconds, bytes): ~3 tau^2 sparse products of (n, n) arrays with k + 1 terms per row.
+
+    tau <= 2 log_(k+1)(n) + 2; ~2e-9 s per entry and term measured on a shared 2-core machine.
+    """
+    n, k = p["n"], p["k"]
+    tau = 2 * math.log(max(n, 2)) / math.log(k + 1) + 2
+    return 2e-9 * 3 * tau**2 * n * n * (k + 1) + 0.01, 4 * 8 * n * n
+
+
+@experiment("basegraph_exact", cost=_exact_cost, params={
     **_SEQ,
     "drop": Param("int", default=-1, low=-1, doc="negative control: replace step drop % period by W = I (-1: none)"),
 })
@@ -114,7 +124,7 @@ def basegraph_exact(params, rng, backend):
     return rows
 
 
-@experiment("basegraph_length", params=dict(_SEQ))
+@experiment("basegraph_length", params=dict(_SEQ), cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]))
 def basegraph_length(params, rng, backend):
     """Period (sequence length) of the Base-(k+1) graph and its maximum degree."""
     del rng, backend
@@ -147,7 +157,13 @@ def messages_budget_steps(per_layer: np.ndarray, budget: float) -> int:
     return steps
 
 
-@experiment("basegraph_dsgd", params={
+def _dsgd_cost(p):
+    """(seconds, bytes): two runs of ~1.2 * messages steps; ~1e-5 s per node and step (n d small), measured."""
+    steps = 2 * 1.2 * p["messages"]
+    return steps * (1e-5 * p["n"] + 5e-5), 64 * 8 * p["n"] * p["d"] * 4 + 8 * 4 * steps
+
+
+@experiment("basegraph_dsgd", cost=_dsgd_cost, params={
     "n": Param("int", default=12, low=2, doc="number of nodes"),
     "k": Param("int", default=1, low=1, doc="peers per step of the Base-(k+1) graph"),
     "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),
