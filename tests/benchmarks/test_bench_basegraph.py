@@ -6,8 +6,8 @@
   The issue's size is n = 4096, d = 10^4 (the default; a dense matmul then takes seconds on 2 cores);
   set SIMCOMM_BENCH_BASE_D to shrink d.
 * fastest_mixing on a ring of 256 nodes (symmetry-reduced LP, the default for circulants) vs the
-  general SDP on the same ring (SCS, eps 1e-7); the general SDP is timed at SIMCOMM_BENCH_FMMC_SDP_N
-  (default 64) because at n = 256 it takes minutes (its iteration log shows progress:
+  general SDP on the same ring (CLARABEL up to n = 48); the general SDP is timed at
+  SIMCOMM_BENCH_FMMC_SDP_N (default 32) because at n = 256 (SCS) it takes many minutes (its iteration log shows progress:
   ``fastest_mixing(..., method="sdp", progress=True)``).
 """
 
@@ -21,7 +21,7 @@ from simcomm.topology import base_graph, fastest_mixing, mix, rho, ring, sparse_
 
 N = int(os.environ.get("SIMCOMM_BENCH_BASE_N", "4096"))
 D = int(os.environ.get("SIMCOMM_BENCH_BASE_D", "10000"))
-SDP_N = int(os.environ.get("SIMCOMM_BENCH_FMMC_SDP_N", "64"))
+SDP_N = int(os.environ.get("SIMCOMM_BENCH_FMMC_SDP_N", "32"))
 
 
 def _best(fn, rounds):
@@ -58,6 +58,16 @@ def test_bench_base_graph_period_vs_dense(benchmark, k):
     out = np.empty_like(X)
     t_copy, _ = _best(lambda: np.copyto(out, X), 3)
     per_matrix = t_sparse / tau
+    # diagnostic: the numba row-parallel CSR kernel on the same layer. csr_mix picks 16-column slabs
+    # at n = 4096 (its slab is sized for small n), which reads X with an 80 KB stride; the row kernel
+    # reads k + 1 contiguous rows per output row.
+    from simcomm.backends._numba import gossip
+
+    Wl = sparse_matrix(topo, 0)
+    args = (Wl.indptr.astype(np.int64), Wl.indices.astype(np.int64), Wl.data, X, out)
+    gossip._csr_mix(*args)
+    t_row, _ = _best(lambda: gossip._csr_mix(*args), 3)
+    t_mix0, _ = _best(lambda: mix(topo, X, 0), 3)
     benchmark.extra_info.update(
         ratio=t_dense / per_matrix,
         baseline=f"dense W @ X per matrix, n={N}, d={D}, k={k}",
@@ -66,6 +76,8 @@ def test_bench_base_graph_period_vs_dense(benchmark, k):
         seconds_per_period=t_sparse,
         vs_copy_floor=per_matrix / t_copy,
         copy_floor_target="<= 3x",
+        layer0_mix_vs_copy=t_mix0 / t_copy,
+        layer0_row_kernel_vs_copy=t_row / t_copy,
     )
 
 
