@@ -7,8 +7,8 @@
   set SIMCOMM_BENCH_BASE_D to shrink d.
 * fastest_mixing on a ring of 256 nodes (symmetry-reduced LP, the default for circulants) vs the
   general SDP on the same ring (CLARABEL up to n = 48); the general SDP is timed at
-  SIMCOMM_BENCH_FMMC_SDP_N (default 32) because at n = 256 (SCS) it takes many minutes (its iteration log shows progress:
-  ``fastest_mixing(..., method="sdp", progress=True)``).
+  SIMCOMM_BENCH_FMMC_SDP_N (default 32) because at n = 256 (SCS) it takes many minutes (its
+  iteration log shows progress: ``fastest_mixing(..., method="sdp", progress=True)``).
 """
 
 import os
@@ -54,7 +54,7 @@ def test_bench_base_graph_period_vs_dense(benchmark, k):
     W = sparse_matrix(topo, 0).toarray()
     t_dense, Yd = _best(lambda: W @ X, 1)
     np.testing.assert_allclose(Yd, mix(topo, X, 0), rtol=1e-12, atol=1e-12)
-    del W, Yd
+    W = Yd = None  # free the dense arrays before the next measurements
     out = np.empty_like(X)
     t_copy, _ = _best(lambda: np.copyto(out, X), 3)
     per_matrix = t_sparse / tau
