@@ -24,7 +24,7 @@ __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", 
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
 KINDS = ("upper", "lower", "equal", "slope", "order")
-PAPERS = ("expgraph", "rtopk", "urq", "is", "basegraph", "fmmc")
+PAPERS = ("expgraph", "rtopk", "urq", "is", "net", "basegraph", "fmmc")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "confidence": float, "strict": bool,
@@ -47,7 +47,7 @@ PLOT_STYLES = ("annotated", "paper")
 #: grids up to this many cells are validated cell by cell; larger ones per axis value plus a sample
 _VALIDATE_ALL = 10_000
 _VALIDATE_SAMPLE = 2_000
-_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control")
+_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control", "network")
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,11 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     exp = dict(_check_table(raw.get("experiment", {}), _EXPERIMENT_KEYS, f"{where} [experiment]"))
     params = dict(_check_table(raw.get("params", {}), {k: object for k in raw.get("params", {})}, f"{where} [params]"))
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
+    if "network" in raw:  # alpha/beta (or a calibration file) become fixed parameters; [params] wins
+        from simcomm.network import spec_network_params
+
+        for key, value in spec_network_params(raw["network"], f"{where} [network]").items():
+            params.setdefault(key, value)
     plot = dict(_check_table(raw.get("plot", {}), _PLOT_KEYS, f"{where} [plot]"))
     if "name" not in exp:
         raise SpecError(f"{where}: [experiment] needs 'name' (a registered experiment; see 'simcomm list --experiments')")

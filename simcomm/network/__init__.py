@@ -1,0 +1,66 @@
+"""Network: real encoded payloads of every compressor, and a network time model (alpha-beta, NICs, stragglers).
+
+Examples
+--------
+>>> import numpy as np
+>>> from simcomm.network import message, encode, decode
+>>> m = message("top_k", np.arange(10.0), k=3)
+>>> decode(encode(m, "gamma")) == m
+True
+"""
+
+from simcomm.network._payload import (
+    CODINGS,
+    COMPRESSORS,
+    HEADER_BYTES,
+    VALUE_DTYPES,
+    Message,
+    decode,
+    encode,
+    formula_bits,
+    message,
+    payload_sections,
+    to_bfloat16,
+)
+from simcomm.network._time import (
+    PATTERNS,
+    Network,
+    Straggler,
+    add_time,
+    allgather_time,
+    async_delays,
+    comm_time,
+    gossip_time,
+    phase_time,
+    ps_time,
+    ring_allreduce_time,
+    spec_network_params,
+    sync_step_times,
+)
+
+__all__ = [
+    "PATTERNS",
+    "Network",
+    "Straggler",
+    "add_time",
+    "allgather_time",
+    "async_delays",
+    "comm_time",
+    "gossip_time",
+    "phase_time",
+    "ps_time",
+    "ring_allreduce_time",
+    "spec_network_params",
+    "sync_step_times",
+    "CODINGS",
+    "COMPRESSORS",
+    "HEADER_BYTES",
+    "VALUE_DTYPES",
+    "Message",
+    "decode",
+    "encode",
+    "formula_bits",
+    "message",
+    "payload_sections",
+    "to_bfloat16",
+]

@@ -1,0 +1,348 @@
+"""Bit-level kernels (numba): fixed-width packing, Elias-gamma and LEB128 varint codes.
+
+Bit order is LSB-first within each byte and within each written field, so a writer keeps at most
+``7 + w`` pending bits in a 64-bit register (``w <= 32`` here) and flushes whole bytes; a reader keeps
+a register refilled to at least 49 bits. All arithmetic is on int64 values below 2**56.
+
+Elias-gamma of an integer ``g >= 1`` with ``N = floor(log2 g)``: ``N`` zero bits, a one bit (the leading
+bit of ``g``), then the ``N`` low bits of ``g``: ``2N + 1`` bits, the textbook code's length (the low bits
+are written LSB-first, which changes the bit order, not the length or the prefix property).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["pack_fixed", "unpack_fixed", "gamma_bits", "gamma_encode", "gamma_decode", "varint_encode",
+           "varint_decode", "bit_length", "bitmap_encode", "bitmap_decode"]
+
+
+@njit(cache=True)
+def _bitlen(v):
+    n = 0
+    while v > 0:
+        v >>= 1
+        n += 1
+    return n
+
+
+def bit_length(v: np.ndarray) -> np.ndarray:
+    """Element-wise bit length of non-negative integers (0 for 0), vectorised."""
+    v = np.asarray(v, dtype=np.int64)
+    out = np.zeros(v.shape, dtype=np.int64)
+    nz = v > 0
+    # frexp is exact for integers below 2**53: v = m * 2**e with 0.5 <= m < 1, so bit_length = e
+    out[nz] = np.frexp(v[nz].astype(np.float64))[1]
+    return out
+
+
+@njit(cache=True)
+def _pack_fixed(v, w, out):
+    # flush 32 bits at a time: nacc < 32 before adding w <= 32 bits, so acc stays below 2**63
+    acc = 0
+    nacc = 0
+    pos = 0
+    mask = (1 << w) - 1
+    for i in range(v.size):
+        acc |= (v[i] & mask) << nacc
+        nacc += w
+        if nacc >= 32:
+            out[pos] = acc & 255
+            out[pos + 1] = (acc >> 8) & 255
+            out[pos + 2] = (acc >> 16) & 255
+            out[pos + 3] = (acc >> 24) & 255
+            acc >>= 32
+            nacc -= 32
+            pos += 4
+    while nacc > 0:
+        out[pos] = acc & 255
+        acc >>= 8
+        nacc -= 8
+        pos += 1
+
+
+def pack_fixed(v: np.ndarray, w: int) -> bytes:
+    """Pack non-negative integers ``v`` (each ``< 2**w``, ``1 <= w <= 32``) into ``ceil(n w / 8)`` bytes."""
+    v = np.ascontiguousarray(v, dtype=np.int64)
+    out = np.zeros((v.size * w + 7) // 8, dtype=np.uint8)
+    if v.size:
+        _pack_fixed(v, int(w), out)
+    return out.tobytes()
+
+
+@njit(cache=True)
+def _unpack_fixed(buf, n, w, out):
+    acc = 0
+    nacc = 0
+    pos = 0
+    nb = buf.size
+    mask = (1 << w) - 1
+    for i in range(n):
+        if nacc < w:
+            if pos + 4 <= nb:  # refill 32 bits at once (nacc < w <= 32, so acc stays below 2**63)
+                acc |= (np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16)
+                        | (np.int64(buf[pos + 3]) << 24)) << nacc
+                nacc += 32
+                pos += 4
+            else:
+                while nacc < w:
+                    acc |= np.int64(buf[pos]) << nacc
+                    nacc += 8
+                    pos += 1
+        out[i] = acc & mask
+        acc >>= w
+        nacc -= w
+
+
+def unpack_fixed(buf, n: int, w: int) -> np.ndarray:
+    """Inverse of :func:`pack_fixed`: ``n`` integers of ``w`` bits, as int64."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    if b.size * 8 < n * w:
+        raise ValueError("truncated fixed-width section")
+    out = np.empty(n, dtype=np.int64)
+    if n:
+        _unpack_fixed(b, int(n), int(w), out)
+    return out
+
+
+def gamma_bits(g: np.ndarray) -> int:
+    """Total Elias-gamma length of the integers ``g >= 1``: ``sum(2 floor(log2 g) + 1)``."""
+    g = np.asarray(g, dtype=np.int64)
+    return int((2 * (bit_length(g) - 1) + 1).sum())
+
+
+@njit(cache=True)
+def _gamma_encode(g, sign, lev, out):
+    # codes, in order, for each i: gamma(g[i]); then (when lev is given) a sign bit and gamma(lev[i])
+    acc = 0
+    nacc = 0
+    pos = 0
+    two = lev.size > 0
+    for i in range(g.size):
+        for part in range(2 if two else 1):
+            v = g[i] if part == 0 else lev[i]
+            if part == 1:
+                acc |= sign[i] << nacc
+                nacc += 1
+            n = 0
+            t = v
+            while t > 1:
+                t >>= 1
+                n += 1
+            # n zeros then a one: the value 1 << n in n + 1 bits
+            acc |= (1 << n) << nacc
+            nacc += n + 1
+            while nacc >= 8:
+                out[pos] = acc & 255
+                acc >>= 8
+                nacc -= 8
+                pos += 1
+            acc |= (v & ((1 << n) - 1)) << nacc
+            nacc += n
+            while nacc >= 8:
+                out[pos] = acc & 255
+                acc >>= 8
+                nacc -= 8
+                pos += 1
+    if nacc > 0:
+        out[pos] = acc & 255
+
+
+def gamma_encode(g: np.ndarray, sign: np.ndarray | None = None, lev: np.ndarray | None = None) -> bytes:
+    """Elias-gamma codes of ``g >= 1``; with ``sign``/``lev``, each followed by a sign bit and gamma(lev)."""
+    g = np.ascontiguousarray(g, dtype=np.int64)
+    if lev is None:
+        lev_a = np.zeros(0, dtype=np.int64)
+        sign_a = lev_a
+        nbits = gamma_bits(g)
+    else:
+        lev_a = np.ascontiguousarray(lev, dtype=np.int64)
+        sign_a = np.ascontiguousarray(sign, dtype=np.int64)
+        nbits = gamma_bits(g) + gamma_bits(lev_a) + g.size
+    out = np.zeros((nbits + 7) // 8, dtype=np.uint8)
+    if g.size:
+        _gamma_encode(g, sign_a, lev_a, out)
+    return out.tobytes()
+
+
+_CTZ8 = np.array([8] + [(i & -i).bit_length() - 1 for i in range(1, 256)], dtype=np.int64)
+
+
+@njit(cache=True)
+def _gamma_decode(buf, n, two, g, sign, lev, ctz8):
+    acc = 0
+    nacc = 0
+    pos = 0
+    nb = buf.size
+    for i in range(n):
+        for part in range(2 if two else 1):
+            if part == 1:
+                if nacc < 1:
+                    if pos >= nb:
+                        return -1
+                    acc |= np.int64(buf[pos]) << nacc
+                    nacc += 8
+                    pos += 1
+                sign[i] = acc & 1
+                acc >>= 1
+                nacc -= 1
+            # count zeros up to the terminating one
+            z = 0
+            while True:
+                while nacc <= 48 and pos < nb:
+                    acc |= np.int64(buf[pos]) << nacc
+                    nacc += 8
+                    pos += 1
+                if nacc == 0:
+                    return -1
+                t = ctz8[acc & 255]
+                if t > nacc:
+                    return -1
+                if t < 8:
+                    acc >>= t
+                    nacc -= t
+                    z += t
+                    break
+                acc >>= 8
+                nacc -= 8
+                z += 8
+                if z > 40:
+                    return -1
+            acc >>= 1
+            nacc -= 1
+            while nacc < z and pos < nb:
+                acc |= np.int64(buf[pos]) << nacc
+                nacc += 8
+                pos += 1
+            if nacc < z:
+                return -1
+            v = (1 << z) | (acc & ((1 << z) - 1))
+            acc >>= z
+            nacc -= z
+            if part == 0:
+                g[i] = v
+            else:
+                lev[i] = v
+    return 0
+
+
+def gamma_decode(buf, n: int, with_levels: bool = False):
+    """Inverse of :func:`gamma_encode`: ``g`` (and ``sign``, ``lev`` when ``with_levels``)."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    g = np.empty(n, dtype=np.int64)
+    sign = np.empty(n if with_levels else 0, dtype=np.int64)
+    lev = np.empty(n if with_levels else 0, dtype=np.int64)
+    if n and _gamma_decode(b, int(n), bool(with_levels), g, sign, lev, _CTZ8) != 0:
+        raise ValueError("truncated or corrupt Elias-gamma section")
+    return (g, sign, lev) if with_levels else g
+
+
+@njit(cache=True)
+def _varint_len(g):
+    total = 0
+    for i in range(g.size):
+        v = g[i]
+        total += 1
+        while v >= 128:
+            v >>= 7
+            total += 1
+    return total
+
+
+@njit(cache=True)
+def _varint_encode(g, out):
+    pos = 0
+    for i in range(g.size):
+        v = g[i]
+        while v >= 128:
+            out[pos] = (v & 127) | 128
+            v >>= 7
+            pos += 1
+        out[pos] = v
+        pos += 1
+
+
+def varint_encode(g: np.ndarray) -> bytes:
+    """LEB128 varints of non-negative integers (7 bits per byte, high bit = more bytes follow)."""
+    g = np.ascontiguousarray(g, dtype=np.int64)
+    out = np.empty(_varint_len(g) if g.size else 0, dtype=np.uint8)
+    if g.size:
+        _varint_encode(g, out)
+    return out.tobytes()
+
+
+def varint_bits(g: np.ndarray) -> int:
+    """Total LEB128 length of ``g`` in bits: 8 per started group of 7 bits."""
+    g = np.asarray(g, dtype=np.int64)
+    return int(8 * np.maximum(1, (bit_length(g) + 6) // 7).sum())
+
+
+@njit(cache=True)
+def _varint_decode(buf, n, out):
+    pos = 0
+    nb = buf.size
+    for i in range(n):
+        v = 0
+        shift = 0
+        while True:
+            if pos >= nb or shift > 56:
+                return -1
+            b = np.int64(buf[pos])
+            pos += 1
+            v |= (b & 127) << shift
+            shift += 7
+            if b < 128:
+                break
+        out[i] = v
+    return pos
+
+
+def varint_decode(buf, n: int) -> np.ndarray:
+    """Inverse of :func:`varint_encode`: the first ``n`` varints of ``buf``."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    out = np.empty(n, dtype=np.int64)
+    if n and _varint_decode(b, int(n), out) < 0:
+        raise ValueError("truncated or corrupt varint section")
+    return out
+
+
+@njit(cache=True)
+def _bitmap_encode(idx, out):
+    for i in range(idx.size):
+        out[idx[i] >> 3] |= np.uint8(1 << (idx[i] & 7))
+
+
+def bitmap_encode(idx: np.ndarray, d: int) -> bytes:
+    """A ``d``-bit map (LSB-first) with the bits of ``idx`` set; O(k) writes into ``ceil(d/8)`` zero bytes."""
+    out = np.zeros((d + 7) // 8, dtype=np.uint8)
+    _bitmap_encode(np.ascontiguousarray(idx, dtype=np.int64), out)
+    return out.tobytes()
+
+
+@njit(cache=True)
+def _bitmap_decode(buf, d, out):
+    c = 0
+    for j in range(buf.size):
+        b = buf[j]
+        if b == 0:
+            continue
+        for t in range(8):
+            if (b >> t) & 1:
+                i = 8 * j + t
+                if i >= d or c >= out.size:
+                    return -1
+                out[c] = i
+                c += 1
+    return c
+
+
+def bitmap_decode(buf, d: int, count: int) -> np.ndarray:
+    """Inverse of :func:`bitmap_encode`: the ``count`` set positions, ascending."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    if b.size != (d + 7) // 8:
+        raise ValueError("bitmap section has the wrong length")
+    out = np.empty(count, dtype=np.int64)
+    if _bitmap_decode(b, int(d), out) != count:
+        raise ValueError("bitmap does not hold the stated number of indices")
+    return out

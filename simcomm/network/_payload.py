@@ -1,0 +1,521 @@
+r"""Real payloads: every compressor's message encoded to bytes and decoded back exactly.
+
+A :class:`Message` is what one node puts on the wire for one vector: the compressor's output in its
+wire form (values in the value dtype, sorted indices, integer levels and a float32 scale). It is built
+by :func:`message` from the library's own compressors (same selections, same randomness), encoded by
+:func:`encode` and decoded by :func:`decode`, with ``decode(encode(m)) == m`` exactly.
+
+Layout of an encoded payload: a fixed :data:`HEADER_BYTES`-byte header (magic ``b"SC"``, version,
+kind, coding, value dtype, bit width, ``d``, the count of sent entries, one float64 parameter), then
+the body as byte-aligned sections in a fixed order. So the encoded size is the coding's bit count plus
+the header plus at most 7 padding bits per section (:func:`payload_sections`).
+
+Codings (:data:`CODINGS`)
+
+* dense (``none``): the values in float32, float16 or bfloat16 (``value_dtype``; bfloat16 is the upper
+  half of the float32 bits, rounded to nearest even);
+* sparse (``top_k``, ``rand_k``, ``rtop_k``, ``bernoulli``): ``count`` values plus the indices as
+  ``raw`` (int32 each), ``packed`` (:math:`\lceil\log_2 d\rceil` bits each), ``bitmap`` (``d`` bits),
+  ``gamma`` (Elias-gamma of the sorted gaps ``i_0 + 1, i_1 - i_0, ...``), ``varint`` (LEB128 of the
+  same gaps, first gap ``i_0``... plus one as for gamma), or ``auto`` = the cheaper of packed and bitmap,
+  which is the encoding :func:`simcomm.compress.message_bits` counts;
+* ``qsgd``: a float32 norm, then ``fixed`` (one signed level in :math:`\{-s..s\}` in
+  :math:`\lceil\log_2(2s+1)\rceil` bits per coordinate, the encoding ``qsgd.bits`` counts) or ``elias``
+  (as in the QSGD paper's code: for each non-zero level, the Elias-gamma gap to it, a sign bit and the
+  Elias-gamma level; the paper uses recursive Elias coding, gamma has the same prefix-free structure);
+* ``ternary``: a float32 scale, then ``trit5`` (five trits per byte, :math:`3^5 = 243`, the encoding
+  ``ternary.bits`` counts) or ``2bit`` (two bits per trit);
+* ``stochastic_round``: an int32 offset (the smallest grid index), then each grid index minus the
+  offset in :math:`\lceil\log_2(\text{range} + 2)\rceil` bits (``fixed``), the encoding
+  ``stochastic_round.bits(d, delta, span)`` counts with ``span = range * delta``.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcomm._errors import UserError
+from simcomm.network import _bits
+
+__all__ = [
+    "COMPRESSORS", "CODINGS", "HEADER_BYTES", "VALUE_DTYPES", "Message", "message", "encode", "decode",
+    "formula_bits", "payload_sections", "to_bfloat16",
+]
+
+#: compressors :func:`message` accepts and the parameters each one needs
+COMPRESSORS = {
+    "none": (), "top_k": ("k",), "rand_k": ("k",), "rtop_k": ("k", "r"), "bernoulli": ("p",),
+    "qsgd": ("s",), "ternary": (), "stochastic_round": ("delta",),
+}
+_KIND = {"none": "dense", "top_k": "sparse", "rand_k": "sparse", "rtop_k": "sparse", "bernoulli": "sparse",
+         "qsgd": "qsgd", "ternary": "ternary", "stochastic_round": "sround"}
+#: codings allowed for each message kind (the first is the default)
+CODINGS = {
+    "dense": ("raw",),
+    "sparse": ("auto", "raw", "packed", "bitmap", "gamma", "varint"),
+    "qsgd": ("fixed", "elias"),
+    "ternary": ("trit5", "2bit"),
+    "sround": ("fixed",),
+}
+VALUE_DTYPES = ("float32", "float16", "bfloat16")
+_VALUE_BITS = {"float32": 32, "float16": 16, "bfloat16": 16}
+_KINDS = tuple(CODINGS)
+_ALL_CODINGS = ("raw", "auto", "packed", "bitmap", "gamma", "varint", "fixed", "elias", "trit5", "2bit")
+_HEADER = struct.Struct("<2sBBBBBxQQd")
+#: bytes of the fixed header in front of every payload
+HEADER_BYTES = _HEADER.size
+_MAGIC = b"SC"
+_VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
+class Message:
+    """One node's message in wire form.
+
+    Attributes
+    ----------
+    kind : {"dense", "sparse", "qsgd", "ternary", "sround"}
+    d : int
+        Length of the vector the message stands for.
+    value_dtype : str
+        Dtype of ``values`` on the wire (``"bfloat16"`` values are held as float32 with zero low bits).
+    values : numpy.ndarray or None
+        Dense values (``dense``) or the sent values in index order (``sparse``).
+    indices : numpy.ndarray of int64 or None
+        Sorted sent coordinates (``sparse``).
+    levels : numpy.ndarray of int64 or None
+        Signed levels (``qsgd``, ``ternary``: in {-1, 0, 1}) or grid indices (``sround``).
+    scale : float
+        The float32 norm (``qsgd``), scale (``ternary``), or the grid step delta (``sround``).
+    s : int
+        QSGD levels (0 otherwise).
+    """
+
+    kind: str
+    d: int
+    value_dtype: str = "float32"
+    values: np.ndarray | None = None
+    indices: np.ndarray | None = None
+    levels: np.ndarray | None = None
+    scale: float = 0.0
+    s: int = 0
+
+    @property
+    def count(self) -> int:
+        """Entries on the wire: values (dense/sparse) or levels."""
+        arr = self.values if self.kind in ("dense", "sparse") else self.levels
+        return int(arr.size)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        if (self.kind, self.d, self.value_dtype, self.s) != (other.kind, other.d, other.value_dtype, other.s):
+            return False
+        if not (self.scale == other.scale or (math.isnan(self.scale) and math.isnan(other.scale))):
+            return False
+        for a, b in ((self.values, other.values), (self.indices, other.indices), (self.levels, other.levels)):
+            if (a is None) != (b is None):
+                return False
+            if a is not None and (a.dtype != b.dtype or not np.array_equal(a, b)):
+                return False
+        return True
+
+    __hash__ = None
+
+    def dense(self) -> np.ndarray:
+        """The vector the message stands for (float64, length ``d``)."""
+        if self.kind == "dense":
+            return self.values.astype(np.float64)
+        out = np.zeros(self.d)
+        if self.kind == "sparse":
+            out[self.indices] = self.values
+        elif self.kind == "qsgd":
+            out[:] = self.scale * self.levels / self.s
+        elif self.kind == "ternary":
+            out[:] = self.scale * self.levels
+        else:
+            out[:] = self.levels * self.scale
+        return out
+
+
+def to_bfloat16(x) -> np.ndarray:
+    """Round float32 values to bfloat16 (nearest, ties to even); returned as float32 with zero low bits."""
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return r.view(np.float32)
+
+
+def _cast(v, value_dtype: str) -> np.ndarray:
+    if value_dtype == "bfloat16":
+        return to_bfloat16(v)
+    return np.asarray(v).astype(value_dtype)
+
+
+def _int_param(name, value, comp, low=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise UserError(f"{comp}: {name} must be an integer, got {value!r}; pass --{name} N")
+    if value < low:
+        raise UserError(f"{comp}: {name} = {value} is out of range; use {name} >= {low}")
+    return int(value)
+
+
+def message(compressor: str, x, *, k=None, r=None, s=None, delta=None, p=None, value_dtype: str = "float32",
+            rng=None, backend=None) -> Message:
+    """Run ``compressor`` on the vector ``x`` and return its wire-form :class:`Message`.
+
+    The selections and random draws are the library compressors' own (:mod:`simcomm.compress`):
+    ``message(c, x, ..., rng=seed).dense()`` equals the compressor's output on the same seed up to the
+    value dtype (and float32 rounding of the scale).
+
+    Parameters
+    ----------
+    compressor : str
+        One of :data:`COMPRESSORS`.
+    x : array_like, shape (d,)
+        Finite values.
+    k, r, s, delta, p : optional
+        The compressor's parameters (see :data:`COMPRESSORS`).
+    value_dtype : {"float32", "float16", "bfloat16"}
+        Dtype of dense and sparse values on the wire.
+    rng : numpy.random.Generator or seed, optional
+        Randomness of rand_k, rtop_k, bernoulli and the quantizers.
+    backend : str, optional
+        Selection/quantization kernels (as in :mod:`simcomm.compress`).
+
+    Returns
+    -------
+    Message
+
+    Raises
+    ------
+    UserError
+        Unknown compressor or value dtype, a missing or out-of-range parameter (k > d, ...), non-finite x.
+    """
+    from simcomm import compress
+    from simcomm.backends import get_backend
+    from simcomm.experiments._registry import closest
+
+    if compressor not in COMPRESSORS:
+        raise UserError(f"unknown compressor '{compressor}'{closest(compressor, COMPRESSORS)}; "
+                        f"choose one of {', '.join(COMPRESSORS)}")
+    if value_dtype not in VALUE_DTYPES:
+        raise UserError(f"unknown value dtype '{value_dtype}'; choose one of {', '.join(VALUE_DTYPES)}")
+    x = np.asarray(x)
+    if x.ndim != 1 or x.size == 0:
+        raise UserError(f"{compressor}: x must be one non-empty vector, got shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    if not np.isfinite(x).all():
+        raise UserError(f"{compressor}: x contains NaN or inf; pass finite values")
+    d = x.size
+    rng = np.random.default_rng(rng)
+    kind = _KIND[compressor]
+    if compressor == "none":
+        return Message("dense", d, value_dtype, values=_cast(x, value_dtype))
+    if compressor in ("top_k", "rand_k", "rtop_k"):
+        if k is None:
+            raise UserError(f"{compressor} needs k (the kept coordinates); pass --k K with 1 <= K <= d = {d}")
+        k = _int_param("k", k, compressor)
+        if k > d:
+            raise UserError(f"{compressor}: k = {k} is out of range; use 1 <= k <= d = {d}")
+        be = get_backend(backend)
+        x2 = np.ascontiguousarray(x.reshape(1, d))
+        # the same draws and kernels as simcomm.compress.{top_k, rand_k, rtop_k}
+        if compressor == "top_k":
+            idx = be.topk_indices(x2, k)[0]
+            vals = x[idx]
+        elif compressor == "rand_k":
+            idx = be.floyd_sample(rng.random((1, k)), d)[0]
+            vals = x[idx] * (d / k)
+        else:
+            if r is None:
+                raise UserError(f"rtop_k needs r (the top set the k coordinates come from); pass --r R, "
+                                f"k <= R <= d = {d}")
+            r = _int_param("r", r, compressor)
+            if not k <= r <= d:
+                raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
+            idx = be.rtopk_indices(x2, k, r, rng.random((1, k)))[0]
+            vals = x[idx]
+        order = np.argsort(idx, kind="stable")
+        return Message(kind, d, value_dtype, values=_cast(vals[order], value_dtype),
+                       indices=np.asarray(idx, dtype=np.int64)[order])
+    if compressor == "bernoulli":
+        if p is None:
+            raise UserError("bernoulli needs p (the keep probability); pass --p P with 0 < P <= 1")
+        out = compress.bernoulli_sparsify(x, p, rng=rng, backend=backend)
+        # a kept coordinate is x_i / p, so it is non-zero exactly where x_i is; zeros carry nothing
+        idx = np.flatnonzero(out)
+        return Message(kind, d, value_dtype, values=_cast(out[idx], value_dtype), indices=idx.astype(np.int64))
+    if compressor == "qsgd":
+        if s is None:
+            raise UserError("qsgd needs s (the number of levels); pass --s S with S >= 1")
+        s = _int_param("s", s, "qsgd")
+        q = compress.qsgd(x, s, rng=rng, backend=backend)
+        norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
+        # Q_i = norm * sign * l_i / s with integer l_i: recover l_i by rounding (exact up to float error)
+        lev = np.rint(q / norm * s).astype(np.int64) if norm > 0 else np.zeros(d, dtype=np.int64)
+        return Message(kind, d, value_dtype, levels=lev, scale=float(np.float32(norm)), s=s)
+    if compressor == "ternary":
+        q = compress.ternary(x, rng=rng, backend=backend)
+        m = float(np.abs(x).max())
+        lev = np.sign(q).astype(np.int64) if m > 0 else np.zeros(d, dtype=np.int64)
+        return Message(kind, d, value_dtype, levels=lev, scale=float(np.float32(m)))
+    if delta is None:
+        raise UserError("stochastic_round needs delta (the grid step); pass --delta DELTA > 0")
+    q = compress.stochastic_round(x, delta, rng=rng, backend=backend)
+    lev = np.rint(q / float(delta)).astype(np.int64)
+    if lev.min() < -(2**31) or lev.max() - lev.min() > 2**31:
+        raise UserError("stochastic_round: the grid indices do not fit the 32-bit offset; use a larger delta")
+    return Message(kind, d, value_dtype, levels=lev, scale=float(delta))
+
+
+def _coding(msg: Message, coding: str | None) -> str:
+    allowed = CODINGS[msg.kind]
+    if coding is None:
+        return allowed[0]
+    if coding not in allowed:
+        from simcomm.experiments._registry import closest
+
+        raise UserError(f"unknown coding '{coding}' for a {msg.kind} message{closest(coding, allowed)}; "
+                        f"choose one of {', '.join(allowed)}")
+    return coding
+
+
+def _gaps(idx: np.ndarray) -> np.ndarray:
+    """Gaps of sorted indices, all >= 1: ``i_0 + 1, i_1 - i_0, ...``."""
+    g = np.empty(idx.size, dtype=np.int64)
+    if idx.size:
+        g[0] = idx[0] + 1
+        np.subtract(idx[1:], idx[:-1], out=g[1:])
+    return g
+
+
+def _auto(msg: Message) -> str:
+    k = msg.count
+    return "packed" if k * _bits_of_index(msg.d) <= msg.d else "bitmap"
+
+
+def _bits_of_index(d: int) -> int:
+    return int(d - 1).bit_length()
+
+
+def _sround_width(lev: np.ndarray) -> tuple[int, int]:
+    lo = int(lev.min())
+    rng = int(lev.max()) - lo
+    return lo, max(1, (rng + 1).bit_length())  # ceil(log2(range + 2)) bits
+
+
+def _values_bytes(msg: Message) -> bytes:
+    if msg.value_dtype == "bfloat16":
+        return (msg.values.view(np.uint32) >> 16).astype("<u2").tobytes()
+    return msg.values.astype(msg.values.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def encode(msg: Message, coding: str | None = None) -> bytes:
+    """Encode ``msg`` to bytes (header + byte-aligned sections); see the module docstring.
+
+    Parameters
+    ----------
+    msg : Message
+    coding : str, optional
+        One of ``CODINGS[msg.kind]`` (default: the first, the encoding the library's bit formula counts).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    UserError
+        A coding the message kind does not have.
+    """
+    coding = _coding(msg, coding)
+    if coding == "auto":
+        coding = _auto(msg)
+    kind_id = _KINDS.index(msg.kind)
+    code_id = _ALL_CODINGS.index(coding)
+    dt_id = VALUE_DTYPES.index(msg.value_dtype)
+    width, aux, body = 0, 0.0, []
+    if msg.kind == "dense":
+        body = [_values_bytes(msg)]
+    elif msg.kind == "sparse":
+        idx = msg.indices
+        if coding == "raw":
+            body.append(idx.astype("<i4").tobytes())
+        elif coding == "packed":
+            width = _bits_of_index(msg.d)
+            body.append(_bits.pack_fixed(idx, width) if width else b"")
+        elif coding == "bitmap":
+            body.append(_bits.bitmap_encode(idx, msg.d))
+        elif coding == "gamma":
+            body.append(_bits.gamma_encode(_gaps(idx)))
+        else:
+            body.append(_bits.varint_encode(_gaps(idx) - 1))
+        body.append(_values_bytes(msg))
+    elif msg.kind == "qsgd":
+        aux = float(msg.s)
+        body.append(struct.pack("<f", msg.scale))
+        if coding == "fixed":
+            width = (2 * msg.s).bit_length()  # ceil(log2(2s + 1))
+            body.append(_bits.pack_fixed(msg.levels + msg.s, width))
+        else:
+            nz = np.flatnonzero(msg.levels)
+            lev = msg.levels[nz]
+            body.append(struct.pack("<Q", nz.size))
+            body.append(_bits.gamma_encode(_gaps(nz), (lev < 0).astype(np.int64), np.abs(lev)))
+    elif msg.kind == "ternary":
+        body.append(struct.pack("<f", msg.scale))
+        t = msg.levels + 1  # {0, 1, 2}
+        if coding == "2bit":
+            body.append(_bits.pack_fixed(t, 2))
+        else:
+            pad = (-t.size) % 5
+            t5 = np.concatenate([t, np.zeros(pad, dtype=np.int64)]).reshape(-1, 5)
+            body.append((t5 @ np.array([1, 3, 9, 27, 81])).astype(np.uint8).tobytes())
+    else:
+        aux = msg.scale
+        lo, width = _sround_width(msg.levels)
+        body.append(struct.pack("<i", lo))
+        body.append(_bits.pack_fixed(msg.levels - lo, width))
+    head = _HEADER.pack(_MAGIC, _VERSION, kind_id, code_id, dt_id, width, msg.d, msg.count, aux)
+    return head + b"".join(body)
+
+
+def _bad(why: str):
+    raise UserError(f"cannot decode the payload: {why}; pass bytes made by simcomm.network.encode")
+
+
+def decode(buf) -> Message:
+    """Decode bytes made by :func:`encode` back to the :class:`Message` (exactly).
+
+    Raises
+    ------
+    UserError
+        Bytes that are not a payload of this version, or truncated/corrupt sections.
+    """
+    buf = bytes(buf)
+    if len(buf) < HEADER_BYTES:
+        _bad("shorter than the header")
+    magic, ver, kind_id, code_id, dt_id, width, d, count, aux = _HEADER.unpack_from(buf)
+    if magic != _MAGIC or ver != _VERSION or kind_id >= len(_KINDS) or code_id >= len(_ALL_CODINGS) \
+            or dt_id >= len(VALUE_DTYPES):
+        _bad("wrong magic, version or field ids")
+    kind, coding, vdt = _KINDS[kind_id], _ALL_CODINGS[code_id], VALUE_DTYPES[dt_id]
+    body = memoryview(buf)[HEADER_BYTES:]
+    try:
+        return _decode_body(kind, coding, vdt, width, d, count, aux, body)
+    except (ValueError, struct.error, IndexError) as exc:
+        _bad(str(exc))
+
+
+def _read_values(body, pos, count, vdt):
+    nb = count * _VALUE_BITS[vdt] // 8
+    if len(body) < pos + nb:
+        raise ValueError("truncated value section")
+    raw = body[pos:pos + nb]
+    if vdt == "bfloat16":
+        vals = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+    else:
+        vals = np.frombuffer(raw, dtype=np.dtype(vdt).newbyteorder("<")).astype(vdt)
+    return vals, pos + nb
+
+
+def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
+    if kind == "dense":
+        vals, _ = _read_values(body, 0, count, vdt)
+        return Message("dense", d, vdt, values=vals)
+    if kind == "sparse":
+        if coding == "raw":
+            nb = 4 * count
+            idx = np.frombuffer(body[:nb], dtype="<i4").astype(np.int64)
+            if idx.size != count:
+                raise ValueError("truncated index section")
+        elif coding == "packed":
+            nb = (count * width + 7) // 8
+            idx = _bits.unpack_fixed(body[:nb], count, width) if width else np.zeros(count, dtype=np.int64)
+        elif coding == "bitmap":
+            nb = (d + 7) // 8
+            idx = _bits.bitmap_decode(body[:nb], d, count)
+        else:
+            # variable-length: the value section is the last count*b/8 bytes
+            nb = len(body) - count * _VALUE_BITS[vdt] // 8
+            if nb < 0:
+                raise ValueError("truncated payload")
+            g = _bits.gamma_decode(body[:nb], count) if coding == "gamma" else _bits.varint_decode(body[:nb], count) + 1
+            idx = np.cumsum(g) - 1
+        vals, _ = _read_values(body, nb, count, vdt)
+        return Message("sparse", d, vdt, values=vals, indices=idx)
+    if kind == "qsgd":
+        (norm,) = struct.unpack_from("<f", body, 0)
+        s = int(aux)
+        if coding == "fixed":
+            lev = _bits.unpack_fixed(body[4:], count, width) - s
+        else:
+            (nnz,) = struct.unpack_from("<Q", body, 4)
+            g, sign, mag = _bits.gamma_decode(body[12:], nnz, with_levels=True)
+            lev = np.zeros(count, dtype=np.int64)
+            lev[np.cumsum(g) - 1] = np.where(sign == 1, -mag, mag)
+        return Message("qsgd", d, vdt, levels=lev, scale=float(norm), s=s)
+    if kind == "ternary":
+        (scale,) = struct.unpack_from("<f", body, 0)
+        if coding == "2bit":
+            t = _bits.unpack_fixed(body[4:], count, 2)
+        else:
+            b = np.frombuffer(body[4:4 + (count + 4) // 5], dtype=np.uint8).astype(np.int64)
+            t = ((b[:, None] // np.array([1, 3, 9, 27, 81])) % 3).reshape(-1)[:count]
+            if t.size != count:
+                raise ValueError("truncated trit section")
+        return Message("ternary", d, vdt, levels=t - 1, scale=float(scale))
+    (lo,) = struct.unpack_from("<i", body, 0)
+    lev = _bits.unpack_fixed(body[4:], count, width) + lo
+    return Message("sround", d, vdt, levels=lev, scale=float(aux))
+
+
+def payload_sections(msg: Message, coding: str | None = None) -> int:
+    """Number of byte-aligned body sections of ``encode(msg, coding)`` (each pads at most 7 bits)."""
+    coding = _coding(msg, coding)
+    return {"dense": 1, "sparse": 2, "qsgd": 2 if coding == "fixed" else 3, "ternary": 2, "sround": 2}[msg.kind]
+
+
+def formula_bits(msg: Message, coding: str | None = None) -> int:
+    """Bits of ``msg`` under ``coding`` by the library's formula, header and padding excluded.
+
+    Uses :func:`simcomm.compress.message_bits` (sparse ``auto``), ``qsgd.bits`` (``fixed``),
+    ``ternary.bits`` (``trit5``) and ``stochastic_round.bits`` with ``span = range * delta``; the other
+    codings have no library formula, so their exact code length on this message is returned
+    (``raw``: 32 bits per index; ``packed``/``bitmap``: the two terms of ``message_bits``; ``gamma``:
+    :math:`\\sum_i (2\\lfloor\\log_2 g_i\\rfloor + 1)`; ``varint``: 8 bits per started 7-bit group;
+    ``elias``: gamma gaps + a sign bit + gamma levels, plus a 64-bit count; ``2bit``: :math:`2d`).
+    """
+    from simcomm import compress
+
+    coding = _coding(msg, coding)
+    vb = _VALUE_BITS[msg.value_dtype]
+    d, c = msg.d, msg.count
+    if msg.kind == "dense":
+        return vb * d
+    if msg.kind == "sparse":
+        if coding == "auto":
+            return compress.message_bits(c, d, value_bits=vb) if c else 0
+        idx_bits = {
+            "raw": lambda: 32 * c,
+            "packed": lambda: c * compress.index_bits(d),
+            "bitmap": lambda: d,
+            "gamma": lambda: _bits.gamma_bits(_gaps(msg.indices)),
+            "varint": lambda: _bits.varint_bits(_gaps(msg.indices) - 1),
+        }[coding]()
+        return c * vb + idx_bits
+    if msg.kind == "qsgd":
+        if coding == "fixed":
+            return compress.qsgd.bits(d, msg.s)
+        nz = np.flatnonzero(msg.levels)
+        return 32 + 64 + _bits.gamma_bits(_gaps(nz)) + nz.size + _bits.gamma_bits(np.abs(msg.levels[nz]))
+    if msg.kind == "ternary":
+        return compress.ternary.bits(d) if coding == "trit5" else 32 + 2 * d
+    lo, width = _sround_width(msg.levels)
+    span = (int(msg.levels.max()) - lo) * msg.scale
+    return compress.stochastic_round.bits(d, msg.scale, span=span)
