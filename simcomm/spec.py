@@ -25,7 +25,7 @@ __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", 
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
 KINDS = ("upper", "lower", "equal", "slope", "order")
-PAPERS = ("expgraph", "rtopk", "urq", "is", "net")
+PAPERS = ("expgraph", "rtopk", "urq", "is", "net", "basegraph", "fmmc")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "confidence": float, "strict": bool,

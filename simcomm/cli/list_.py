@@ -11,10 +11,11 @@ from simcomm.cli import cli
 
 @cli.command("list")
 @click.option("--experiments", is_flag=True, help="List the registered experiments and their parameters instead.")
+@click.option("--topologies", is_flag=True, help="List the topology constructors (simcomm topology NAME) instead.")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
 @click.option("--paths", is_flag=True, help="Show each claim's spec file (where the shipped specs live) instead.")
-def list_(experiments, specs_dir, paths):
+def list_(experiments, topologies, specs_dir, paths):
     """List every claim: id, paper, kind, provenance tag and statement in one line.
 
     A claim id works wherever a spec file does: 'simcomm run expgraph.rho_even'.
@@ -24,9 +25,22 @@ def list_(experiments, specs_dir, paths):
       simcomm list
       simcomm list --paths
       simcomm list --experiments
+      simcomm list --topologies
     """
     from simcomm.spec import find_specs, load, resolve, sims_dir
 
+    if topologies:
+        import simcomm.topology as topo
+
+        for name in topo.NAMES:
+            import re
+
+            doc = (getattr(topo, name).__doc__ or "").strip().splitlines()[0]
+            doc = re.sub(r":\w+:", "", doc).replace("`", "")  # plain text for a terminal
+            alias = [a for a, full in topo.ALIASES.items() if full == name]
+            extra = (f" (alias {alias[0]})" if alias else "") + (" [--k K]" if name in topo.WITH_K else "")
+            click.echo(f"{name:<22} {doc}{extra}")
+        return
     if experiments:
         from simcomm.experiments import EXPERIMENTS, get_experiment
 

@@ -12,27 +12,50 @@ from simcomm.cli import cli
 @cli.command()
 @click.argument("name")
 @click.option("-n", "n", type=int, required=True, help="Number of nodes (grid/torus: r*c; hypercube: 2^dim).")
+@click.option("--k", "k", type=int, default=None,
+              help="Maximum peers per step of base_graph (alias base), simple_base_graph, "
+                   "hyper_hypercube [default: 1].")
 @click.option("--rule", default="metropolis", show_default=True, help="Weights of undirected graphs: metropolis or max_degree.")
+@click.option("--weights", default="rule", show_default=True,
+              help="rule (the --rule weights) or fastest (optimal weights on the same edges: "
+                   "fastest-mixing SDP, needs cvxpy).")
 @click.option("--shape", default=None, metavar="RxC", help="Grid/torus shape, e.g. 4x8 (default: the squarest).")
 @click.option("--p", "p", type=float, default=None, help="Edge probability of erdos_renyi, in (0, 1].")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for erdos_renyi.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def topology(name, n, rule, shape, p, seed, as_json):
+def topology(name, n, k, rule, weights, shape, p, seed, as_json):
     """Describe a topology: n, max out-degree, rho = ||W - J||_2, spectral gap, doubly stochastic.
 
     NAME is one of ring, star, grid, torus, hypercube, complete, erdos_renyi, exponential,
-    one_peer_exponential. Time-varying topologies also report the period and the deviation of
-    the product of one period from J.
+    one_peer_exponential, base_graph (alias base), simple_base_graph, hyper_hypercube,
+    one_peer_hypercube. Time-varying topologies also report the period (the sequence length) and
+    the deviation of the product of one period from J (0 up to rounding for the exact sequences).
 
     \b
     Examples:
       simcomm topology exponential -n 1024
+      simcomm topology base -n 25 --k 2 --json
+      simcomm topology ring -n 16 --weights fastest
       simcomm topology torus -n 64 --shape 8x8 --json
       simcomm topology erdos_renyi -n 32 --p 0.5 --seed 3
     """
-    from simcomm.topology import build, describe
+    from simcomm.topology import ALIASES, WITH_K, build, describe
 
-    info = describe(build(name, n, shape=shape, p=p, rule=rule, rng=seed))
+    if weights not in ("rule", "fastest"):
+        raise click.BadParameter(f"'{weights}' is not one of rule, fastest", param_hint="--weights")
+    if weights == "fastest":
+        try:
+            import cvxpy  # noqa: F401
+        except ImportError:
+            raise click.ClickException(
+                "--weights fastest needs cvxpy: install the opt extra (pip install 'simcomm[opt]')"
+            ) from None
+    topo = build(name, n, shape=shape, p=p, rule=rule, rng=seed, k=k, weights=weights)
+    info = describe(topo)
+    if ALIASES.get(name, name) in WITH_K:
+        info["k"] = 1 if k is None else int(k)
+    if weights == "fastest":
+        info["weights"] = "fastest"
     if as_json:
         click.echo(json.dumps(info))
         return

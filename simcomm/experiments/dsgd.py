@@ -36,7 +36,9 @@ from simcomm.topology import build, rho
 
 __all__ = ["measured_transient", "running_mean", "checkpoints"]
 
-TOPOLOGIES = ("exponential", "one_peer_exponential", "torus", "ring", "grid", "star", "hypercube", "erdos_renyi")
+TOPOLOGIES = ("exponential", "one_peer_exponential", "torus", "ring", "grid", "star", "hypercube", "erdos_renyi",
+              "base_graph", "simple_base_graph", "one_peer_hypercube", "hyper_hypercube",
+              *(f"base_graph:k={k}" for k in (2, 3, 4)))
 
 
 def running_mean(e: np.ndarray) -> np.ndarray:

@@ -11,8 +11,12 @@ Examples
 0.5
 """
 
+from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
+from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
+    ALIASES,
     NAMES,
+    WITH_K,
     RULES,
     Topology,
     build,
@@ -34,28 +38,36 @@ from simcomm.topology._mixing import DENSE_MAX, is_doubly_stochastic, max_degree
 from simcomm.topology._spectral import circulant_eigenvalues, describe, product_deviation, rho, spectral_gap
 
 __all__ = [
+    "ALIASES",
     "NAMES",
+    "WITH_K",
     "RULES",
     "DENSE_MAX",
+    "FMMCInfo",
     "Topology",
+    "base_graph",
     "build",
     "circulant_eigenvalues",
     "complete",
     "describe",
     "erdos_renyi",
     "exponential",
+    "fastest_mixing",
     "from_matrix",
     "from_networkx",
     "grid",
+    "hyper_hypercube",
     "hypercube",
     "is_doubly_stochastic",
     "max_degree",
     "mix",
     "mixing_matrix",
     "one_peer_exponential",
+    "one_peer_hypercube",
     "product_deviation",
     "rho",
     "ring",
+    "simple_base_graph",
     "sparse_matrix",
     "spectral_gap",
     "star",

@@ -47,6 +47,8 @@ __all__ = [
     "to_networkx",
     "build",
     "NAMES",
+    "ALIASES",
+    "WITH_K",
 ]
 
 #: Weight rules for undirected graphs.
@@ -610,7 +612,27 @@ def to_networkx(topology: Topology, k: int = 0):
 # --------------------------------------------------------------------------- by name (CLI)
 
 #: Names accepted by :func:`build` (and ``simcomm topology NAME``).
-NAMES = ("ring", "star", "grid", "torus", "hypercube", "complete", "erdos_renyi", "exponential", "one_peer_exponential")
+NAMES = ("ring", "star", "grid", "torus", "hypercube", "complete", "erdos_renyi", "exponential", "one_peer_exponential",
+         "base_graph", "simple_base_graph", "hyper_hypercube", "one_peer_hypercube")
+#: Short names accepted by :func:`build` for the Base-(k+1) family.
+ALIASES = {"base": "base_graph", "simple_base": "simple_base_graph"}
+#: Constructors that take a maximum degree ``k`` (``--k``; ``"NAME:k=K"`` in a spec's topology string).
+WITH_K = ("base_graph", "simple_base_graph", "hyper_hypercube")
+#: Weightings accepted by :func:`build` besides the rule: ``fastest`` = :func:`simcomm.topology.fastest_mixing`.
+WEIGHTS = ("rule", "fastest")
+
+
+def _split_k(name: str, k):
+    """``"base_graph:k=2"`` -> ``("base_graph", 2)``; a plain name keeps ``k``."""
+    if not isinstance(name, str) or ":" not in name:
+        return name, k
+    head, _, tail = name.partition(":")
+    key, _, value = tail.partition("=")
+    if key.strip() != "k" or not value.strip().isdigit():
+        raise UserError(f"topology '{name}' is not understood; write NAME or NAME:k=K (e.g. base_graph:k=2)")
+    if k is not None and int(value) != k:
+        raise UserError(f"topology '{name}' says k={value} but k={k} was also given; give k once")
+    return head.strip(), int(value)
 
 
 def _parse_shape(shape, n: int, name: str) -> tuple[int, int]:
@@ -640,7 +662,8 @@ def _parse_shape(shape, n: int, name: str) -> tuple[int, int]:
     return r, c
 
 
-def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = "metropolis", rng=None) -> Topology:
+def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = "metropolis", rng=None,
+          k: int | None = None, weights: str = "rule") -> Topology:
     r"""Build a topology from a constructor name and a node count (what ``simcomm topology`` calls).
 
     Parameters
@@ -659,6 +682,12 @@ def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = 
         same weights under both rules; the exponential graphs have fixed uniform weights.
     rng : numpy.random.Generator or seed, optional
         Randomness for ``erdos_renyi``.
+    k : int, optional
+        Maximum number of peers per step for ``base_graph``, ``simple_base_graph`` and
+        ``hyper_hypercube`` (default 1); also written ``"base_graph:k=2"`` in ``name``.
+    weights : {"rule", "fastest"}
+        ``fastest`` replaces the weights of a static undirected graph by the fastest-mixing ones
+        (:func:`simcomm.topology.fastest_mixing`, needs cvxpy).
 
     Raises
     ------
@@ -671,6 +700,26 @@ def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = 
     >>> build("torus", 12).shape
     (3, 4)
     """
+    name, k = _split_k(name, k)
+    name = ALIASES.get(name, name)
+    if weights not in WEIGHTS:
+        raise UserError(f"unknown weights '{weights}'; choose one of {', '.join(WEIGHTS)}")
+    if weights == "fastest":
+        from simcomm.topology._fmmc import fastest_mixing
+
+        return fastest_mixing(build(name, n, shape=shape, p=p, rule=rule, rng=rng, k=k))
+    if name in NAMES[-4:]:
+        from simcomm.topology import _basegraph
+
+        if k is not None and name not in WITH_K:
+            raise UserError(f"--k applies to {', '.join(WITH_K)}, not to {name}")
+        if shape is not None or p is not None:
+            raise UserError(f"--shape and --p do not apply to {name}")
+        if name == "one_peer_hypercube":
+            return _basegraph.one_peer_hypercube(n)
+        return getattr(_basegraph, name)(n, 1 if k is None else k)
+    if k is not None:
+        raise UserError(f"--k applies to {', '.join(WITH_K)}, not to {name}")
     if name not in NAMES:
         match = difflib.get_close_matches(str(name), NAMES, n=1)
         hint = f" (did you mean '{match[0]}'?)" if match else ""

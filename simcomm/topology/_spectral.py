@@ -177,8 +177,32 @@ def product_deviation(topology: Topology, k0: int = 0) -> float:
         return float(np.linalg.norm(matvec(np.eye(n)), 2))
     op = spla.LinearOperator((n, n), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
     v0 = np.random.default_rng(0).standard_normal(n)
-    s = spla.svds(op, k=1, v0=v0, ncv=min(n - 1, 64), maxiter=50 * n, return_singular_vectors=False)
+    try:
+        s = spla.svds(op, k=1, v0=v0, ncv=min(n - 1, 64), maxiter=50 * n, return_singular_vectors=False)
+    except spla.ArpackError:
+        # ARPACK stops when the operator maps its start vector to exactly 0, which happens for an
+        # exact product (P = J to the last bit, e.g. the Base-(k+1) graph): power iteration instead
+        return _power_norm(matvec, rmatvec, v0)
     return float(s.max())
+
+
+def _power_norm(matvec, rmatvec, v, iters: int = 100) -> float:
+    """||A||_2 by power iteration on A^T A (0 if A maps the start vector to exactly 0)."""
+    est = 0.0
+    for _ in range(iters):
+        nv = np.linalg.norm(v)
+        if nv == 0.0:
+            return 0.0
+        v = v / nv
+        u = matvec(v)
+        est_new = float(np.linalg.norm(u))
+        if est_new == 0.0:
+            return 0.0
+        v = rmatvec(u)
+        if abs(est_new - est) <= 1e-12 * est_new:
+            return est_new
+        est = est_new
+    return est
 
 
 def describe(topology: Topology) -> dict:
