@@ -227,7 +227,7 @@ def test_cli_list_topologies():
 def test_mpi_run_equals_simulator_on_base_graph(tmp_path):
     # a real MPI run (one rank per node, Isend/Irecv on the sparse layers) reproduces the simulator
     from simcomm.models import make_node_problem
-    from simcomm.optim import problem_rng
+    from simcomm.optim._decentralized import problem_rng
     from tests.test_mpi import _launch
 
     n, out = 6, tmp_path / "x.npz"

@@ -12,14 +12,11 @@ Examples
 """
 
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
+from simcomm.topology._build import ALIASES, NAMES, WITH_K, build
 from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
-    ALIASES,
-    NAMES,
-    WITH_K,
     RULES,
     Topology,
-    build,
     complete,
     erdos_renyi,
     exponential,
@@ -31,10 +28,17 @@ from simcomm.topology._graphs import (
     ring,
     star,
     time_varying,
-    to_networkx,
     torus,
 )
-from simcomm.topology._mixing import DENSE_MAX, is_doubly_stochastic, max_degree, mix, mixing_matrix, sparse_matrix
+from simcomm.topology._mixing import (
+    DENSE_MAX,
+    is_doubly_stochastic,
+    max_degree,
+    mix,
+    mixing_matrix,
+    sparse_matrix,
+    to_networkx,
+)
 from simcomm.topology._spectral import circulant_eigenvalues, describe, product_deviation, rho, spectral_gap
 
 __all__ = [

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from simcomm._errors import UserError
 from simcomm.topology._graphs import Topology, _check_rule, _rule_weights
 
-__all__ = ["mix", "mixing_matrix", "sparse_matrix", "max_degree", "is_doubly_stochastic", "DENSE_MAX"]
+__all__ = ["mix", "mixing_matrix", "sparse_matrix", "max_degree", "is_doubly_stochastic", "DENSE_MAX", "to_networkx"]
 
 #: Largest n for which a dense n x n matrix is ever built for a circulant or sparse topology.
 DENSE_MAX = 4096
@@ -201,3 +201,27 @@ def is_doubly_stochastic(W, atol: float = 1e-12) -> bool:
     cols = np.asarray(M.sum(axis=0)).ravel()
     return bool(np.abs(rows - 1).max() <= atol and np.abs(cols - 1).max() <= atol)
 
+
+def to_networkx(topology: Topology, k: int = 0):
+    r"""networkx graph of :math:`W^{(k)}`: edge ``(i, j)`` carries ``weight = W[i, j]``; self-loops hold ``W[i, i]``.
+
+    A ``DiGraph`` when ``W^(k)`` is not symmetric, else a ``Graph``.
+
+    Examples
+    --------
+    >>> from simcomm.topology import ring, to_networkx
+    >>> to_networkx(ring(5)).number_of_edges()   # 5 ring edges + 5 self-loops
+    10
+    """
+    import networkx as nx
+
+    layer = topology.layer(k)
+    W = sparse_matrix(layer).tocoo()
+    G = nx.DiGraph() if layer.directed else nx.Graph()
+    G.add_nodes_from(range(layer.n))
+    if layer.directed:
+        G.add_weighted_edges_from(zip(W.row.tolist(), W.col.tolist(), W.data.tolist()))
+    else:
+        keep = W.row <= W.col
+        G.add_weighted_edges_from(zip(W.row[keep].tolist(), W.col[keep].tolist(), W.data[keep].tolist()))
+    return G
