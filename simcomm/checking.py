@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 from simcomm.claims import Judgement, judge
-from simcomm._errors import closest
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
 from simcomm.spec import Spec, check_plot_columns, find_specs, load, with_control
@@ -65,12 +64,14 @@ def _judge(spec: Spec, table, **kw) -> Judgement:
     return judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params), looks=spec.looks, **kw)
 
 
-def _more_replicates(specs, results, judgements, run) -> None:
+def _more_replicates(specs, results, judgements, run, judge_one=None) -> None:
     """Adaptive replicates: while a spec with ``{min, max}`` has undecided cells, double its replicates.
 
     Every look is judged at ``alpha / looks`` (Bonferroni over the planned looks), so adding
-    replicates until a cell is decided cannot inflate the family-wise error.
+    replicates until a cell is decided cannot inflate the family-wise error. ``judge_one(i, spec,
+    table)`` judges entry ``i`` (default: the spec's own claim).
     """
+    judge_one = judge_one or (lambda i, spec, table: _judge(spec, table))
     while True:
         todo = [i for i, (s, j) in enumerate(zip(specs, judgements))
                 if s.max_replicates and s.replicates < s.max_replicates
@@ -81,30 +82,44 @@ def _more_replicates(specs, results, judgements, run) -> None:
                                      replicates=min(2 * specs[i].replicates, specs[i].max_replicates)) for i in todo]
         for i, extra, b in zip(todo, run(batch), batch):
             table = pd.concat([results[i].table, extra.table], ignore_index=True)
-            specs[i] = dataclasses.replace(specs[i], replicates=b.replicates)
+            specs[i] = dataclasses.replace(specs[i], replicates=b.replicates, first_replicate=0)
             results[i] = Results(table, {**results[i].meta, "replicates_used": b.replicates})
-            judgements[i] = _judge(specs[i], table)
+            judgements[i] = judge_one(i, specs[i], table)
 
 
 def _run_controls(specs, results, judgements, run) -> None:
-    """Judge every claim's negative controls; each must come out violated."""
-    reruns, where = [], []
+    """Judge every claim's negative controls (adaptive replicates as for the claim); each must be violated."""
+    entries = []  # (claim index, control, spec the control runs on)
     for i, spec in enumerate(specs):
         for c in spec.claim.controls:
-            if c.set:
-                reruns.append(dataclasses.replace(with_control(spec, c), seed=spec.seed))
-                where.append((i, c.name))
-    tables = {key: r.table for key, r in zip(where, run(reruns) if reruns else [])}
-    for i, spec in enumerate(specs):
-        out = []
-        for c in spec.claim.controls:
-            table = tables.get((i, c.name), results[i].table)
-            try:
-                v = judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params),
-                          bound_scale=c.bound_scale, bound=c.bound, swap=c.swap).verdict.value
-            except UserError as exc:  # a control whose rows cannot be judged did not catch anything
-                v = f"error: {exc}"
-            out.append((c.name, v))
+            entries.append((i, c, dataclasses.replace(with_control(spec, c), seed=spec.seed) if c.set else spec))
+    reruns = [k for k, (_, c, _) in enumerate(entries) if c.set]
+    tables = {k: r.table for k, r in zip(reruns, run([entries[k][2] for k in reruns]) if reruns else [])}
+
+    def judge_control(k, spec, table):
+        _, c, _ = entries[k]
+        return judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params), looks=spec.looks,
+                     bound_scale=c.bound_scale, bound=c.bound, swap=c.swap, lower_scale=c.lower_scale)
+
+    c_specs = [e[2] for e in entries]
+    c_results = [Results(tables[k], {}) if k in tables else results[e[0]] for k, e in enumerate(entries)]
+    c_judgements = []
+    for k, spec in enumerate(c_specs):
+        try:
+            c_judgements.append(judge_control(k, spec, c_results[k].table))
+        except UserError as exc:  # a control whose rows cannot be judged did not catch anything
+            c_judgements.append(str(exc))
+    live = [k for k, j in enumerate(c_judgements) if not isinstance(j, str) and entries[k][1].set]
+    if live:
+        sub_specs, sub_res = [c_specs[k] for k in live], [c_results[k] for k in live]
+        sub_j = [c_judgements[k] for k in live]
+        _more_replicates(sub_specs, sub_res, sub_j, run, judge_one=lambda i, s, t: judge_control(live[i], s, t))
+        for k, j in zip(live, sub_j):
+            c_judgements[k] = j
+    for i in range(len(specs)):
+        out = [(c.name, j if isinstance(j, str) else j.verdict.value)
+               for (owner, c, _), j in zip(entries, c_judgements) if owner == i]
+        out = [(n, v if v in ("holds", "violated", "inconclusive", "ill-posed") else f"error: {v}") for n, v in out]
         judgements[i] = dataclasses.replace(judgements[i], controls=tuple(out))
 
 

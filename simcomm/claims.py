@@ -601,7 +601,7 @@ def _judge_slope(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[l
     return cells, by
 
 
-def _judge_order(claim, rows, paired: bool, swap: bool) -> tuple[list[_Cell], list]:
+def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0) -> tuple[list[_Cell], list]:
     col = claim.compare
     if col not in rows:
         raise SpecError(f"claim {claim.id}: 'compare' names column '{col}' that the table does not have")
@@ -612,6 +612,9 @@ def _judge_order(claim, rows, paired: bool, swap: bool) -> tuple[list[_Cell], li
             raise SpecError(f"claim {claim.id}: {col} = '{v}' does not occur in the table (found {sorted(values)})")
     by = _varying(rows, exclude=(col,))
     log = claim.scale == "log"
+    if lower_scale != 1.0:  # a negative control: the claimed-lower method made worse by a stated factor
+        rows = rows.copy()
+        rows.loc[rows[col].astype(str) == lower, "value"] *= lower_scale
     cells = []
     for params, grp in _groups(rows, by):
         key = grp[col].astype(str)
@@ -698,7 +701,7 @@ def _claim_reason(cells: pd.DataFrame, verdict: Verdict) -> str:
 
 
 def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scale: float = 1.0,
-          bound=None, swap: bool = False, looks: int = 1) -> Judgement:
+          bound=None, swap: bool = False, lower_scale: float = 1.0, looks: int = 1) -> Judgement:
     """Judge ``claim`` on a long-format results table.
 
     Parameters
@@ -712,9 +715,9 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
         measured statistics of each row (evaluated per row, never grouped by). An ``order``
         claim whose ``compare`` column is not one of them was emitted inside each cell: its methods share replicate streams and are
         compared by paired differences; otherwise by Welch's interval.
-    bound_scale, bound, swap
-        Negative controls: multiply the bound, judge against another ``"module:name"`` bound, or
-        swap ``lower`` with the first of ``higher``.
+    bound_scale, bound, swap, lower_scale
+        Negative controls: multiply the bound, judge against another ``"module:name"`` bound, swap
+        ``lower`` with the first of ``higher``, or multiply the ``lower`` method's values.
     looks : int
         Planned looks at the data (adaptive replicates): the level is divided by it.
 
@@ -732,7 +735,8 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
     """
     rows = _select(claim, table)
     if claim.kind == "order":
-        cells, by = _judge_order(claim, rows, paired=claim.compare not in set(cell_params or ()), swap=swap)
+        cells, by = _judge_order(claim, rows, paired=claim.compare not in set(cell_params or ()), swap=swap,
+                                 lower_scale=lower_scale)
         provenance = claim.provenance or "?"
     else:
         fn = resolve(bound or claim.bound, f"claim {claim.id}")

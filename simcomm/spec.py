@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simcomm._errors import SpecError
-from simcomm._errors import closest
+from simcomm._errors import SpecError, closest
 from simcomm.experiments._registry import get_experiment
 
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
@@ -35,7 +34,8 @@ _CLAIM_KEYS = {
 }
 _REPLACED = {"rtol": "'rtol' is gone: an 'equal' claim states an equivalence margin with 'margin_rel' and/or "
                      "'margin_abs'; upper/lower/order state 'min_effect_rel'/'min_effect_abs'"}
-_CONTROL_KEYS = {"name": str, "why": str, "set": dict, "bound_scale": float, "bound": str, "swap": bool}
+_CONTROL_KEYS = {"name": str, "why": str, "set": dict, "bound_scale": float, "bound": str, "swap": bool,
+                 "lower_scale": float}
 SCALES = ("linear", "log")
 TESTS = ("t", "sign", "bootstrap")
 _EXPERIMENT_KEYS = {"name": str, "replicates": object, "seed": int}
@@ -57,7 +57,8 @@ class ControlSpec:
 
     ``set`` re-runs the experiment with parameters overridden (like ``--set``); ``bound_scale``
     multiplies the bound (or predicted slope); ``bound`` judges against another bound; ``swap``
-    exchanges ``lower`` and the first of ``higher`` in an order claim.
+    exchanges ``lower`` and the first of ``higher`` in an order claim; ``lower_scale`` multiplies the
+    measured values of an order claim's ``lower`` method (the effect the experiment must resolve).
     """
 
     name: str
@@ -66,6 +67,7 @@ class ControlSpec:
     bound_scale: float = 1.0
     bound: str | None = None
     swap: bool = False
+    lower_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -337,8 +339,9 @@ def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
         if table["name"] in names:
             raise SpecError(f"{here}: control name '{table['name']}' is used twice")
         names.add(table["name"])
-        if not {"set", "bound_scale", "bound", "swap"} & set(table):
-            raise SpecError(f"{here}: a control needs at least one of 'set', 'bound_scale', 'bound', 'swap'")
+        if not {"set", "bound_scale", "bound", "swap", "lower_scale"} & set(table):
+            raise SpecError(f"{here}: a control needs at least one of 'set', 'bound_scale', 'bound', 'swap', "
+                            "'lower_scale'")
         for key in table.get("set", {}):
             if key not in experiment.params and key not in known:
                 allowed = sorted(set(experiment.params) | known)
@@ -351,8 +354,11 @@ def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
             if not hasattr(fn, "info"):
                 raise SpecError(f"{here}: '{table['bound']}' is not a registered bound")
         data = dict(table)
-        if "bound_scale" in data:
-            data["bound_scale"] = float(data["bound_scale"])
+        for key in ("bound_scale", "lower_scale"):
+            if key in data:
+                if not (data[key] > 0 and data[key] != 1):
+                    raise SpecError(f"{here}: '{key}' must be positive and not 1, got {data[key]}")
+                data[key] = float(data[key])
         out.append(ControlSpec(**data))
     return tuple(out)
 
@@ -513,8 +519,8 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
         raise SpecError(f"{where}: with scale = 'log' state the effect as 'min_effect_rel' (a ratio), "
                         "not 'min_effect_abs'")
     for c in controls:
-        if c.swap and kind != "order":
-            raise SpecError(f"{where}: control '{c.name}' swaps methods, which only an 'order' claim has")
+        if (c.swap or c.lower_scale != 1.0) and kind != "order":
+            raise SpecError(f"{where}: control '{c.name}' swaps or scales methods, which only an 'order' claim has")
         if (c.bound_scale != 1.0 or c.bound) and kind == "order":
             raise SpecError(f"{where}: control '{c.name}' changes the bound of an 'order' claim, which has none")
     data = dict(table)

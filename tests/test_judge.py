@@ -225,7 +225,7 @@ def test_adaptive_replicates_add_batches_until_decided():
     (("margin_abs = 0.3", "margin_abs = 0.3\nscale = \"logg\""), "scale 'logg' is unknown .did you mean 'log'"),
     (("replicates = 8", "replicates = {min = 9, max = 4}"), "min .9. is larger than max .4."),
     (("set = { mu = 3.0 }", "set = { muu = 3.0 }"), "'set' names unknown parameter 'muu' .did you mean 'mu'"),
-    (("bound_scale = 1.5", "bound_scale = 1.5\nswap = true"), "swaps methods, which only an 'order' claim has"),
+    (("bound_scale = 1.5", "bound_scale = 1.5\nswap = true"), "swaps or scales methods, which only an .order. claim has"),
     (("bound_scale = 1.5", "bound_scale = 0"), "'bound_scale' must be positive and not 1"),
     (("name = \"wrong_mu\"", "name = \"bound_off\""), "control name 'bound_off' is used twice"),
 ])
@@ -298,3 +298,11 @@ def test_update_readme_rewrites_only_between_markers():
     out = update_readme(text, [j], {"t": "t.png"}, {"t": "A title"})
     assert out.startswith("intro\n") and "\nmid\n" in out and out.endswith("end\n") and "STALE" not in out
     assert "| `t` | s | [N] | holds |" in out and "<b>t</b> (holds): A title" in out and scaling in out
+
+
+def test_lower_scale_control_shows_the_effect_the_experiment_resolves():
+    a = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0]
+    b = [x * (1.0 + e) for x, e in zip(a, [0.02, -0.02, 0.01, -0.01, 0.015, -0.015])]  # a tie
+    sup = ClaimSpec(**{**ORDER, "strict": True}, scale="log", min_effect_rel=0.05)
+    assert judge(sup, order_table(a, b)).verdict is Verdict.INCONCLUSIVE
+    assert judge(sup, order_table(a, b), lower_scale=1.5).verdict is Verdict.VIOLATED
