@@ -90,9 +90,11 @@ def _column_names(j: Judgement, cols: list[str]) -> list[str]:
     if j.claim.kind != "order":
         return [{"n_rep": "replicates"}.get(c, c) for c in cols]
     lower = j.claim.lower
+    of = f"{lower}/other" if j.claim.scale == "log" else f"mean({lower}) - mean(other)"
     names = {"n_rep": "replicates", "other": "compared with", "mean": f"mean ({lower})",
-             "other_mean": "mean (other)", "ci_low": f"CI low of mean({lower}) - mean(other)",
-             "ci_high": f"CI high of mean({lower}) - mean(other)", "ratio": f"ratio {lower}/other",
+             "other_mean": "mean (other)", "ratio": f"ratio {lower}/other",
+             # on a log scale the interval is of the paired ratio, on a linear one of the difference
+             "ci_low": f"CI low of {of}", "ci_high": f"CI high of {of}",
              "mean_lo": f"CI low ({lower})", "mean_hi": f"CI high ({lower})", "other_lo": "CI low (other)",
              "other_hi": "CI high (other)"}
     return [names.get(c, c) for c in cols]
