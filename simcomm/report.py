@@ -15,7 +15,57 @@ PAPERS = {
     "rtopk": "Barnes, Inan, Isik & Özgür 2020, rTop-k: a statistical estimation approach to distributed SGD",
     "urq": "Khirirat, Feyzmahdavian & Johansson 2018, Distributed learning with compressed gradients",
     "is": "Alain et al. 2015, Variance reduction in SGD by distributed importance sampling",
+    "basegraph": "Takezawa, Sato, Niwa & Yamada 2023, Beyond exponential graph: communication-efficient "
+                 "topologies for decentralized learning via finite-time convergence",
+    "fmmc": "Boyd, Diaconis & Xiao 2004, Fastest mixing Markov chain on a graph",
+    "net": "simcomm's network time model (no paper: this project's own statements)",
 }
+
+#: Per paper: what it claims (with tags), what simcomm checks, what it cannot check here. The project's
+#: own words; the longer notes are in docs/papers/.
+PAPER_INTRO = {
+    "expgraph": ("The static exponential graph has a spectral gap of order 1/log n, with rho <= 1 - 2/(1 + "
+                 "ceil(log2 n)), attained for even n [P]; one-peer exponential graphs average exactly in "
+                 "ceil(log2 n) steps (for powers of 2) [P, S]; decentralized momentum SGD over them is as "
+                 "effective as over denser graphs [P]; transient iterations of order n^3/(1 - rho)^2 [R].",
+                 "spectra and exact averaging (identities and their counterexamples), noisy consensus, DmSGD "
+                 "against parallel SGD on quadratics and least squares, transient orderings with censoring.",
+                 "the ImageNet experiments and the paper's rate constants."),
+    "rtopk": ("Sparse, skewed gradients: keeping a random k of the top r coordinates (rTop-k) is the "
+              "statistically optimal way to send them [P]; its estimation error scales like s^2 log d/(n k) "
+              "[B]; with error feedback it trains better than top-k and random-k [P].",
+              "operator identities, the mean-estimation error in a precisely stated stand-in model [N] "
+              "(exact MSE, bound, scaling, the crossover against top-k'), skew of real gradients, EF-SGD "
+              "on digits and MNIST-5000.",
+              "CIFAR-10, ImageNet and Penn Treebank, and the paper's own model and constants."),
+    "urq": ("Unbiased random quantizers with second-moment factor alpha, synchronous, delayed and "
+            "asynchronous compressed gradient methods and compressed IAG, with explicit step sizes and "
+            "rates [P, B]; a step-size condition 2/(L(1 + sqrt(1 + 8 tau(tau + 1)))) for delays [B].",
+            "unbiasedness and exact variances, rates derived here [N], the exact stability threshold of "
+            "delayed GD [N] and how far the seed's condition lies below it, compressed IAG.",
+            "the paper's rate constants (the full text was not available)."),
+    "is": ("Sampling examples in proportion to their gradient norm minimises the variance of the "
+           "reweighted (unbiased) gradient [P]; stale scores from workers still reduce it, between the ideal "
+           "and the uniform variance, and training is faster [P, S]; per-example norms from one backward "
+           "pass [S].",
+           "unbiasedness, the C3 minimum, sampled against exact Tr Cov, staleness, the norm trick, a byte "
+           "model of communication [N], training on digits, breast cancer and MNIST-5000.",
+           "permutation-invariant SVHN and the paper's network."),
+    "basegraph": ("For every n and maximum degree k, a finite sequence of doubly stochastic matrices whose "
+                  "product is exactly J [P], of length at most 2 log_{k+1}(n) + 2 [C]; better decentralized "
+                  "learning than exponential graphs when n is not a power of 2 [P].",
+                  "exact products for n up to 512 and k up to 4, the length, consensus error and loss of "
+                  "DSGD against the one-peer exponential graph.",
+                  "the paper's deep-learning experiments."),
+    "fmmc": ("The weights minimising rho on a fixed graph solve a semidefinite program [P].",
+             "the SDP never loses to Metropolis-Hastings weights; the even ring's closed form [N].",
+             "graphs beyond n = 128 for the general SDP (too slow on 2 cores)."),
+    "net": ("No paper: latency/bandwidth/straggler time model of this project [N].",
+            "encoded payload sizes, the allgather/allreduce crossover, when EF top-k reaches a target first, "
+            "one-peer against static gossip in simulated time.",
+            "the comparison with measured MPI times needs a quiet machine (sims/extra/)."),
+}
+_PAPER_ORDER = ("expgraph", "basegraph", "fmmc", "rtopk", "urq", "is", "net")
 
 
 def _cell(text) -> str:
@@ -128,6 +178,16 @@ def _why(claim, name: str) -> str:
     return next((c.why for c in claim.controls if c.name == name), "")
 
 
+def _paper_intro(paper: str) -> list[str]:
+    """The heading and opening paragraph of a paper's part of the report."""
+    claims, checks, cannot = PAPER_INTRO.get(paper, ("", "", ""))
+    lines = [f"# {PAPERS.get(paper, paper)}", ""]
+    if claims:
+        lines += [f"**What it claims.** {claims} **What simcomm checks.** {checks} **What it cannot check "
+                  f"here.** {cannot} Notes: `docs/papers/`.", ""]
+    return lines
+
+
 def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mode: str, meta: dict,
                     committed: dict | None = None) -> str:
     """The report: a verdict table, then one section per claim with its figure and cells.
@@ -164,8 +224,13 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         row = [_cell(c) for c in row]
         row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
         lines.append("| " + " | ".join(row) + " |")
-    for j in judgements:
+    order = {p: i for i, p in enumerate(_PAPER_ORDER)}
+    paper = None
+    for j in sorted(judgements, key=lambda j: (order.get(j.claim.paper, len(order)), j.claim.id)):
         c = j.claim
+        if c.paper != paper:
+            paper = c.paper
+            lines += ["", *_paper_intro(paper)]
         lines += ["", f"## {c.id}", "",
                   f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",

@@ -306,3 +306,12 @@ def test_lower_scale_control_shows_the_effect_the_experiment_resolves():
     sup = ClaimSpec(**{**ORDER, "strict": True}, scale="log", min_effect_rel=0.05)
     assert judge(sup, order_table(a, b)).verdict is Verdict.INCONCLUSIVE
     assert judge(sup, order_table(a, b), lower_scale=1.5).verdict is Verdict.VIOLATED
+
+
+def test_report_opens_each_paper_with_what_it_claims_and_what_is_checked():
+    from simcomm.report import report_markdown
+
+    j = judge(claim(kind="equal", margin_abs=1e-12), table({4: [2.0]}))
+    text = report_markdown([j], {}, mode="full", meta={})
+    assert "# Ying et al. 2021" in text and "**What it claims.**" in text and "**What it cannot check here.**" in text
+    assert text.index("**What it claims.**") < text.index("## t")
