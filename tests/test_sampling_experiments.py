@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+import sklearn  # noqa: F401,E402  (a core dependency: missing fails, never skips)
 
 from simcomm import UserError
 from simcomm.experiments import get_experiment
 from simcomm.models import mlp
 from simcomm.optim import bytes_per_example, importance_sgd
 from simcomm.sampling import staleness
-
-pytest.importorskip("sklearn", reason="the data extra is missing: pip install 'simcomm[data]'")
 
 
 def _toy(seed=12345):

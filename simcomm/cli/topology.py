@@ -48,7 +48,7 @@ def topology(name, n, k, rule, weights, shape, p, seed, as_json):
             import cvxpy  # noqa: F401
         except ImportError:
             raise click.ClickException(
-                "--weights fastest needs cvxpy: install the opt extra (pip install 'simcomm[opt]')"
+                "--weights fastest needs cvxpy, a dependency of simcomm missing here: pip install cvxpy"
             ) from None
     topo = build(name, n, shape=shape, p=p, rule=rule, rng=seed, k=k, weights=weights)
     info = describe(topo)

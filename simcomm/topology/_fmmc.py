@@ -150,7 +150,7 @@ def _import_cvxpy():
     try:
         import cvxpy as cp
     except ImportError:
-        raise UserError("fastest_mixing needs cvxpy: install the opt extra (pip install 'simcomm[opt]')") from None
+        raise UserError("fastest_mixing needs cvxpy, a dependency of simcomm missing here: pip install cvxpy") from None
     return cp
 
 

@@ -6,10 +6,9 @@ than computing explicit per-example gradients. Ratios are baseline time / simcom
 
 import time
 
+import mlxtend  # noqa: F401,E402  (a core dependency: missing fails, never skips)
 import numpy as np
 import pytest
-
-pytest.importorskip("mlxtend", reason="the data extra is missing: pip install 'simcomm[data]'")
 
 from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_gradients  # noqa: E402
 from simcomm.models._nn import per_example_grad_norms  # noqa: E402
