@@ -58,9 +58,8 @@ def test_bench_base_graph_period_vs_dense(benchmark, k):
     out = np.empty_like(X)
     t_copy, _ = _best(lambda: np.copyto(out, X), 3)
     per_matrix = t_sparse / tau
-    # diagnostic: the numba row-parallel CSR kernel on the same layer. csr_mix picks 16-column slabs
-    # at n = 4096 (its slab is sized for small n), which reads X with an 80 KB stride; the row kernel
-    # reads k + 1 contiguous rows per output row.
+    # diagnostic: the numba row-parallel CSR kernel on the same layer, which csr_mix now uses at
+    # n = 4096 (column slabs narrower than 64 columns read X with an 80 KB stride: 6.9-17x the floor).
     from simcomm.backends._numba import gossip
 
     Wl = sparse_matrix(topo, 0)
