@@ -12,26 +12,18 @@
 """
 
 import os
-import time
 
 import numpy as np
 import pytest
 
 from simcomm.topology import base_graph, fastest_mixing, mix, rho, ring, sparse_matrix
+from tests.benchmarks._timing import best_time as _best
 
 N = int(os.environ.get("SIMCOMM_BENCH_BASE_N", "4096"))
 D = int(os.environ.get("SIMCOMM_BENCH_BASE_D", "10000"))
 SDP_N = int(os.environ.get("SIMCOMM_BENCH_FMMC_SDP_N", "32"))
 
 
-def _best(fn, rounds):
-    """Best wall time of ``rounds`` calls and the last result."""
-    best, out = float("inf"), None
-    for _ in range(rounds):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 @pytest.mark.parametrize("k", [1, 4])

@@ -4,7 +4,6 @@ Targets (issue 7): at most 2x the cost of the plain forward + backward pass, and
 than computing explicit per-example gradients. Ratios are baseline time / simcomm time.
 """
 
-import time
 
 import mlxtend  # noqa: F401,E402  (a core dependency: missing fails, never skips)
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 from simcomm.models import gradient, init_params, load_dataset, mlp, per_example_gradients  # noqa: E402
 from simcomm.models._nn import per_example_grad_norms  # noqa: E402
+from tests.benchmarks._timing import best_time as _best
 
 B = 1024
 
@@ -24,13 +24,6 @@ def problem():
     return model, theta, ds.X_train[:B], ds.y_train[:B]
 
 
-def _best(fn, rounds):
-    best = np.inf
-    for _ in range(rounds):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _explicit_norms(model, theta, X, y, chunk=64):

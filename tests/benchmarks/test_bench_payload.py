@@ -8,21 +8,16 @@ codings (gamma, varint) and the d-bit bitmap do more work per index by design; t
 reported, not targeted.
 """
 
-import time
 
 import numpy as np
 import pytest
 
 from simcomm.network import decode, encode, message
+from tests.benchmarks._timing import best_time
 
 
 def _best(fn, rounds):
-    best = np.inf
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    return best_time(fn, rounds)[0]
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ with a preallocated ``out=`` like the copy's destination; the allocating call's 
 full-history per-worker loop of ``tests/naive_quantize.py`` (timed on 500 steps, scaled by 20).
 """
 
-import time
 
 import numpy as np
 import pytest
@@ -17,16 +16,8 @@ import pytest
 from simcomm.compress import QSGD, qsgd, ternary
 from simcomm.models import quadratic
 from simcomm.optim import async_compressed_gd
+from tests.benchmarks._timing import best_time as _best
 from tests.naive_quantize import async_naive
-
-
-def _best(fn, rounds):
-    best, out = np.inf, None
-    for _ in range(rounds):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def numpy_qsgd(x, s, rng):

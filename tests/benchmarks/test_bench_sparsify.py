@@ -8,7 +8,6 @@ a per-node Python loop (the loop runs 10 replicates and its time is scaled by 10
 baseline time / simcomm time, best of several rounds, measured in the same test.
 """
 
-import time
 
 import numpy as np
 import pytest
@@ -17,19 +16,13 @@ from simcomm.backends import get_backend
 from simcomm.compress import rtop_k, top_k, top_k_indices
 from simcomm.estimate import mean_estimation_mse
 from simcomm.models import skewed_profile
+from tests.benchmarks._timing import best_time as _best
 from tests.conftest import N_SIGMA
 from tests.naive_sparsify import naive_mean_estimation_sq_errors
 
 NUMBA = get_backend("numba")
 
 
-def _best(fn, rounds):
-    best, out = np.inf, None
-    for _ in range(rounds):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _argpartition_topk(x, k):

@@ -16,18 +16,11 @@ import numpy as np
 import pytest
 
 from simcomm.topology import exponential, mix, mixing_matrix, rho
+from tests.benchmarks._timing import best_time as _best
 
 RHO_N = int(os.environ.get("SIMCOMM_BENCH_RHO_N", "1024"))
 
 
-def _best(fn, rounds):
-    """Best wall time of ``rounds`` calls and the last result (works with --benchmark-disable too)."""
-    best, out = float("inf"), None
-    for _ in range(rounds):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _networkx_dense_rho(n: int) -> float:
