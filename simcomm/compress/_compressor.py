@@ -22,6 +22,7 @@ settings fixed when it is built, application pure):
 
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -52,7 +53,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Compressor:
+class Compressor(abc.ABC):
     """Base class of every compressor: the settings are the dataclass fields.
 
     Subclasses define :meth:`apply` and :meth:`bits`; unbiased ones also :meth:`beta` and
@@ -64,13 +65,13 @@ class Compressor:
     #: E C(x) = x for every x
     unbiased: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def apply(self, x, *, rng, backend=None) -> np.ndarray:
         """Compress each row of ``x`` (the last axis holds the ``d`` coordinates)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def bits(self, d: int) -> float:
         """Bits of one message of ``d`` coordinates."""
-        raise NotImplementedError
 
     def beta(self, d: int) -> float | None:
         r"""Worst-case :math:`\mathbb{E}\|C(v)-v\|^2/\|v\|^2` over ``v`` in dimension ``d`` (``None`` if biased)."""
@@ -134,6 +135,7 @@ class Sparsifier(Compressor):
     def bits(self, d: int) -> int:  # noqa: D102
         return message_bits(self.k, d)
 
+    @abc.abstractmethod
     def select_rows(self, P: np.ndarray, *, rng, backend=None, top: np.ndarray | None = None) -> np.ndarray:
         """Kept indices of every row of ``P``, shape ``(n, k)``.
 
@@ -141,7 +143,6 @@ class Sparsifier(Compressor):
         row's ``top_set(d)`` largest magnitudes, already computed by a fused kernel. The uniforms drawn
         from ``rng`` are the ones :meth:`apply` draws, so the kept set is the same.
         """
-        raise NotImplementedError
 
 
 def _backend(backend):
