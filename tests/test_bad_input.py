@@ -23,7 +23,13 @@ def _cases():
     for line in (DATA / "bad_cli.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             args, _, needle = line.partition(" ==> ")
-            yield pytest.param(args, needle.strip(), id=args[:60])
+            marks = ()
+            if "'cupy' is not available" in needle:
+                from simcomm.backends import available_backends
+
+                marks = pytest.mark.skipif("cupy" in available_backends(),
+                                           reason="CuPy and a GPU are present: the cupy backend is available here")
+            yield pytest.param(args, needle.strip(), id=args[:60], marks=marks)
 
 
 @pytest.mark.parametrize("args, needle", list(_cases()))

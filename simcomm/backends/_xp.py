@@ -20,7 +20,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["array_namespace", "is_device", "to_host", "to_backend", "namespace_of_backend"]
+__all__ = ["array_namespace", "is_device", "to_host", "to_backend", "namespace_of_backend", "backend_for"]
 
 
 def is_device(x) -> bool:
@@ -55,3 +55,24 @@ def to_backend(x, backend, dtype=None):
     if xp is np:
         return np.asarray(to_host(x), dtype=dtype)
     return xp.asarray(x, dtype=dtype)
+
+
+def backend_for(backend, *arrays):
+    """The backend module for ``arrays``: ``backend``, or ``cupy`` if it is ``None`` and an array is on the device.
+
+    Raises
+    ------
+    UserError
+        If a device array is given to a CPU backend (one line, saying how to fix it).
+    """
+    from simcomm._errors import UserError
+    from simcomm.backends import get_backend
+
+    on_device = any(is_device(a) for a in arrays)
+    if backend is None and on_device:
+        backend = "cupy"
+    be = get_backend(backend)
+    if on_device and namespace_of_backend(be) is np:
+        raise UserError(f"the input is a CuPy (device) array but the backend is '{be.NAME}'; use backend='cupy' "
+                        "or pass host arrays (x.get())")
+    return be

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.backends._xp import array_namespace, backend_for
 
 __all__ = ["qsgd", "ternary", "stochastic_round", "bernoulli_sparsify"]
 
@@ -34,18 +35,19 @@ def _prepare(x, name: str, check: bool = True):
 
     ``check=False`` when the caller detects non-finite input itself from a row reduction (no extra pass).
     """
-    a = np.asarray(x)
-    if np.iscomplexobj(a):
+    xp = array_namespace(x)
+    a = xp.asarray(x)
+    if xp.iscomplexobj(a):
         _complex(name)
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
     if a.ndim == 0:
         raise UserError(f"{name}: x must have at least one axis (got a scalar); pass a 1-D vector or a batch")
-    if check and not np.isfinite(a).all():
+    if check and not bool(xp.isfinite(a).all()):
         _nonfinite(name)
     shape = a.shape
     d = shape[-1]
-    return np.ascontiguousarray(a.reshape(-1, d)), shape
+    return xp.ascontiguousarray(a.reshape(-1, d)), shape
 
 
 def _complex(name):
@@ -66,16 +68,18 @@ def _nonfinite(name):
 
 def _out(out, a, shape):
     if out is None:
-        return np.empty_like(a)
+        return array_namespace(a).empty_like(a)
     if out.shape != shape or out.dtype != a.dtype or not out.flags.c_contiguous:
         raise UserError(f"out must be a C-contiguous {a.dtype} array of shape {shape}, got {out.dtype} {out.shape}")
     return out.reshape(a.shape)
 
 
-def _backend(backend):
-    from simcomm.backends import get_backend
+def _backend(backend, a=None):
+    return backend_for(backend, a)
 
-    return get_backend(backend)
+
+def _finite(v) -> bool:
+    return bool(array_namespace(v).isfinite(v).all())
 
 
 def _key(rng, name: str) -> int:
@@ -154,9 +158,9 @@ def qsgd(x, s: int, *, rng, backend=None, out=None) -> np.ndarray:
     """
     s = _check_s(s)
     a, shape = _prepare(x, "qsgd", check=False)
-    be = _backend(backend)
+    be = _backend(backend, a)
     norms = be.row_norms(a)
-    if not np.isfinite(norms).all():  # NaN/inf anywhere in a row makes its norm non-finite
+    if not _finite(norms):  # NaN/inf anywhere in a row makes its norm non-finite
         _nonfinite("qsgd")
     res = _out(out, a, shape)
     be.qsgd_quantize(a, norms, s, _key(rng, "qsgd"), res)
@@ -213,9 +217,9 @@ def ternary(x, *, rng, backend=None, out=None) -> np.ndarray:
     [2.0, -2.0, 0.0]
     """
     a, shape = _prepare(x, "ternary", check=False)
-    be = _backend(backend)
+    be = _backend(backend, a)
     scales = be.row_absmax(a)
-    if not np.isfinite(scales).all():  # row_absmax is nan for a row holding NaN or inf
+    if not _finite(scales):  # row_absmax is nan for a row holding NaN or inf
         _nonfinite("ternary")
     res = _out(out, a, shape)
     be.ternary_quantize(a, scales, _key(rng, "ternary"), res)
@@ -273,7 +277,7 @@ def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndar
     """
     delta = _check_delta(delta)
     a, shape = _prepare(x, "stochastic_round")
-    be = _backend(backend)
+    be = _backend(backend, a)
     res = _out(out, a, shape)
     be.stochastic_round_quantize(a, delta, _key(rng, "stochastic_round"), res)
     return res.reshape(shape)
@@ -333,7 +337,7 @@ def bernoulli_sparsify(x, p: float, *, rng, backend=None, out=None) -> np.ndarra
     """
     p = _check_p(p)
     a, shape = _prepare(x, "bernoulli_sparsify")
-    be = _backend(backend)
+    be = _backend(backend, a)
     res = _out(out, a, shape)
     be.bernoulli_quantize(a, p, _key(rng, "bernoulli_sparsify"), res)
     return res.reshape(shape)

@@ -18,15 +18,16 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends import get_backend
+from simcomm.backends._xp import array_namespace, backend_for
 
 __all__ = ["top_k", "top_k_indices", "rand_k", "rtop_k", "message_bits", "index_bits"]
 
 
 def _rows(x, k: int, name: str) -> tuple[np.ndarray, int]:
     """Validate ``x`` and ``k``; return ``x`` as a C-contiguous (m, d) float array and ``d``."""
-    x = np.asarray(x)
-    if np.iscomplexobj(x):
+    xp = array_namespace(x)
+    x = xp.asarray(x)
+    if xp.iscomplexobj(x):
         raise UserError(f"{name}: x is complex; sparsify real vectors (pass x.real and x.imag separately)")
     if x.ndim == 0:
         raise UserError(f"{name}: x must have at least one axis (the d coordinates), got a scalar")
@@ -37,9 +38,9 @@ def _rows(x, k: int, name: str) -> tuple[np.ndarray, int]:
     if x.size:
         # min/max propagate NaN and expose +-inf in two fast reductions without a temporary array.
         lo, hi = x.min(), x.max()
-        if not (math.isfinite(lo) and math.isfinite(hi)):
+        if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
             raise UserError(f"{name}: x contains NaN or inf; pass finite values")
-    return np.ascontiguousarray(x.reshape(-1, d)), d
+    return xp.ascontiguousarray(x.reshape(-1, d)), d
 
 
 def _require_rng(rng, name: str):
@@ -65,6 +66,13 @@ def _check_k(k, d: int, name: str) -> None:
 
 def _scatter(x2: np.ndarray, idx: np.ndarray, shape, scale: float = 1.0) -> np.ndarray:
     """Dense result: ``x2`` on ``idx`` (times ``scale``), zero elsewhere, reshaped to ``shape``."""
+    xp = array_namespace(x2)
+    if xp is not np:  # device arrays: one gather and one scatter by fancy indexing
+        out = xp.zeros_like(x2)
+        rows = xp.arange(x2.shape[0])[:, None]
+        vals = x2[rows, idx]
+        out[rows, idx] = vals * scale if scale != 1.0 else vals
+        return out.reshape(shape)
     out = np.zeros_like(x2)
     vals = np.take_along_axis(x2, idx, axis=1)
     np.put_along_axis(out, idx, vals * scale if scale != 1.0 else vals, axis=1)
@@ -99,9 +107,9 @@ def top_k_indices(x, k: int, *, backend=None) -> np.ndarray:
     >>> top_k_indices([3.0, -1.0, -5.0, 2.0], 2).tolist()
     [0, 2]
     """
-    x = np.asarray(x)
+    x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "top_k")
-    idx = get_backend(backend).topk_indices(x2, int(k))
+    idx = backend_for(backend, x2).topk_indices(x2, int(k))
     return idx.reshape(x.shape[:-1] + (k,))
 
 
@@ -143,9 +151,9 @@ def top_k(x, k: int, *, backend=None) -> np.ndarray:
     >>> top_k([1.0, 1.0, 1.0], 2).tolist()  # ties go to the lower index
     [1.0, 1.0, 0.0]
     """
-    x = np.asarray(x)
+    x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "top_k")
-    idx = get_backend(backend).topk_indices(x2, int(k))
+    idx = backend_for(backend, x2).topk_indices(x2, int(k))
     return _scatter(x2, idx, x.shape)
 
 
@@ -189,10 +197,14 @@ def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
     True
     """
     rng = np.random.default_rng(_require_rng(rng, "rand_k"))
-    x = np.asarray(x)
+    x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "rand_k")
+    be = backend_for(backend, x2)
+    if array_namespace(x2) is not np:  # on the device: the k largest of d counter uniforms per row
+        idx = be.randk_indices(x2, int(k), int(rng.integers(0, 2**64, dtype=np.uint64)))
+        return _scatter(x2, idx, x.shape, d / k if scale else 1.0)
     u = rng.random((x2.shape[0], int(k)))
-    idx = get_backend(backend).floyd_sample(u, d)
+    idx = be.floyd_sample(u, d)
     return _scatter(x2, idx, x.shape, d / k if scale else 1.0)
 
 
@@ -240,14 +252,18 @@ def rtop_k(x, k: int, r: int, *, rng, backend=None) -> np.ndarray:
     True
     """
     rng = np.random.default_rng(_require_rng(rng, "rtop_k"))
-    x = np.asarray(x)
+    x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "rtop_k")
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)):
         raise UserError(f"rtop_k: r must be an integer, got {r!r}")
     if not k <= r <= d:
         raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
-    u = rng.random((x2.shape[0], int(k)))
-    idx = get_backend(backend).rtopk_indices(x2, int(k), int(r), u)
+    be = backend_for(backend, x2)
+    if array_namespace(x2) is not np:  # on the device the k-subset is drawn there from one counter key
+        u = int(rng.integers(0, 2**64, dtype=np.uint64))
+    else:
+        u = rng.random((x2.shape[0], int(k)))
+    idx = be.rtopk_indices(x2, int(k), int(r), u)
     return _scatter(x2, idx, x.shape)
 
 

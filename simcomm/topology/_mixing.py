@@ -122,13 +122,13 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     >>> mix(topo, mix(topo, X, 0, backend="numpy"), 1, backend="numpy").ravel()   # exact average
     array([1.5, 1.5, 1.5, 1.5])
     """
-    from simcomm.backends import get_backend
+    from simcomm.backends._xp import array_namespace, backend_for
 
     layer = topology.layer(k)
-    X = np.asarray(X)
+    X = array_namespace(X).asarray(X)  # a device (CuPy) array stays on the device
     if X.shape[0] != layer.n:
         raise UserError(f"X has {X.shape[0]} rows but the topology has n={layer.n} nodes; use one row per node")
-    be = get_backend(backend)
+    be = backend_for(backend, X)
     if layer.kind == "circulant" and len(layer.shape) == 1:
         shifts = layer.offsets[:, 0]
         if len(shifts) <= _FFT_OFFSETS:
@@ -142,13 +142,17 @@ def _fft_mix(layer: Topology, X: np.ndarray) -> np.ndarray:
     # Y_i = sum_h w_h X_{i+h}  <=>  F(Y) = conj(F(c)) * F(X) along the node axis (c = first row)
     import scipy.fft
 
+    from simcomm.backends._xp import array_namespace
+
+    xp = array_namespace(X)
+    fft = scipy.fft if xp is np else xp.fft
     n = layer.n
     c = np.zeros(n)
     c[layer.offsets[:, 0]] = layer.weights
-    lam = np.conj(scipy.fft.rfft(c))
-    Xf = scipy.fft.rfft(X, axis=0)
+    lam = xp.asarray(np.conj(scipy.fft.rfft(c)))
+    Xf = fft.rfft(X, axis=0)
     Xf *= lam.reshape((-1,) + (1,) * (X.ndim - 1))
-    return scipy.fft.irfft(Xf, n=n, axis=0).astype(X.dtype, copy=False)
+    return fft.irfft(Xf, n=n, axis=0).astype(X.dtype, copy=False)
 
 
 def max_degree(topology: Topology) -> int:

@@ -3,10 +3,12 @@
 Importing it without CuPy or without a CUDA device raises ImportError, which
 :func:`simcomm.backends.get_backend` turns into a one-line ``BackendUnavailable``.
 
-Kernels take host (numpy) or device (CuPy) arrays and return arrays of the kind they were given, so
-the library's public functions run unchanged on this backend. Randomness stays on the host: the
-uniforms or counter keys come from the caller's ``numpy.random.Generator`` exactly as for numpy,
-which gives bit-for-bit parity of selections (reductions agree within rounding).
+Kernels are fused CUDA kernels (:mod:`._src`, compiled on first use): one pass per operation, the
+counter-based uniforms of the CPU backends computed in registers, a radix select for top-k. They take
+device (CuPy) arrays and return device arrays, so a run whose state lives on the device never crosses
+the bus; host (numpy) arrays are still accepted, copied in and the result copied back, which is correct
+but pays two transfers per call. Quantizers, gossip and the DSGD step equal the numpy reference bit for
+bit; reductions (row norms, the EF server sum) agree within rounding.
 """
 
 import cupy as xp  # noqa: F401
@@ -21,6 +23,7 @@ if _n_devices < 1:  # pragma: no cover - needs a GPU
 from simcomm.backends._cupy.dsgd import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.ef import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.gossip import *  # noqa: F401,F403,E402
+from simcomm.backends._cupy.noise import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.quant import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.select import *  # noqa: F401,F403,E402
 

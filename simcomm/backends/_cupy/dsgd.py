@@ -1,40 +1,54 @@
-r"""Decentralized SGD kernels on the GPU: the fused adapt-then-combine momentum step.
+r"""Decentralized SGD kernels on the GPU: the adapt-then-combine momentum step in two fused passes.
 
-Same update and summation order as :mod:`simcomm.backends._numpy.dsgd`; ``M`` is updated in place
-(on the device when it is a CuPy array, else copied back) and the new iterates are written to ``out``.
+Pass 1 (adapt) reads ``X, M, G`` once and writes ``M`` and ``Y = X - gamma M``; pass 2 mixes ``Y``
+into ``out``. Same update and summation order as :mod:`simcomm.backends._numpy.dsgd`, no fused
+multiply-add, so device arrays give numpy's values bit for bit. Host arrays are copied to the device
+and back (``M`` and ``out`` are updated in place), which is correct but slow: keep the state on the
+device (``run_dsgd(..., backend="cupy")`` does).
 """
+
+from __future__ import annotations
 
 import cupy as cp
 import numpy as np
 
-from simcomm.backends._cupy._host import to_device
-from simcomm.backends._cupy.gossip import csr_mix, shift_mix
+from simcomm.backends._cupy._host import grid_1d
+from simcomm.backends._cupy._src import kernel
+from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 
 __all__ = ["atc_shift_step", "atc_csr_step"]
 
 
 def _adapt(X, M, G, gamma, beta):
-    Xd, Md, Gd = to_device(X, M, G)
-    Md *= beta
-    Md += Gd
-    if isinstance(M, np.ndarray):
-        M[...] = cp.asnumpy(Md)
-    return Xd - Md * gamma
+    """``(Md, Y)`` on the device; ``Md`` is ``M`` itself when ``M`` is a contiguous device array."""
+    Xd, Gd = cp.ascontiguousarray(cp.asarray(X)), cp.ascontiguousarray(cp.asarray(G, dtype=X.dtype))
+    Md = M if isinstance(M, cp.ndarray) and M.flags.c_contiguous else cp.ascontiguousarray(cp.asarray(M))
+    Y = cp.empty_like(Xd)
+    t = Xd.dtype.type
+    if Xd.size:
+        kernel("adapt", Xd.dtype)(*grid_1d(Xd.size), (Xd, Md, Gd, np.int64(Xd.size), t(gamma), t(beta), Y))
+    if Md is not M:
+        M[...] = Md if isinstance(M, cp.ndarray) else cp.asnumpy(Md)
+    return Y
 
 
-def _store(Y, out):
-    if isinstance(out, np.ndarray):
-        out[...] = cp.asnumpy(Y)
-    else:
-        out[...] = Y
+def _target(out, like):
+    return out if isinstance(out, cp.ndarray) and out.flags.c_contiguous else cp.empty_like(like)
+
+
+def _store(res, out):
+    if res is not out:
+        out[...] = res if isinstance(out, cp.ndarray) else cp.asnumpy(res)
     return out
 
 
 def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
     """ATC momentum step with a 1-D circulant ``W`` (see the numpy reference)."""
-    return _store(shift_mix(_adapt(X, M, G, gamma, beta), shifts, weights), out)
+    Y = _adapt(X, M, G, gamma, beta)
+    return _store(shift_mix_into(Y, shifts, weights, _target(out, Y)), out)
 
 
 def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
     """ATC momentum step with a CSR ``W`` (see the numpy reference)."""
-    return _store(csr_mix(indptr, indices, data, _adapt(X, M, G, gamma, beta)), out)
+    Y = _adapt(X, M, G, gamma, beta)
+    return _store(csr_mix_into(indptr, indices, data, Y, _target(out, Y)), out)

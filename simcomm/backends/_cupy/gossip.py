@@ -1,30 +1,53 @@
-r"""Gossip kernels on the GPU: circulant mixing by shifted adds, sparse mixing by a device CSR product."""
+r"""Gossip kernels on the GPU: circulant mixing and CSR mixing, one pass each, numpy's values bit for bit.
+
+Each output element accumulates its terms in the reference's order from zero, with no fused
+multiply-add (:mod:`._src`), so the results equal :mod:`simcomm.backends._numpy.gossip` exactly.
+"""
+
+from __future__ import annotations
 
 import cupy as cp
 import numpy as np
 
-from simcomm.backends._cupy._host import like_input, to_device
+from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, col_blocks, like_input, small_device
+from simcomm.backends._cupy._src import kernel
 
-__all__ = ["shift_mix", "csr_mix"]
+__all__ = ["shift_mix", "csr_mix", "shift_mix_into", "csr_mix_into"]
+
+
+def shift_mix_into(Xd, shifts, weights, out):
+    """``out = sum_t w_t X[(i + h_t) mod n]`` for device arrays (``out`` must not alias ``Xd``)."""
+    n = Xd.shape[0]
+    d = Xd.size // max(n, 1)
+    h = small_device(np.mod(np.asarray(shifts if not isinstance(shifts, cp.ndarray) else shifts.get()), max(n, 1)),
+                     np.int64)
+    w = small_device(weights, np.float64)
+    if Xd.size:
+        grid = (col_blocks(d, n), min(n, ROWS_PER_LAUNCH))
+        kernel("shift_mix", Xd.dtype)(grid, (256,), (Xd, np.int64(n), np.int64(d), h, w, np.int32(h.size), out))
+    return out
+
+
+def csr_mix_into(indptr, indices, data, Xd, out):
+    """``out = W X`` for a CSR ``W`` and device arrays (``out`` must not alias ``Xd``)."""
+    ip, ix, dt = small_device(indptr, np.int64), small_device(indices, np.int64), small_device(data, np.float64)
+    n = ip.size - 1
+    d = Xd.size // max(Xd.shape[0], 1)
+    if n and d:
+        grid = (col_blocks(d, n), min(n, ROWS_PER_LAUNCH))
+        kernel("csr_mix", Xd.dtype)(grid, (256,), (ip, ix, dt, Xd, np.int64(d), np.int64(n), out))
+    return out
 
 
 def shift_mix(X, shifts, weights):
     r"""Circulant mixing :math:`Y_i = \sum_t w_t X_{(i + h_t) \bmod n}`, terms added in ``shifts`` order."""
-    (Xd,) = to_device(X)
-    n = Xd.shape[0]
-    out = cp.zeros_like(Xd)
-    for h, w in zip(np.mod(np.asarray(shifts), n).tolist(), np.asarray(weights).tolist()):
-        out[: n - h] += w * Xd[h:]
-        out[n - h :] += w * Xd[:h]
-    return like_input(out, X)
+    Xd = as_rows(X)
+    return like_input(shift_mix_into(Xd, shifts, weights, cp.empty_like(Xd)), X)
 
 
 def csr_mix(indptr, indices, data, X):
-    r"""Sparse mixing :math:`Y = W X` with ``W`` given by CSR arrays (cupyx.scipy.sparse)."""
-    import cupyx.scipy.sparse as csp
-
-    Xd, ip, ix, dt = to_device(X, indptr, indices, data)
-    X2 = Xd.reshape(Xd.shape[0], -1)
-    n = ip.shape[0] - 1
-    W = csp.csr_matrix((dt.astype(X2.dtype), ix, ip), shape=(n, X2.shape[0]))
-    return like_input((W @ X2).reshape((n,) + Xd.shape[1:]), X)
+    r"""Sparse mixing :math:`Y = W X` with ``W`` given by CSR arrays (rows accumulated in index order)."""
+    Xd = as_rows(X)
+    n = len(indptr) - 1
+    out = cp.empty((n,) + Xd.shape[1:], dtype=Xd.dtype)
+    return like_input(csr_mix_into(indptr, indices, data, Xd, out), X)

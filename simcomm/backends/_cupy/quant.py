@@ -1,14 +1,18 @@
-r"""Quantizer kernels on the GPU: the numpy reference's counter-based uniforms and arithmetic.
+r"""Quantizer kernels on the GPU: one fused pass each, the numpy reference's values bit for bit.
 
-The SplitMix64 counter stream (see :mod:`simcomm.backends._numpy.quant`) is evaluated elementwise
-on the device from the host-drawn ``key``, so no uniform array crosses the bus and the values equal
-numpy's bit for bit.
+The SplitMix64 counter stream (see :mod:`simcomm.backends._numpy.quant`) is evaluated in registers
+from each element's flat index and the host-drawn ``key``; the float64 arithmetic repeats the
+reference's operations in order with no fused multiply-add (:mod:`._src`), so the quantized arrays
+equal numpy's bit for bit. Row norms are reductions and agree within rounding.
 """
+
+from __future__ import annotations
 
 import cupy as cp
 import numpy as np
 
-from simcomm.backends._cupy._host import like_input, to_device
+from simcomm.backends._cupy._host import as_rows, grid_1d, like_input
+from simcomm.backends._cupy._src import kernel
 
 __all__ = [
     "counter_uniforms",
@@ -32,6 +36,13 @@ _SPLITMIX = cp.ElementwiseKernel(
     "simcomm_splitmix_uniform",
 )
 
+_SUMSQ = cp.ReductionKernel("T x", "float64 y", "(double)x * (double)x", "a + b", "y = sqrt(a)", "0",
+                            "simcomm_row_norm")
+# max of |x| that propagates NaN (fmax would drop it); inf and NaN rows become NaN as in the reference
+_ABSMAX = cp.ReductionKernel("T x", "float64 y", "fabs((double)x)", "(a != a || a > b) ? a : b",
+                             "y = isfinite(a) ? a : __longlong_as_double(0x7ff8000000000000LL)", "0",
+                             "simcomm_row_absmax")
+
 
 def counter_uniforms(key: int, n: int, dtype=np.float64, start: int = 0):
     """Device uniforms ``u_start .. u_{start+n-1}`` of the counter stream ``key`` (numpy's values)."""
@@ -41,65 +52,54 @@ def counter_uniforms(key: int, n: int, dtype=np.float64, start: int = 0):
     return u.astype(cp.float32) if bits == 24 else u
 
 
-def _u(key: int, x):
-    return counter_uniforms(key, x.size, x.dtype).reshape(x.shape).astype(cp.float64)
-
-
 def row_norms(x):
-    """Euclidean norm of each row, accumulated in float64."""
-    (xd,) = to_device(x)
-    x64 = xd.astype(cp.float64)
-    return like_input(cp.sqrt((x64 * x64).sum(axis=1)), x)
-
-
-def row_absmax(x):
-    """Infinity norm of each row as float64 (exact)."""
-    (xd,) = to_device(x)
-    res = cp.abs(xd).max(axis=1).astype(cp.float64) if xd.shape[1] else cp.zeros(xd.shape[0])
+    """Euclidean norm of each row, accumulated in float64 (one read of ``x``)."""
+    xd = as_rows(x)
+    res = _SUMSQ(xd, axis=1) if xd.shape[1] else cp.zeros(xd.shape[0])
     return like_input(res, x)
 
 
-def _finish(q, out):
-    if isinstance(out, np.ndarray):
-        out[...] = cp.asnumpy(q)
-        return out
-    out[...] = q
+def row_absmax(x):
+    """Infinity norm of each row as float64 (exact); NaN for a row holding NaN or inf."""
+    xd = as_rows(x)
+    res = _ABSMAX(xd, axis=1) if xd.shape[1] else cp.zeros(xd.shape[0])
+    return like_input(res, x)
+
+
+def _run(name, x, out, *args):
+    xd = as_rows(x)
+    res = out if isinstance(out, cp.ndarray) and out.flags.c_contiguous and out.dtype == xd.dtype else cp.empty_like(xd)
+    if xd.size:
+        kernel(name, xd.dtype)(*grid_1d(xd.size), (xd, *args(xd), res))
+    if res is not out:
+        if isinstance(out, cp.ndarray):
+            out[...] = res.reshape(out.shape)
+        else:
+            out[...] = cp.asnumpy(res).reshape(out.shape)
     return out
 
 
+def _row_vec(v):
+    return cp.ascontiguousarray(cp.asarray(v, dtype=cp.float64))
+
+
 def qsgd_quantize(x, norms, s: int, key: int, out):
-    """QSGD with ``s`` levels (see the numpy reference for the formula)."""
-    xd, nd = to_device(x, norms)
-    x64 = xd.astype(cp.float64)
-    nrm = nd[:, None]
-    safe = cp.where(nrm > 0, nrm, 1.0)
-    r = cp.abs(x64) * (float(s) / safe)
-    lo = cp.floor(r)
-    level = lo + (_u(key, xd) < (r - lo))
-    q = cp.sign(x64) * level * (safe / float(s))
-    return _finish(cp.where(nrm > 0, q, 0.0), out)
+    """QSGD with ``s`` levels (see the numpy reference for the formula); writes ``out`` and returns it."""
+    return _run("qsgd", x, out, lambda xd: (_row_vec(norms), np.int64(xd.shape[1]), np.int64(xd.size),
+                                            np.float64(s), np.uint64(key)))
 
 
 def ternary_quantize(x, scales, key: int, out):
     """Ternary quantizer with scale ``||x||_inf`` per row."""
-    xd, sd = to_device(x, scales)
-    x64 = xd.astype(cp.float64)
-    m = sd[:, None]
-    safe = cp.where(m > 0, m, 1.0)
-    keep = _u(key, xd) < cp.abs(x64) / safe
-    return _finish(cp.where(keep, cp.sign(x64) * safe, 0.0), out)
+    return _run("ternary", x, out, lambda xd: (_row_vec(scales), np.int64(xd.shape[1]), np.int64(xd.size),
+                                               np.uint64(key)))
 
 
 def stochastic_round_quantize(x, delta: float, key: int, out):
     """Unbiased rounding to the grid delta*Z."""
-    (xd,) = to_device(x)
-    t = xd.astype(cp.float64) / float(delta)
-    lo = cp.floor(t)
-    return _finish((lo + (_u(key, xd) < (t - lo))) * float(delta), out)
+    return _run("sround", x, out, lambda xd: (np.int64(xd.size), np.float64(delta), np.uint64(key)))
 
 
 def bernoulli_quantize(x, p: float, key: int, out):
     """Bernoulli sparsification scaled by 1/p."""
-    (xd,) = to_device(x)
-    x64 = xd.astype(cp.float64)
-    return _finish(cp.where(_u(key, xd) < float(p), x64 / float(p), 0.0), out)
+    return _run("bernoulli", x, out, lambda xd: (np.int64(xd.size), np.float64(p), np.uint64(key)))

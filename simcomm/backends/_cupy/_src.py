@@ -1,0 +1,339 @@
+r"""CUDA source of the fused kernels of the ``cupy`` backend, compiled once per process (CuPy caches to disk).
+
+Every kernel is one pass over its arrays. Two rules make the results equal to the numpy reference
+bit for bit where the reference is elementwise:
+
+* compiled with ``--fmad=false``: ``a * b + c`` is rounded twice, as numpy rounds it (no fused
+  multiply-add), so quantizers, gossip shifts, CSR mixes and the DSGD adapt step repeat the reference's
+  arithmetic operation for operation, in the same order;
+* the quantizers' uniforms are the SplitMix64 counter stream of :mod:`simcomm.backends._numpy.quant`,
+  computed in registers from the element's flat index (no uniform array is stored or read).
+
+Selection (top-k) is a radix select on the bits of ``|x|`` (for finite floats the order of the
+magnitudes is the order of their bit patterns with the sign bit cleared): histogram passes of 11 bits
+find the k-th largest key ``T`` of each row exactly, then one counting pass and one writing pass emit
+every index with key > T and the first ``need`` indices with key == T, in ascending order (warp ballots
+rank the selected entries, so the output needs no sort). Ties therefore go to the lower index, the rule
+of every backend. Nothing sorts or partitions a whole row.
+"""
+
+from __future__ import annotations
+
+#: elements handled by one warp in the counting / writing passes of the selection
+SEG = 2048
+#: histogram bins per radix pass (11 bits)
+BINS = 2048
+
+_COMMON = r"""
+#define FULL 0xffffffffu
+// grid-stride loop of index i over [0, n) (blocks along x)
+#define GRID_LOOP(i, n) for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
+                             i += (long long)gridDim.x * blockDim.x)
+__device__ __forceinline__ double u53(unsigned long long key, unsigned long long idx) {
+    unsigned long long z = key + (idx + 1ULL) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z = z ^ (z >> 31);
+    return (double)(z >> 11) * 1.1102230246251565e-16;
+}
+__device__ __forceinline__ double u24(unsigned long long key, unsigned long long idx) {
+    unsigned long long z = key + (idx + 1ULL) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z = z ^ (z >> 31);
+    return (double)(float)((double)(z >> 40) * 5.9604644775390625e-08);
+}
+// row of flat index i: a 32-bit division when the array is small enough (64-bit division is slow)
+#define ROW(i, d, size) ((size) < 4294967296LL ? (long long)((unsigned int)(i) / (unsigned int)(d)) : (i) / (d))
+__device__ __forceinline__ double sgn(double v) {  // numpy's sign: +-1, 0 for +-0, NaN for NaN
+    return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : (v == 0.0 ? 0.0 : v));
+}
+__device__ __forceinline__ unsigned int keyof(float v) { return __float_as_uint(v) & 0x7fffffffu; }
+__device__ __forceinline__ unsigned long long keyof(double v) {
+    return ((unsigned long long)__double_as_longlong(v)) & 0x7fffffffffffffffULL;
+}
+"""
+
+# Per element type: T (data), K (key), U (the uniform of that dtype: 24 or 53 bits), suffix.
+_TYPES = (("float", "unsigned int", "u24", "f32"), ("double", "unsigned long long", "u53", "f64"))
+
+_PER_TYPE = r"""
+// ---------------------------------------------------------------- quantizers (one pass, x in, q out)
+extern "C" __global__ void qsgd_SUF(const T* __restrict__ x, const double* __restrict__ norms, long long d,
+                                    long long size, double s, unsigned long long key, T* __restrict__ out) {
+    GRID_LOOP(i, size) {
+        double nrm = norms[ROW(i, d, size)];
+        double safe = nrm > 0.0 ? nrm : 1.0;
+        double x64 = (double)x[i];
+        double r = fabs(x64) * (s / safe);
+        double lo = floor(r);
+        double level = lo + (double)(UNI(key, (unsigned long long)i) < (r - lo));
+        double q = sgn(x64) * level * (safe / s);
+        out[i] = (T)(nrm > 0.0 ? q : 0.0);
+    }
+}
+extern "C" __global__ void ternary_SUF(const T* __restrict__ x, const double* __restrict__ scales, long long d,
+                                       long long size, unsigned long long key, T* __restrict__ out) {
+    GRID_LOOP(i, size) {
+        double m = scales[ROW(i, d, size)];
+        double safe = m > 0.0 ? m : 1.0;
+        double x64 = (double)x[i];
+        bool keep = UNI(key, (unsigned long long)i) < fabs(x64) / safe;
+        out[i] = (T)(keep ? sgn(x64) * safe : 0.0);
+    }
+}
+extern "C" __global__ void sround_SUF(const T* __restrict__ x, long long size, double delta,
+                                      unsigned long long key, T* __restrict__ out) {
+    GRID_LOOP(i, size) {
+        double t = (double)x[i] / delta;
+        double lo = floor(t);
+        out[i] = (T)((lo + (double)(UNI(key, (unsigned long long)i) < (t - lo))) * delta);
+    }
+}
+extern "C" __global__ void bernoulli_SUF(const T* __restrict__ x, long long size, double p,
+                                         unsigned long long key, T* __restrict__ out) {
+    GRID_LOOP(i, size) {
+        double x64 = (double)x[i];
+        out[i] = (T)(UNI(key, (unsigned long long)i) < p ? x64 / p : 0.0);
+    }
+}
+
+// ---------------------------------------------------------------- gossip and the DSGD step
+// Y_i = sum_t w_t X_{(i + h_t) mod n}; terms added in t order from 0 (numpy: out = 0; out += w * X).
+extern "C" __global__ void shift_mix_SUF(const T* __restrict__ X, long long n, long long d,
+                                         const long long* __restrict__ shifts, const double* __restrict__ w,
+                                         int m, T* __restrict__ Y) {
+    for (long long i = blockIdx.y; i < n; i += gridDim.y)
+    GRID_LOOP(j, d) {
+        T acc = (T)0;
+        for (int t = 0; t < m; ++t) {
+            long long r = i + shifts[t];
+            if (r >= n) r -= n;
+            acc = acc + (T)((T)w[t] * X[r * d + j]);
+        }
+        Y[i * d + j] = acc;
+    }
+}
+// Y_i = sum_{p in row i} data_p X_{indices_p}, accumulated in p order from 0 (scipy's CSR product).
+extern "C" __global__ void csr_mix_SUF(const long long* __restrict__ indptr, const long long* __restrict__ indices,
+                                       const double* __restrict__ data, const T* __restrict__ X, long long d,
+                                       long long n, T* __restrict__ Y) {
+    for (long long i = blockIdx.y; i < n; i += gridDim.y) {
+        long long p0 = indptr[i], p1 = indptr[i + 1];
+        GRID_LOOP(j, d) {
+            T acc = (T)0;
+            for (long long p = p0; p < p1; ++p) acc = acc + (T)((T)data[p] * X[indices[p] * d + j]);
+            Y[i * d + j] = acc;
+        }
+    }
+}
+// m <- beta m + g (in place), y <- x - gamma m: the reference's four roundings.
+extern "C" __global__ void adapt_SUF(const T* __restrict__ X, T* __restrict__ M, const T* __restrict__ G,
+                                     long long size, T gamma, T beta, T* __restrict__ Y) {
+    GRID_LOOP(i, size) {
+        T m = M[i] * beta;
+        m = m + G[i];
+        M[i] = m;
+        T y = m * gamma;
+        Y[i] = X[i] - y;
+    }
+}
+
+// ---------------------------------------------------------------- error feedback
+// P = G + M and the squared row norms of P (atomic per-row partial sums: order varies in the last bits).
+extern "C" __global__ void ef_accum_SUF(const T* __restrict__ G, const T* __restrict__ M, long long d,
+                                        T* __restrict__ P, double* __restrict__ sq) {
+    long long i = blockIdx.y;
+    double part = 0.0;
+    GRID_LOOP(j, d) {
+        T p = G[i * d + j] + M[i * d + j];
+        P[i * d + j] = p;
+        part += (double)p * (double)p;
+    }
+    for (int o = 16; o > 0; o >>= 1) part += __shfl_down_sync(FULL, part, o);
+    __shared__ double ws[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) ws[warp] = part;
+    __syncthreads();
+    if (warp == 0) {
+        part = lane < (blockDim.x >> 5) ? ws[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) part += __shfl_down_sync(FULL, part, o);
+        if (lane == 0) atomicAdd(&sq[i], part);
+    }
+}
+// vals = P[i, idx], P[i, idx] = 0, upd[idx] += vals (the server's sum; divided by n afterwards).
+extern "C" __global__ void ef_send_SUF(T* __restrict__ P, const long long* __restrict__ idx, long long d, long long k,
+                                       long long size, T* __restrict__ vals, double* __restrict__ upd) {
+    GRID_LOOP(t, size) {
+        long long i = t / k;
+        long long c = idx[t];
+        T v = P[i * d + c];
+        vals[t] = v;
+        P[i * d + c] = (T)0;
+        atomicAdd(&upd[c], (double)v);
+    }
+}
+
+// ---------------------------------------------------------------- radix select (top-k of |x| per row)
+// Histogram of the digit (key >> shift) & (2^width - 1) over the keys that match the row's prefix so far.
+extern "C" __global__ void radix_hist_SUF(const T* __restrict__ x, long long d, long long chunk,
+                                          const K* __restrict__ prefix, const K* __restrict__ mask,
+                                          int shift, int width, unsigned int* __restrict__ hist) {
+    __shared__ unsigned int sh[2048];
+    long long row = blockIdx.y;
+    for (int b = threadIdx.x; b < 2048; b += blockDim.x) sh[b] = 0u;
+    __syncthreads();
+    const K pre = prefix[row], msk = mask[row];
+    const K dmask = (((K)1) << width) - (K)1;
+    const T* xr = x + row * d;
+    long long start = (long long)blockIdx.x * chunk;
+    long long end = start + chunk < d ? start + chunk : d;
+    long long step = blockDim.x;
+    long long j = start + threadIdx.x;
+    for (; j + 3 * step < end; j += 4 * step) {  // four independent loads in flight per thread
+        K k0 = keyof(xr[j]), k1 = keyof(xr[j + step]), k2 = keyof(xr[j + 2 * step]), k3 = keyof(xr[j + 3 * step]);
+        if ((k0 & msk) == pre) atomicAdd(&sh[(unsigned int)((k0 >> shift) & dmask)], 1u);
+        if ((k1 & msk) == pre) atomicAdd(&sh[(unsigned int)((k1 >> shift) & dmask)], 1u);
+        if ((k2 & msk) == pre) atomicAdd(&sh[(unsigned int)((k2 >> shift) & dmask)], 1u);
+        if ((k3 & msk) == pre) atomicAdd(&sh[(unsigned int)((k3 >> shift) & dmask)], 1u);
+    }
+    for (; j < end; j += step) {
+        K k0 = keyof(xr[j]);
+        if ((k0 & msk) == pre) atomicAdd(&sh[(unsigned int)((k0 >> shift) & dmask)], 1u);
+    }
+    __syncthreads();
+    unsigned int* hr = hist + row * 2048;
+    for (int b = threadIdx.x; b < 2048; b += blockDim.x) {
+        unsigned int c = sh[b];
+        if (c) atomicAdd(&hr[b], c);
+    }
+}
+// One warp per row: the bin (from the top) where the running count reaches need; fixes that digit.
+extern "C" __global__ void radix_find_SUF(const unsigned int* __restrict__ hist, K* __restrict__ prefix,
+                                          K* __restrict__ mask, long long* __restrict__ need, int shift, int width) {
+    long long row = blockIdx.x;
+    int lane = threadIdx.x;
+    const unsigned int* h = hist + row * 2048;
+    unsigned long long nd = (unsigned long long)need[row];
+    unsigned long long s = 0;
+    for (int t = 0; t < 64; ++t) s += h[2047 - 64 * lane - t];
+    unsigned long long c = s;
+    for (int o = 1; o < 32; o <<= 1) {
+        unsigned long long y = __shfl_up_sync(FULL, c, o);
+        if (lane >= o) c += y;
+    }
+    unsigned int ok = __ballot_sync(FULL, c >= nd);
+    int L = __ffs(ok) - 1;
+    if (lane == L) {
+        unsigned long long cum = c - s;
+        for (int t = 0; t < 64; ++t) {
+            int b = 2047 - 64 * lane - t;
+            unsigned long long cnt = h[b];
+            if (cum + cnt >= nd) {
+                prefix[row] |= ((K)b) << shift;
+                mask[row] |= ((((K)1) << width) - (K)1) << shift;
+                need[row] = (long long)(nd - cum);
+                break;
+            }
+            cum += cnt;
+        }
+    }
+}
+// Per warp segment of SEG elements: how many keys are > T (low 32 bits) and == T (high 32 bits).
+extern "C" __global__ void sel_count_SUF(const T* __restrict__ x, long long d, long long nseg,
+                                         const K* __restrict__ thr, unsigned long long* __restrict__ cnt) {
+    long long row = blockIdx.y;
+    int lane = threadIdx.x & 31;
+    long long s = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (s >= nseg) return;
+    const K T_ = thr[row];
+    const T* xr = x + row * d;
+    long long start = s * SEG_, end = start + SEG_ < d ? start + SEG_ : d;
+    unsigned int gt = 0, eq = 0;
+    long long j = start + lane;
+    for (; j + 96 < end; j += 128) {
+        K k0 = keyof(xr[j]), k1 = keyof(xr[j + 32]), k2 = keyof(xr[j + 64]), k3 = keyof(xr[j + 96]);
+        gt += (k0 > T_) + (k1 > T_) + (k2 > T_) + (k3 > T_);
+        eq += (k0 == T_) + (k1 == T_) + (k2 == T_) + (k3 == T_);
+    }
+    for (; j < end; j += 32) {
+        K k0 = keyof(xr[j]);
+        gt += k0 > T_;
+        eq += k0 == T_;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        gt += __shfl_down_sync(FULL, gt, o);
+        eq += __shfl_down_sync(FULL, eq, o);
+    }
+    if (lane == 0) cnt[row * nseg + s] = ((unsigned long long)eq << 32) | (unsigned long long)gt;
+}
+// Writes the selected indices of each warp segment at their rank: keys > T, and the first `need` keys == T.
+extern "C" __global__ void sel_write_SUF(const T* __restrict__ x, long long d, long long nseg,
+                                         const K* __restrict__ thr, const long long* __restrict__ need,
+                                         const unsigned long long* __restrict__ gt_before,
+                                         const unsigned long long* __restrict__ eq_before,
+                                         long long k, long long* __restrict__ out) {
+    long long row = blockIdx.y;
+    int lane = threadIdx.x & 31;
+    long long s = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (s >= nseg) return;
+    const K T_ = thr[row];
+    const long long nd = need[row];
+    const T* xr = x + row * d;
+    long long* orow = out + row * k;
+    long long start = s * SEG_, end = start + SEG_ < d ? start + SEG_ : d;
+    long long eqr = (long long)eq_before[row * nseg + s];
+    long long pos = (long long)gt_before[row * nseg + s] + (eqr < nd ? eqr : nd);
+    const unsigned int lt = (1u << lane) - 1u;
+    for (long long base = start; base < end; base += 128) {
+        K ks[4];
+        #pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            long long j = base + 32 * q + lane;
+            ks[q] = j < end ? keyof(xr[j]) : (K)0;
+        }
+        #pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            long long j = base + 32 * q + lane;
+            bool in = j < end;
+            bool g = in && ks[q] > T_;
+            bool e = in && ks[q] == T_;
+            unsigned int em = __ballot_sync(FULL, e);
+            bool take = g || (e && eqr + __popc(em & lt) < nd);
+            unsigned int tm = __ballot_sync(FULL, take);
+            if (take) orow[pos + __popc(tm & lt)] = j;
+            pos += __popc(tm);
+            eqr += __popc(em);
+        }
+    }
+}
+"""
+
+
+def source() -> str:
+    """The whole CUDA translation unit: common helpers, then every kernel once per element type.
+
+    Each type gets its own namespace with ``T`` (data), ``K`` (key) and ``UNI`` (the uniform of that
+    dtype) as typedefs, so the kernel text is written once; the ``extern "C"`` names carry the suffix.
+    """
+    parts = [_COMMON]
+    for T, K, U, suffix in _TYPES:
+        body = _PER_TYPE.replace("SEG_", str(SEG)).replace("_SUF", "_" + suffix)
+        parts.append(f"namespace ns_{suffix} {{\ntypedef {T} T;\ntypedef {K} K;\n"
+                     f"__device__ __forceinline__ double UNI(unsigned long long a, unsigned long long b) "
+                     f"{{ return {U}(a, b); }}\n{body}\n}}\n")
+    return "\n".join(parts)
+
+
+_MODULE = None
+
+
+def kernel(name: str, dtype):
+    """Compiled kernel ``name`` for ``dtype`` (float32 or float64); the module is compiled on first use."""
+    global _MODULE
+    import cupy as cp
+    import numpy as np
+
+    if _MODULE is None:
+        _MODULE = cp.RawModule(code=source(), options=("--fmad=false", "-std=c++14"))
+    return _MODULE.get_function(f"{name}_{'f32' if np.dtype(dtype) == np.float32 else 'f64'}")
