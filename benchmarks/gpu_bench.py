@@ -3,7 +3,8 @@
 The device check of issue 19 (``benchmarks/gpu_check.sh`` runs it): for every kernel and every size
 ``n * d`` in 10^6, 10^7, 10^8 (float32, n = 64 rows), the best-of-N time of the numba kernel on all CPU
 cores and of the cupy kernel on device-resident arrays, their ratio, and the cupy time as a multiple of
-the device-copy floor (a device-to-device copy of the kernel's main array, measured in the same run).
+the copy floor (the bytes the kernel must move, at the bandwidth of a device-to-device copy measured in
+the same run).
 Then the end-to-end ``simcomm run`` of ``sims/extra/dsgd_large.toml`` with each backend.
 
 Writes ``gpu_bench.csv``, ``gpu_bench.png`` and ``gpu_bench.json`` to ``--out``. Timing is
@@ -28,6 +29,9 @@ SIZES = (10**6, 10**7, 10**8)
 ROWS = 64
 #: kernels whose speed is bounded by memory traffic (judged against the copy floor)
 BANDWIDTH_BOUND = ("qsgd", "ternary", "ring_gossip", "exp_gossip", "ef_send")
+# The copy floor of a kernel: the bytes it must read and write (the third entry of each kernel in
+# kernels(), e.g. 3 passes over x for a quantizer: the norm pass, then x in and Q(x) out) at the
+# bandwidth of a device-to-device copy measured in the same run.
 
 
 def best_cpu(fn, reps: int) -> float:
@@ -94,18 +98,24 @@ def kernels(n: int, d: int, rng):
             be.ef_send(P, top, th, 0.01)
         return step
 
+    idx_h = nb.topk_indices(M, k)
+    idx_d = cp.asarray(idx_h)
+    P_h, P_d = M.copy(), Md.copy()
+    N, e = n * d, 4
+    # bytes each kernel must move at least (reads + writes; a scattered access moves a 32-byte sector)
+    send_bytes = n * k * (8 + e + 2 * 32) + d * (e + 8 + 8)
     return {
-        "top_k": (lambda: nb.topk_indices(x, k), lambda: cu.topk_indices(xd, k)),
-        "rtop_k": (lambda: nb.rtopk_indices(x, k, r, u), lambda: cu.rtopk_indices(xd, k, r, key)),
-        "qsgd": (qsgd(nb, x, out_h), qsgd(cu, xd, out_d)),
-        "ternary": (ternary(nb, x, out_h), ternary(cu, xd, out_d)),
-        "ring_gossip": (lambda: nb.shift_mix(x, *ring), lambda: cu.shift_mix(xd, *ring)),
-        "exp_gossip": (lambda: nb.shift_mix(x, *expo), lambda: cu.shift_mix(xd, *expo)),
+        "top_k": (lambda: nb.topk_indices(x, k), lambda: cu.topk_indices(xd, k), e * N),
+        "rtop_k": (lambda: nb.rtopk_indices(x, k, r, u), lambda: cu.rtopk_indices(xd, k, r, key), e * N),
+        "qsgd": (qsgd(nb, x, out_h), qsgd(cu, xd, out_d), 3 * e * N),  # norm pass + quantize pass
+        "ternary": (ternary(nb, x, out_h), ternary(cu, xd, out_d), 3 * e * N),
+        "ring_gossip": (lambda: nb.shift_mix(x, *ring), lambda: cu.shift_mix(xd, *ring), 2 * e * N),
+        "exp_gossip": (lambda: nb.shift_mix(x, *expo), lambda: cu.shift_mix(xd, *expo), 2 * e * N),
         "dmsgd_step": (lambda: nb.atc_shift_step(x, M, G, 0.01, 0.9, *one_peer, out_h),
-                       lambda: cu.atc_shift_step(xd, Md, Gd, 0.01, 0.9, *one_peer, out_d)),
-        "ef_send": (lambda: nb.ef_send(M.copy(), nb.topk_indices(x, k), theta, 0.01)[2],
-                    lambda: cu.ef_send(Md, cu.topk_indices(xd, k), thd, 0.01)[2]),
-        "ef_sgd_step": (ef_step(nb, G, M, theta), ef_step(cu, Gd, Md, thd)),
+                       lambda: cu.atc_shift_step(xd, Md, Gd, 0.01, 0.9, *one_peer, out_d), 5 * e * N),
+        "ef_send": (lambda: nb.ef_send(P_h, idx_h, theta, 0.01), lambda: cu.ef_send(P_d, idx_d, thd, 0.01),
+                    send_bytes),
+        "ef_sgd_step": (ef_step(nb, G, M, theta), ef_step(cu, Gd, Md, thd), 4 * e * N + send_bytes),
     }, (xd, cp.empty_like(xd))
 
 
@@ -163,7 +173,7 @@ def figure(rows, path: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
     a.set_ylabel("cupy speedup over numba (16 cores)")
     a.set_title("cupy vs numba, same machine, same run")
-    b.set_ylabel("cupy time / device-copy time")
+    b.set_ylabel("cupy time / copy floor of the bytes moved")
     b.set_title("bandwidth-bound kernels vs the copy floor")
     a.legend(fontsize=7, ncol=2)
     b.legend(fontsize=7)
@@ -194,8 +204,10 @@ def main(argv=None) -> int:
         ks, (src, dst) = kernels(n, d, rng)
         floor = copy_floor(src, dst)
         print(f"n*d = {size:.0e} (n = {n}, d = {d}): device copy {floor * 1e3:.3f} ms", flush=True)
-        for name, (cpu, gpu) in ks.items():
-            row = {"kernel": name, "n": n, "d": d, "entries": n * d, "copy_ms": floor * 1e3}
+        bandwidth = 2 * src.nbytes / floor  # bytes per second of the device copy (read + write)
+        for name, (cpu, gpu, nbytes) in ks.items():
+            row = {"kernel": name, "n": n, "d": d, "entries": n * d, "copy_ms": floor * 1e3, "bytes": nbytes,
+                   "floor_ms": nbytes / bandwidth * 1e3}
             try:
                 row["numba_ms"] = best_cpu(cpu, args.reps) * 1e3
             except Exception as exc:  # a failing kernel is reported, the others still run
@@ -205,14 +217,16 @@ def main(argv=None) -> int:
             except Exception as exc:
                 row["cupy_ms"], row["error"] = math.nan, f"cupy: {type(exc).__name__}: {exc}"
             row["speedup"] = row["numba_ms"] / row["cupy_ms"]
-            row["floor_ratio"] = row["cupy_ms"] / row["copy_ms"]
+            row["floor_ratio"] = row["cupy_ms"] / row["floor_ms"]
             rows.append(row)
             print(f"  {name:12s} numba {row['numba_ms']:9.3f} ms  cupy {row['cupy_ms']:8.3f} ms  "
-                  f"speedup {row['speedup']:7.1f}x  copy-floor x{row['floor_ratio']:5.2f}  {row.get('error', '')}",
+                  f"speedup {row['speedup']:7.1f}x  floor {row['floor_ms']:7.3f} ms (x{row['floor_ratio']:5.2f})  "
+                  f"{row.get('error', '')}",
                   flush=True)
         del ks, src, dst
         cp.get_default_memory_pool().free_all_blocks()
-    fields = ["kernel", "n", "d", "entries", "numba_ms", "cupy_ms", "speedup", "copy_ms", "floor_ratio", "error"]
+    fields = ["kernel", "n", "d", "entries", "numba_ms", "cupy_ms", "speedup", "copy_ms", "bytes", "floor_ms",
+              "floor_ratio", "error"]
     with open(out / "gpu_bench.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 #: elements handled by one warp in the counting / writing passes of the selection
 SEG = 2048
+#: columns of one block of the gossip kernels
+TILE = 1024
 #: histogram bins per radix pass (11 bits)
 BINS = 2048
 
@@ -99,28 +101,36 @@ extern "C" __global__ void bernoulli_SUF(const T* __restrict__ x, long long size
 }
 
 // ---------------------------------------------------------------- gossip and the DSGD step
+// Launch shape of the mixes: blockIdx.x is the row, blockIdx.y a tile of TILE columns. Blocks are
+// scheduled x-fastest, so the blocks running at one time hold every row of the same few column tiles:
+// the rows a tile reads through its shifts (or CSR neighbours) are read from DRAM once and then hit L2.
 // Y_i = sum_t w_t X_{(i + h_t) mod n}; terms added in t order from 0 (numpy: out = 0; out += w * X).
 extern "C" __global__ void shift_mix_SUF(const T* __restrict__ X, long long n, long long d,
                                          const long long* __restrict__ shifts, const double* __restrict__ w,
                                          int m, T* __restrict__ Y) {
-    for (long long i = blockIdx.y; i < n; i += gridDim.y)
-    GRID_LOOP(j, d) {
-        T acc = (T)0;
-        for (int t = 0; t < m; ++t) {
-            long long r = i + shifts[t];
-            if (r >= n) r -= n;
-            acc = acc + (T)((T)w[t] * X[r * d + j]);
+    long long i = blockIdx.x;
+    for (long long j0 = (long long)blockIdx.y * TILE; j0 < d; j0 += (long long)gridDim.y * TILE) {
+        long long j1 = j0 + TILE < d ? j0 + TILE : d;
+        for (long long j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
+            T acc = (T)0;
+            for (int t = 0; t < m; ++t) {
+                long long r = i + shifts[t];
+                if (r >= n) r -= n;
+                acc = acc + (T)((T)w[t] * X[r * d + j]);
+            }
+            Y[i * d + j] = acc;
         }
-        Y[i * d + j] = acc;
     }
 }
 // Y_i = sum_{p in row i} data_p X_{indices_p}, accumulated in p order from 0 (scipy's CSR product).
 extern "C" __global__ void csr_mix_SUF(const long long* __restrict__ indptr, const long long* __restrict__ indices,
                                        const double* __restrict__ data, const T* __restrict__ X, long long d,
-                                       long long n, T* __restrict__ Y) {
-    for (long long i = blockIdx.y; i < n; i += gridDim.y) {
-        long long p0 = indptr[i], p1 = indptr[i + 1];
-        GRID_LOOP(j, d) {
+                                       T* __restrict__ Y) {
+    long long i = blockIdx.x;
+    long long p0 = indptr[i], p1 = indptr[i + 1];
+    for (long long j0 = (long long)blockIdx.y * TILE; j0 < d; j0 += (long long)gridDim.y * TILE) {
+        long long j1 = j0 + TILE < d ? j0 + TILE : d;
+        for (long long j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
             T acc = (T)0;
             for (long long p = p0; p < p1; ++p) acc = acc + (T)((T)data[p] * X[indices[p] * d + j]);
             Y[i * d + j] = acc;
@@ -318,7 +328,7 @@ def source() -> str:
     """
     parts = [_COMMON]
     for T, K, U, suffix in _TYPES:
-        body = _PER_TYPE.replace("SEG_", str(SEG)).replace("_SUF", "_" + suffix)
+        body = _PER_TYPE.replace("SEG_", str(SEG)).replace("TILE", str(TILE)).replace("_SUF", "_" + suffix)
         parts.append(f"namespace ns_{suffix} {{\ntypedef {T} T;\ntypedef {K} K;\n"
                      f"__device__ __forceinline__ double UNI(unsigned long long a, unsigned long long b) "
                      f"{{ return {U}(a, b); }}\n{body}\n}}\n")

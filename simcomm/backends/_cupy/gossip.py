@@ -9,10 +9,15 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, col_blocks, like_input, small_device
-from simcomm.backends._cupy._src import kernel
+from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, like_input, small_device
+from simcomm.backends._cupy._src import TILE, kernel
 
 __all__ = ["shift_mix", "csr_mix", "shift_mix_into", "csr_mix_into"]
+
+
+def _grid(n: int, d: int) -> tuple[int, int]:
+    """One block per (row, column tile); rows vary fastest so concurrent blocks share column tiles in L2."""
+    return (n, max(1, min(-(-d // TILE), ROWS_PER_LAUNCH)))
 
 
 def shift_mix_into(Xd, shifts, weights, out):
@@ -23,8 +28,7 @@ def shift_mix_into(Xd, shifts, weights, out):
                      np.int64)
     w = small_device(weights, np.float64)
     if Xd.size:
-        grid = (col_blocks(d, n), min(n, ROWS_PER_LAUNCH))
-        kernel("shift_mix", Xd.dtype)(grid, (256,), (Xd, np.int64(n), np.int64(d), h, w, np.int32(h.size), out))
+        kernel("shift_mix", Xd.dtype)(_grid(n, d), (256,), (Xd, np.int64(n), np.int64(d), h, w, np.int32(h.size), out))
     return out
 
 
@@ -34,8 +38,7 @@ def csr_mix_into(indptr, indices, data, Xd, out):
     n = ip.size - 1
     d = Xd.size // max(Xd.shape[0], 1)
     if n and d:
-        grid = (col_blocks(d, n), min(n, ROWS_PER_LAUNCH))
-        kernel("csr_mix", Xd.dtype)(grid, (256,), (ip, ix, dt, Xd, np.int64(d), np.int64(n), out))
+        kernel("csr_mix", Xd.dtype)(_grid(n, d), (256,), (ip, ix, dt, Xd, np.int64(d), out))
     return out
 
 

@@ -66,7 +66,8 @@ def row_absmax(x):
     return like_input(res, x)
 
 
-def _run(name, x, out, *args):
+def _run(name, x, out, args):
+    """Launch quantizer ``name`` on ``x`` into ``out``; ``args(xd)`` gives the arguments between ``x`` and ``out``."""
     xd = as_rows(x)
     res = out if isinstance(out, cp.ndarray) and out.flags.c_contiguous and out.dtype == xd.dtype else cp.empty_like(xd)
     if xd.size:
