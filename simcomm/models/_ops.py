@@ -16,8 +16,9 @@ the maths, so a change of numerics (or of array backend) happens in one place.
   layer's :math:`\delta^{(l)}` (a summed, a per-worker or a per-example gradient, or only its norm) is
   up to the caller (:mod:`simcomm.models._nn`).
 
-Each function works on NumPy or CuPy arrays (the namespace of its input); the NumPy results are the
-exact bits of the per-module copies these functions replaced (the order of operations is theirs).
+Each function computes in the array namespace of its input (``array_namespace``: NumPy, or CuPy for
+device arrays; only the NumPy path is tested so far). The NumPy results are the exact bits of the
+per-module copies these functions replaced: the order of operations is theirs.
 """
 
 from __future__ import annotations
