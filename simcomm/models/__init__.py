@@ -1,7 +1,9 @@
 """Gradient models and learning problems: quadratics, least squares, logistic regression, MLPs, real data.
 
 Helpers the optimisers and experiments share (``node_gradients``, ``minibatch_gradient``,
-``weighted_gradient``, ``per_example_grad_norms``, ``unflatten``, ...) stay in their private modules.
+``weighted_gradient``, ``per_example_grad_norms``, ``unflatten``, ...) stay in their private modules; the
+numerics they share (stable softmax, cross-entropy, logistic, the MLP forward pass and backward walk) are
+written once, in ``simcomm.models._ops``.
 """
 
 from simcomm.models._data import (

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm.models._ops import log_softmax_and_softmax
 
 __all__ = [
     "NodeProblem",
@@ -124,13 +125,10 @@ def _ls_grad(A, y, X):
 
 
 def _softmax_parts(A, y, X, C):
+    """Log-probabilities and probabilities of every node's examples, each ``(n, m, C)``."""
     n, m, p = A.shape
     Z = np.matmul(A, X.reshape(n, p, C))  # (n, m, C) logits
-    Z = Z - Z.max(axis=2, keepdims=True)
-    E = np.exp(Z)
-    S = E.sum(axis=2, keepdims=True)
-    logp = Z - np.log(S)
-    return logp, E / S
+    return log_softmax_and_softmax(Z, axis=2)
 
 
 def _onehot(y, C):
@@ -322,7 +320,8 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
     H = Hs.mean(axis=0)
     evals = np.linalg.eigvalsh(H)
     if evals[0] <= 1e-10 * evals[-1]:
-        raise UserError(f"f is not strongly convex with n*m = {n * m} examples in d = {d}; use more examples per node (m)")
+        raise UserError(f"f is not strongly convex with n*m = {n * m} examples in d = {d}; "
+                        "use more examples per node (m)")
     # y_i = A_i (x0 + s u_i): x*(s) = x0 + s H^{-1} mean_i(H_i u_i), grad f_i(x*) = s H_i (H^{-1} c - u_i)
     c = np.einsum("nij,nj->i", Hs, U) / n
     v = np.linalg.solve(H, c)
@@ -392,7 +391,8 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
         C = _check_int(n_classes, "n_classes", 2)
         Xp, yp = _mixture(_check_int(examples, "examples", 2), _check_int(features, "features", 1), C, sep, rng)
     else:
-        raise UserError(f"unknown dataset '{dataset}'{closest(dataset, ('synthetic', 'digits'))}; use 'synthetic' or 'digits'")
+        hint = closest(dataset, ("synthetic", "digits"))
+        raise UserError(f"unknown dataset '{dataset}'{hint}; use 'synthetic' or 'digits'")
     if n > len(yp):
         raise UserError(f"n = {n} nodes exceeds the {len(yp)} examples of '{dataset}'; use fewer nodes")
     shards = split_workers(yp, n, scheme=split, rng=rng)

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.models._ops import cross_entropy, cross_entropy_grad, mlp_backward, mlp_forward
 
 __all__ = [
     "MLP",
@@ -159,29 +160,9 @@ def _check_batch(model: MLP, X, y):
     return X, y
 
 
-def _forward(layers, X):
-    """Return inputs ``hs[li]`` to each layer and pre-activations ``pre[l]``; logits are ``pre[-1]``."""
-    hs, pre = [X], []
-    for li, (W, b) in enumerate(layers):
-        a = hs[-1] @ W + b
-        pre.append(a)
-        if li < len(layers) - 1:
-            hs.append(np.maximum(a, 0.0))
-    return hs, pre
-
-
-def _log_softmax(z):
-    z = z - z.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-
-
 def _output_delta(logits, y):
-    """Rows ``d ell_n / d logits_n = softmax - onehot`` and per-example cross-entropies."""
-    logp = _log_softmax(logits)
-    rows = np.arange(y.shape[0])
-    delta = np.exp(logp)
-    delta[rows, y] -= 1.0
-    return delta, -logp[rows, y]
+    """Rows ``d ell_n / d logits_n = softmax - onehot`` of the per-example paths (see ``cross_entropy_grad``)."""
+    return cross_entropy_grad(logits, y, via_log=True)
 
 
 def _penalty(model, layers):
@@ -191,15 +172,14 @@ def _penalty(model, layers):
 def predict_logits(model: MLP, theta: np.ndarray, X) -> np.ndarray:
     """Logits, shape ``(B, n_classes)``."""
     X, _ = _check_batch(model, X, None)
-    return _forward(unflatten(model, theta), X)[1][-1]
+    return mlp_forward(unflatten(model, theta), X)[1][-1]
 
 
 def per_example_losses(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
     r"""Per-example losses :math:`\ell_n` (cross-entropy plus the shared L2 term), shape ``(B,)``."""
     X, y = _check_batch(model, X, y)
     layers = unflatten(model, theta)
-    logp = _log_softmax(_forward(layers, X)[1][-1])
-    return -logp[np.arange(y.shape[0]), y] + _penalty(model, layers)
+    return cross_entropy(mlp_forward(layers, X)[1][-1], y) + _penalty(model, layers)
 
 
 def loss(model: MLP, theta: np.ndarray, X, y) -> float:
@@ -241,19 +221,15 @@ def weighted_gradient(model: MLP, theta: np.ndarray, X, y, weights) -> np.ndarra
     X, y = _check_batch(model, X, y)
     w = np.asarray(weights, dtype=np.float64)
     layers = unflatten(model, theta)
-    hs, pre = _forward(layers, X)
-    delta = _output_delta(pre[-1], y)[0] * w[:, None]
+    hs, pre = mlp_forward(layers, X)
     grad = np.empty(model.n_params)
     parts = unflatten(model, grad)
     wsum = float(w.sum())
-    for li in range(len(layers) - 1, -1, -1):
-        W, _ = layers[li]
+    for li, delta in mlp_backward(layers, pre, _output_delta(pre[-1], y) * w[:, None]):
         gW, gb = parts[li]
         np.matmul(hs[li].T, delta, out=gW)
-        gW += (model.l2 * wsum) * W  # every ell_n carries the same (l2/2)||W||^2
+        gW += (model.l2 * wsum) * layers[li][0]  # every ell_n carries the same (l2/2)||W||^2
         gb[...] = delta.sum(axis=0)
-        if li > 0:
-            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return grad
 
 
@@ -283,12 +259,11 @@ def per_example_gradients(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
     """
     X, y = _check_batch(model, X, y)
     layers = unflatten(model, theta)
-    hs, pre = _forward(layers, X)
-    delta = _output_delta(pre[-1], y)[0]
+    hs, pre = mlp_forward(layers, X)
     B = X.shape[0]
     out = np.empty((B, model.n_params))
     pos = model.n_params
-    for li in range(len(layers) - 1, -1, -1):
+    for li, delta in mlp_backward(layers, pre, _output_delta(pre[-1], y)):
         W, b = layers[li]
         nb, nw = b.size, W.size
         out[:, pos - nb : pos] = delta
@@ -297,8 +272,6 @@ def per_example_gradients(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
         if model.l2:
             block += model.l2 * W
         pos -= nb + nw
-        if li > 0:
-            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return out
 
 
@@ -331,11 +304,10 @@ def per_example_grad_norms(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
     """
     X, y = _check_batch(model, X, y)
     layers = unflatten(model, theta)
-    hs, pre = _forward(layers, X)
-    delta = _output_delta(pre[-1], y)[0]
+    hs, pre = mlp_forward(layers, X)
     sq = np.zeros(X.shape[0])
     lam = model.l2
-    for li in range(len(layers) - 1, -1, -1):
+    for li, delta in mlp_backward(layers, pre, _output_delta(pre[-1], y)):
         W, b = layers[li]
         d2 = np.einsum("no,no->n", delta, delta)
         h2 = np.einsum("ni,ni->n", hs[li], hs[li])
@@ -343,8 +315,6 @@ def per_example_grad_norms(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
         if lam:
             # cross term 2*lam*<h delta^T, W> = 2*lam*delta.(hW) and hW = a - b: no extra matmul
             sq += 2.0 * lam * np.einsum("no,no->n", delta, pre[li] - b) + lam * lam * float(np.vdot(W, W))
-        if li > 0:
-            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return np.sqrt(np.maximum(sq, 0.0))
 
 
@@ -393,20 +363,12 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
     n, B = yb.shape
     # Forward and the delta backprop run as 2-D (n B, .) matmuls: one GEMM per layer instead of n; every
     # row is the same dot products in the same order, so the values are those of the batched form.
-    hs, pre = [Xb.reshape(n * B, -1)], []
-    for li, (W, b) in enumerate(layers):
-        a = hs[-1] @ W + b  # (n B, out): one matmul for all workers
-        pre.append(a)
-        if li < len(layers) - 1:
-            hs.append(np.maximum(a, 0.0))
-    z = pre[-1] - pre[-1].max(axis=1, keepdims=True)
-    delta = np.exp(z)
-    delta /= delta.sum(axis=1, keepdims=True)
-    delta[np.arange(n * B), yb.ravel()] -= 1.0
-    delta /= B  # d(mean loss)/d logits
+    hs, pre = mlp_forward(layers, Xb.reshape(n * B, -1))
+    d_out = cross_entropy_grad(pre[-1], yb.ravel())
+    d_out /= B  # d(mean loss)/d logits
     out = np.empty((n, D)) if out is None else out
     pos = D
-    for li in range(len(layers) - 1, -1, -1):
+    for li, delta in mlp_backward(layers, pre, d_out):
         W, b = layers[li]
         nb, nw = b.size, W.size
         d3 = delta.reshape(n, B, -1)
@@ -416,6 +378,4 @@ def worker_gradients(model: MLP, theta: np.ndarray, Xb: np.ndarray, yb: np.ndarr
         if model.l2:
             gW += model.l2 * W
         pos -= nb + nw
-        if li > 0:
-            delta = (delta @ W.T) * (pre[li - 1] > 0)
     return out

@@ -1,4 +1,4 @@
-r"""Finite-sum problems :math:`f = \frac1N\sum_i f_i` with known :math:`L`, :math:`\mu`, :math:`x^\star`, :math:`f^\star`.
+r"""Finite-sum problems :math:`f = \frac1N\sum_i f_i` with known constants :math:`L, \mu, x^\star, f^\star`.
 
 Used by the compressed / delayed / incremental gradient methods of :mod:`simcomm.optim`. Every problem
 is a :class:`Problem` record; gradients are batched: ``grad(X, idx)`` returns
@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm.models._ops import log1p_exp, sigmoid
 
 __all__ = ["Problem", "quadratic", "ridge", "logistic", "nonconvex", "make_problem", "PROBLEMS"]
 
@@ -119,7 +120,8 @@ def quadratic(N: int, d: int, *, L: float = 1.0, mu: float = 0.01, sigma2: float
     ``H`` has eigenvalues log-spaced from ``L`` down to ``mu`` (diagonal, or :math:`V\Lambda V^\top` with a
     random orthogonal ``V`` when ``rotate``). The centres satisfy :math:`\sum_i (c_i - x^\star) = 0`, so
     :math:`x^\star = \bar c`, and are scaled so that :math:`\sigma_\star^2 = \frac1N\sum_i\|H(c_i-x^\star)\|^2`
-    equals ``sigma2`` (``0``: identical workers). ``f_star`` is :math:`\frac1N\sum_i\frac12(x^\star-c_i)^\top H(x^\star - c_i)`.
+    equals ``sigma2`` (``0``: identical workers). ``f_star`` is
+    :math:`\frac1N\sum_i\frac12(x^\star-c_i)^\top H(x^\star - c_i)`.
     The default start ``x0`` has :math:`\|x_0 - x^\star\|^2 = e_0`.
 
     Parameters
@@ -257,14 +259,6 @@ def _dataset(name: str):
     return X[order], y[order]
 
 
-def _logaddexp0(z):
-    return np.logaddexp(0.0, z)
-
-
-def _sigmoid(z):
-    return 0.5 * (1.0 + np.tanh(0.5 * z))
-
-
 def logistic(N: int, *, data: str = "breast_cancer", lam: float = 1e-2, heterogeneous: bool = True) -> Problem:
     r"""Regularised logistic regression on a bundled scikit-learn data set, split over ``N`` workers.
 
@@ -303,24 +297,24 @@ def logistic(N: int, *, data: str = "breast_cancer", lam: float = 1e-2, heteroge
     def grad(X, idx):
         Ai = As[idx]  # (B, M, d)
         z = ys[idx] * np.einsum("bmd,bd->bm", Ai, X)
-        coef = -w[idx] * ys[idx] * _sigmoid(-z)
+        coef = -w[idx] * ys[idx] * sigmoid(-z)
         return np.einsum("bm,bmd->bd", coef, Ai) + lam * X
 
     def value(X):
         X = np.atleast_2d(X)
         z = np.einsum("nmd,bd->bnm", As, X) * ys[None]
-        return (w[None] * _logaddexp0(-z)).sum(axis=(1, 2)) / N + 0.5 * lam * (X * X).sum(axis=1)
+        return (w[None] * log1p_exp(-z)).sum(axis=(1, 2)) / N + 0.5 * lam * (X * X).sum(axis=1)
 
     def full_grad(X):
         X = np.atleast_2d(X)
         z = np.einsum("nmd,bd->bnm", As, X) * ys[None]
-        coef = -w[None] * ys[None] * _sigmoid(-z)
+        coef = -w[None] * ys[None] * sigmoid(-z)
         return np.einsum("bnm,nmd->bd", coef, As) / N + lam * X
 
     x = np.zeros(d)
     for _ in range(50):  # Newton on the mean objective: converges quadratically (f is lam-strongly convex)
         z = np.einsum("nmd,d->nm", As, x) * ys
-        s = _sigmoid(z) * _sigmoid(-z) * w
+        s = sigmoid(z) * sigmoid(-z) * w
         Hm = np.einsum("nm,nmd,nme->de", s, As, As) / N + lam * np.eye(d)
         g = full_grad(x)[0]
         x = x - np.linalg.solve(Hm, g)
