@@ -246,3 +246,23 @@ def test_mix_keeps_device_arrays_on_the_device():
         got = mix(topo, cp.asarray(X))
         assert isinstance(got, cp.ndarray)
         np.testing.assert_allclose(got.get(), mix(topo, X, backend="numpy"), rtol=1e-12, atol=1e-14)
+
+
+@gpu
+@pytest.mark.gpu
+def test_ef_update_runs_on_the_device():
+    """One EF-SGD step with the state on the device: same selection and memory as numpy, theta to rounding."""
+    cp = _cp()
+    from simcomm.compress import RTopK, TopK
+    from simcomm.optim import ef_init, ef_update
+
+    rng = np.random.default_rng(9)
+    theta0, grads = rng.standard_normal(4000), rng.standard_normal((8, 4000))
+    for comp in (TopK(40), RTopK(40, 120)):
+        s_h, info_h = ef_update(ef_init(theta0, 8), grads, lr=0.1, compressor=comp, rng=3, backend="numpy")
+        s_d, info_d = ef_update(ef_init(cp.asarray(theta0), 8), cp.asarray(grads), lr=0.1, compressor=comp, rng=3)
+        assert isinstance(s_d.theta, cp.ndarray) and isinstance(s_d.memory, cp.ndarray)
+        np.testing.assert_array_equal(cp.asnumpy(info_d.idx), info_h.idx)
+        np.testing.assert_array_equal(s_d.memory.get(), s_h.memory)
+        np.testing.assert_allclose(s_d.theta.get(), s_h.theta, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(info_d.comp_error.get(), info_h.comp_error, rtol=1e-9)

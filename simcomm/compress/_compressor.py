@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm.backends._xp import array_namespace
 from simcomm.compress._quantize import (
     _bern_variance,
     _check_delta,
@@ -212,7 +213,8 @@ class RandK(Sparsifier):
 
     def select_rows(self, P, *, rng, backend=None, top=None):  # noqa: D102
         rng = np.random.default_rng(rng)
-        return _backend(backend).floyd_sample(rng.random((P.shape[0], self.k)), P.shape[1])
+        idx = _backend(backend).floyd_sample(rng.random((P.shape[0], self.k)), P.shape[1])
+        return array_namespace(P).asarray(idx)  # the subset is drawn on the host (Floyd), used where P is
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,8 @@ class RTopK(Sparsifier):
         u = rng.random((P.shape[0], self.k))  # the uniforms rtop_k draws
         if top is None:
             return be.rtopk_indices(P, self.k, self.r, u)
-        return np.take_along_axis(top, be.floyd_sample(u, self.r), axis=1)  # a Floyd k-subset of the top r
+        xp = array_namespace(top)
+        return xp.take_along_axis(top, xp.asarray(be.floyd_sample(u, self.r)), axis=1)  # a Floyd k-subset of the top r
 
 
 @dataclass(frozen=True)

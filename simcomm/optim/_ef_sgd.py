@@ -38,6 +38,7 @@ import numpy as np
 
 from simcomm._errors import UserError, closest
 from simcomm.backends import get_backend
+from simcomm.backends._xp import array_namespace, backend_for
 from simcomm.compress import Compressor, Identity, RandK, Sparsifier
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, init_params, loss, worker_gradients
@@ -140,8 +141,9 @@ def ef_init(theta0, n_workers: int) -> EFState:
     >>> s.memory.shape, s.step
     ((3, 5), 0)
     """
-    theta0 = np.asarray(theta0, dtype=np.float64)
-    return EFState(theta0.copy(), np.zeros((int(n_workers), theta0.shape[0])), 0)
+    xp = array_namespace(theta0)  # a device (CuPy) theta0 keeps the whole state on the device
+    theta0 = xp.asarray(theta0, dtype=np.float64)
+    return EFState(theta0.copy(), xp.zeros((int(n_workers), theta0.shape[0])), 0)
 
 
 def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compressor, rng,
@@ -179,13 +181,14 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compr
     """
     lr = _check_lr(lr)
     compressor = _check_compressor(compressor, state.memory.shape[1])
-    return _ef_step(state, grads, lr, compressor, rng, get_backend(backend))
+    return _ef_step(state, grads, lr, compressor, rng, backend_for(backend, grads, state.memory))
 
 
 def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
     # Selections are undefined on NaN, so nothing is sent; the caller records the step.
+    xp = array_namespace(state.memory)
     return (EFState(state.theta, state.memory, state.step + 1),
-            EFStepInfo(np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0)), np.full(n, np.nan), np.zeros(D)))
+            EFStepInfo(xp.zeros((n, 0), dtype=np.int64), xp.zeros((n, 0)), xp.full(n, np.nan), xp.zeros(D)))
 
 
 def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compressor, rng, be,
@@ -196,15 +199,16 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     takes over its buffer); ``grads`` stays intact either way.
     """
     n, D = state.memory.shape
+    xp = array_namespace(state.memory, grads)  # numpy, or cupy for a state on the device
     if isinstance(compressor, Identity):
         upd = grads.mean(axis=0)
         return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
-                EFStepInfo(None, None, np.zeros(n), upd))
+                EFStepInfo(None, None, xp.zeros(n), upd))
     # Where the selection kernels take NaN rows without failing (numba), a non-finite g_i makes ||p_i||^2
     # non-finite, so the full pass over the gradients only runs when a norm is not finite (before any
     # uniform is drawn: a diverged step consumes no randomness either way). Other backends check first.
     lazy = be.NONFINITE_SAFE_SELECTION
-    if not lazy and not np.isfinite(grads).all():
+    if not lazy and not bool(xp.isfinite(grads).all()):
         return _diverged(state, n, D)
     r = compressor.top_set(D)
     if r is not None:
@@ -218,18 +222,21 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     else:
         if lazy and not np.isfinite(grads).all():
             return _diverged(state, n, D)
-        P = np.ascontiguousarray(state.memory + grads)
+        P = xp.ascontiguousarray(state.memory + grads)
         idx = compressor.select_rows(P, rng=rng, backend=be)
-        tot = np.einsum("ij,ij->i", P, P)
+        tot = xp.einsum("ij,ij->i", P, P)
     # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
     # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the
     # server averages the messages and steps (one fused call on the numba backend).
     vals, upd, theta = be.ef_send(P, idx, state.theta, lr)
-    sent = np.einsum("ij,ij->i", vals, vals)
-    res = np.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
-    err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
-    if not np.all(np.isfinite(tot)):
-        err = np.full(n, np.nan)  # non-finite gradients or memory: the caller records divergence
+    sent = xp.einsum("ij,ij->i", vals, vals)
+    res = xp.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
+    if xp is np:
+        err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
+    else:  # CuPy's ufuncs take no where=
+        err = xp.where(tot > 0, res / xp.where(tot > 0, tot, 1.0), 0.0)
+    if not bool(xp.isfinite(tot).all()):
+        err = xp.full(n, np.nan)  # non-finite gradients or memory: the caller records divergence
     return EFState(theta, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
 
