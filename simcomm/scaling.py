@@ -6,6 +6,7 @@ nothing here asserts a time.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -19,8 +20,10 @@ __all__ = ["KERNELS", "ScalingKernel", "time_call", "measure", "fit_exponent", "
 def time_call(fn: Callable[[], object], *, repeats: int = 5, min_time: float = 0.02) -> float:
     """Median wall time of ``fn()`` over ``repeats`` runs (after one warm-up call, which compiles).
 
-    Calls shorter than ``min_time`` are batched so the timer's resolution does not dominate.
+    Calls shorter than ``min_time`` are batched so the timer's resolution does not dominate. A call
+    that launches GPU work is timed to its end (the device is synchronised inside the timed call).
     """
+    fn = _synchronised(fn)
     fn()
     t0 = time.perf_counter()
     fn()
@@ -33,6 +36,19 @@ def time_call(fn: Callable[[], object], *, repeats: int = 5, min_time: float = 0
             fn()
         samples.append((time.perf_counter() - t0) / inner)
     return float(np.median(samples))
+
+
+def _synchronised(fn):
+    cp = sys.modules.get("cupy")
+    if cp is None:
+        return fn
+
+    def call():
+        out = fn()
+        cp.cuda.Device().synchronize()  # kernels launch asynchronously: wait for them
+        return out
+
+    return call
 
 
 @dataclass(frozen=True)
@@ -48,10 +64,18 @@ class ScalingKernel:
     d_sweep: tuple
 
 
+def _on(backend, x):
+    """``x`` where the backend computes: on the device for cupy (the timed call then moves no data)."""
+    from simcomm.backends import get_backend
+    from simcomm.backends._xp import to_backend
+
+    return to_backend(x, get_backend(backend))
+
+
 def _top_k(n, d, rng, backend):
     from simcomm.compress import top_k
 
-    x = rng.standard_normal((n, d)).astype(np.float32)
+    x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
     k = max(1, d // 100)
     return lambda: top_k(x, k, backend=backend)
 
@@ -59,7 +83,7 @@ def _top_k(n, d, rng, backend):
 def _qsgd(n, d, rng, backend):
     from simcomm.compress import qsgd
 
-    x = rng.standard_normal((n, d)).astype(np.float32)
+    x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
     return lambda: qsgd(x, 4, rng=rng, backend=backend)
 
 
@@ -67,7 +91,7 @@ def _gossip(n, d, rng, backend):
     from simcomm.topology import exponential, mix
 
     topo = exponential(n)
-    X = rng.standard_normal((n, d))
+    X = _on(backend, rng.standard_normal((n, d)))
     return lambda: mix(topo, X, 0, backend=backend)
 
 
