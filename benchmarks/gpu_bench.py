@@ -153,17 +153,19 @@ def figure(rows, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     names = sorted({r["kernel"] for r in rows}, key=lambda s: [r["kernel"] for r in rows].index(s))
+    colour = {name: plt.cm.tab10(i % 10) for i, name in enumerate(names)}  # one colour per kernel, both panels
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     for name in names:
         rs = [r for r in rows if r["kernel"] == name and math.isfinite(r["speedup"])]
         if not rs:
             continue
         e = [r["entries"] for r in rs]
-        a.plot(e, [r["speedup"] for r in rs], marker="o", label=name)
+        a.plot(e, [r["speedup"] for r in rs], marker="o", label=name, color=colour[name])
         if name in BANDWIDTH_BOUND:
-            b.plot(e, [r["floor_ratio"] for r in rs], marker="o", label=name)
+            b.plot(e, [r["floor_ratio"] for r in rs], marker="o", label=name, color=colour[name])
     a.axhline(10, color="k", ls="--", lw=1, label="target 10x at $10^8$")
     b.axhline(3, color="k", ls="--", lw=1, label="target 3x at $10^8$")
     for ax in (a, b):
@@ -171,6 +173,8 @@ def figure(rows, path: Path) -> None:
         ax.set_yscale("log")
         ax.set_xlabel("entries $n d$ (float32, $n$ = 64)")
         ax.grid(True, which="both", alpha=0.3)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     a.set_ylabel("cupy speedup over numba (16 cores)")
     a.set_title("cupy vs numba, same machine, same run")
     b.set_ylabel("cupy time / copy floor of the bytes moved")

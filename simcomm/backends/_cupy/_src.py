@@ -56,6 +56,33 @@ __device__ __forceinline__ unsigned long long keyof(double v) {
 }
 """
 
+_SCAN = r"""
+// One warp per row: exclusive prefix sums over the warp segments of the packed counts (> T low, == T high).
+extern "C" __global__ void sel_scan(const unsigned long long* __restrict__ cnt, long long nseg,
+                                    unsigned long long* __restrict__ gt_before,
+                                    unsigned long long* __restrict__ eq_before) {
+    long long row = blockIdx.x;
+    int lane = threadIdx.x;
+    unsigned long long cg = 0, ce = 0;
+    for (long long s0 = 0; s0 < nseg; s0 += 32) {
+        long long s = s0 + lane;
+        unsigned long long c = s < nseg ? cnt[row * nseg + s] : 0ULL;
+        unsigned long long g = c & 0xffffffffULL, e = c >> 32;
+        unsigned long long ig = g, ie = e;
+        for (int o = 1; o < 32; o <<= 1) {
+            unsigned long long yg = __shfl_up_sync(FULL, ig, o), ye = __shfl_up_sync(FULL, ie, o);
+            if (lane >= o) { ig += yg; ie += ye; }
+        }
+        if (s < nseg) {
+            gt_before[row * nseg + s] = cg + ig - g;
+            eq_before[row * nseg + s] = ce + ie - e;
+        }
+        cg += __shfl_sync(FULL, ig, 31);
+        ce += __shfl_sync(FULL, ie, 31);
+    }
+}
+"""
+
 # Per element type: T (data), K (key), U (the uniform of that dtype: 24 or 53 bits), suffix.
 _TYPES = (("float", "unsigned int", "u24", "f32"), ("double", "unsigned long long", "u53", "f64"))
 
@@ -326,7 +353,7 @@ def source() -> str:
     Each type gets its own namespace with ``T`` (data), ``K`` (key) and ``UNI`` (the uniform of that
     dtype) as typedefs, so the kernel text is written once; the ``extern "C"`` names carry the suffix.
     """
-    parts = [_COMMON]
+    parts = [_COMMON, _SCAN]
     for T, K, U, suffix in _TYPES:
         body = _PER_TYPE.replace("SEG_", str(SEG)).replace("TILE", str(TILE)).replace("_SUF", "_" + suffix)
         parts.append(f"namespace ns_{suffix} {{\ntypedef {T} T;\ntypedef {K} K;\n"
@@ -338,12 +365,17 @@ def source() -> str:
 _MODULE = None
 
 
-def kernel(name: str, dtype):
-    """Compiled kernel ``name`` for ``dtype`` (float32 or float64); the module is compiled on first use."""
+def kernel(name: str, dtype=None):
+    """Compiled kernel ``name`` for ``dtype`` (float32 or float64; ``None`` for a type-free kernel).
+
+    The module is compiled on first use (CuPy caches the binary on disk).
+    """
     global _MODULE
     import cupy as cp
     import numpy as np
 
     if _MODULE is None:
         _MODULE = cp.RawModule(code=source(), options=("--fmad=false", "-std=c++14"))
+    if dtype is None:
+        return _MODULE.get_function(name)
     return _MODULE.get_function(f"{name}_{'f32' if np.dtype(dtype) == np.float32 else 'f64'}")

@@ -56,19 +56,12 @@ def _topk_rows(xd, k: int, out):
     cnt = cp.empty((m, nseg), dtype=cp.uint64)
     grid = (-(-nseg // 8), m)
     kernel("sel_count", xd.dtype)(grid, (256,), (xd, np.int64(d), np.int64(nseg), prefix, cnt))
-    gt = cnt & cp.uint64(0xFFFFFFFF)
-    eq = cnt >> cp.uint64(32)
-    gt_before, eq_before = _exclusive_rows(gt), _exclusive_rows(eq)
+    gt_before, eq_before = cp.empty_like(cnt), cp.empty_like(cnt)
+    kernel("sel_scan")((m,), (32,), (cnt, np.int64(nseg), gt_before, eq_before))
     kernel("sel_write", xd.dtype)(grid, (256,), (xd, np.int64(d), np.int64(nseg), prefix, need,
-                                                 cp.ascontiguousarray(gt_before), cp.ascontiguousarray(eq_before),
+                                                 gt_before, eq_before,
                                                  np.int64(k), out))
     return out
-
-
-def _exclusive_rows(c):
-    """Exclusive prefix sums along each row of a small (m, nseg) uint64 array (one flat device scan)."""
-    cs = cp.cumsum(c.ravel()).reshape(c.shape)
-    return cs - c - (cs[:, :1] - c[:, :1])
 
 
 def _topk_device(xd, k: int):
