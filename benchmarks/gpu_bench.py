@@ -173,6 +173,7 @@ def figure(rows, path: Path) -> None:
         ax.set_yscale("log")
         ax.set_xlabel("entries $n d$ (float32, $n$ = 64)")
         ax.grid(True, which="both", alpha=0.3)
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     a.set_ylabel("cupy speedup over numba (16 cores)")
