@@ -9,6 +9,7 @@ from simcomm.backends._numba.dsgd import *  # noqa: F401,F403
 from simcomm.backends._numba.quant import *  # noqa: F401,F403
 from simcomm.backends._numba.select import *  # noqa: F401,F403
 from simcomm.backends._numba.ef import *  # noqa: F401,F403
+from simcomm.backends._numba.noise import *  # noqa: F401,F403
 
 NAME = "numba"
 #: the EF selection kernels take NaN rows without failing, so callers may check finiteness after them
