@@ -26,7 +26,8 @@ def _mpiexec():
 def _launch(n, args, tmp_path, timeout=180):
     # one machine: shared memory between ranks, TCP (if used at all) on the loopback interface only
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMPI_MCA_btl_tcp_if_include="lo")
-    cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable, "-m", "simcomm.mpi", "dsgd", *args]
+    cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable, "-m", "simcomm.mpi",
+           "dsgd", *args]
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
 
 

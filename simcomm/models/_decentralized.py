@@ -165,7 +165,8 @@ def node_slice(problem: NodeProblem, start: int, stop: int) -> NodeProblem:
     >>> node_slice(prob, 1, 2).n
     1
     """
-    return problem._replace(**{f: getattr(problem, f)[start:stop] for f in _PER_NODE if getattr(problem, f) is not None})
+    return problem._replace(**{f: getattr(problem, f)[start:stop] for f in _PER_NODE
+                               if getattr(problem, f) is not None})
 
 
 def _check_int(value, name: str, low: int) -> int:
@@ -415,7 +416,8 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
     H = Hs.mean(axis=0)
     evals = np.linalg.eigvalsh(H)
     if evals[0] <= 1e-10 * evals[-1]:
-        raise UserError(f"f is not strongly convex with n*m = {n * m} examples in d = {d}; use more examples per node (m)")
+        raise UserError(f"f is not strongly convex with n*m = {n * m} examples in d = {d}; "
+                        "use more examples per node (m)")
     # y_i = A_i (x0 + s u_i): x*(s) = x0 + s H^{-1} mean_i(H_i u_i), grad f_i(x*) = s H_i (H^{-1} c - u_i)
     c = np.einsum("nij,nj->i", Hs, U) / n
     v = np.linalg.solve(H, c)
@@ -550,7 +552,8 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
         C = _check_int(n_classes, "n_classes", 2)
         Xp, yp = _mixture(_check_int(examples, "examples", 2), _check_int(features, "features", 1), C, sep, rng)
     else:
-        raise UserError(f"unknown dataset '{dataset}'{closest(dataset, ('synthetic', 'digits'))}; use 'synthetic' or 'digits'")
+        raise UserError(f"unknown dataset '{dataset}'{closest(dataset, ('synthetic', 'digits'))}; "
+                        "use 'synthetic' or 'digits'")
     if n > len(yp):
         raise UserError(f"n = {n} nodes exceeds the {len(yp)} examples of '{dataset}'; use fewer nodes")
     shards = split_workers(yp, n, scheme=split, rng=rng)

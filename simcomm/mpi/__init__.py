@@ -153,7 +153,8 @@ def main(argv=None) -> int:
 
         n = size if args.n is None else args.n
         if n != size:
-            raise UserError(f"the topology has n={n} nodes but mpiexec started {size} ranks; run mpiexec -n {n} (one rank per node)")
+            raise UserError(f"the topology has n={n} nodes but mpiexec started {size} ranks; "
+                            f"run mpiexec -n {n} (one rank per node)")
         topo = resolve_topology(args.topology, n)
         step_size(args.gamma, 0, args.schedule, args.k0)
         if args.sigma < 0:

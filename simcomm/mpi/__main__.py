@@ -14,7 +14,8 @@ import sys
 
 def parse(argv=None) -> argparse.Namespace:
     """Parse the command line (one sub-command: ``dsgd``)."""
-    p = argparse.ArgumentParser(prog="python -m simcomm.mpi", description="Decentralized SGD with one MPI rank per node.")
+    p = argparse.ArgumentParser(prog="python -m simcomm.mpi",
+                                description="Decentralized SGD with one MPI rank per node.")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dsgd", help="decentralized (momentum) SGD, adapt-then-combine")
     d.add_argument("--topology", required=True, help="ring, exponential, one_peer_exponential, torus, ... or parallel")

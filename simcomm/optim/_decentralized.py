@@ -175,8 +175,10 @@ def _layer_plan(layer):
     from simcomm.topology import sparse_matrix
 
     if layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.weights) <= 64:
-        return ("shift", np.ascontiguousarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights, dtype=np.float64))
-    if layer.kind == "circulant" and len(layer.shape) == 1 and np.allclose(layer.weights, 1.0 / layer.n) and len(layer.weights) == layer.n:
+        return ("shift", np.ascontiguousarray(layer.offsets[:, 0], dtype=np.int64),
+                np.asarray(layer.weights, dtype=np.float64))
+    if (layer.kind == "circulant" and len(layer.shape) == 1 and np.allclose(layer.weights, 1.0 / layer.n)
+            and len(layer.weights) == layer.n):
         return ("mean",)  # complete graph: W = J
     W = sparse_matrix(layer)
     return ("csr", W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data.astype(np.float64))
@@ -319,7 +321,8 @@ def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float 
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
     M = state.m.copy()
     out = xp.empty_like(state.x)
-    _apply(plans[state.k % len(plans)], xp.ascontiguousarray(state.x), M, G, float(gamma), float(beta), out, get_backend(backend))
+    _apply(plans[state.k % len(plans)], xp.ascontiguousarray(state.x), M, G, float(gamma), float(beta), out,
+           get_backend(backend))
     return DSGDState(out, M, state.k + 1)
 
 
@@ -380,7 +383,8 @@ def step_size(gamma: float, k: int, schedule: str = "constant", k0: float = 10.0
         return float(gamma)
     if schedule == "inv_sqrt":
         return float(gamma) / math.sqrt(1.0 + k / k0)
-    raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; use one of {', '.join(SCHEDULES)}")
+    raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; "
+                    f"use one of {', '.join(SCHEDULES)}")
 
 
 class _Noise:
