@@ -344,7 +344,10 @@ def counter_keys(seed: int, n: int) -> np.ndarray:
     """Counter keys of ``noise="counter"``: ``keys[i]`` is the first draw of :func:`node_noise_rng` ``(seed, i)``.
 
     The draw is ``integers(0, 2**64, dtype=np.uint64)``, so a process holding node ``i`` derives its
-    key from ``(seed, i)`` alone, as it does its stream.
+    key from ``(seed, i)`` alone, as it does its stream. Node ``i`` uses the counters ``0 .. 2 T d - 1``
+    of its key's SplitMix64 stream over ``T`` steps; two nodes' counters overlap only if their keys
+    differ by ``t * 0x9E3779B97F4A7C15`` (mod 2**64) with ``|t| < 2 T d``, which for independent
+    uniform keys has probability below ``n**2 * 2 T d / 2**64`` (1.4e-7 at n = 256, d = 10^6, T = 20).
 
     Examples
     --------
