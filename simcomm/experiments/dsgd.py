@@ -420,7 +420,8 @@ def _run_cost(p):
     "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum"),
     "record_every": Param("int", default=1, low=1, doc="measure every this many steps (and at 0 and T)"),
     "noise": Param("str", default="auto", choices=NOISES,
-                   doc="stream (host per-node streams), counter (counter normals, on the device), auto"),
+                   doc="stream (host per-node streams), counter (counter normals, drawn where the state is) "
+                       "or auto (stream on numpy/numba, counter on cupy)"),
 })
 def dsgd_run(params, rng, backend):
     r"""One DmSGD run from :math:`x_0 = 0`: the final state's measurements (the end-to-end benchmark run).
