@@ -207,6 +207,16 @@ def test_diagonal_constants_are_exact(n, d, b):
     assert math.isclose(fd, global_gradient(prob, x)[j], rel_tol=1e-6, abs_tol=1e-8)
 
 
+def test_diagonal_problem_is_the_same_on_every_backend():
+    # built from counter normals by the backend: numpy and numba agree up to libm rounding
+    a = diagonal_quadratic(6, 500, b=0.8, rng=7, backend="numpy")
+    c = diagonal_quadratic(6, 500, b=0.8, rng=7, backend="numba")
+    np.testing.assert_allclose(c.centers, a.centers, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.x_star, a.x_star, rtol=1e-12, atol=1e-12)
+    assert math.isclose(c.f_star, a.f_star, rel_tol=1e-12) and (c.L, c.mu) == (a.L, a.mu)
+    assert not np.allclose(diagonal_quadratic(6, 500, b=0.8, rng=8).x_star, a.x_star)  # the seed matters
+
+
 def test_diagonal_bad_input():
     with pytest.raises(UserError, match="impossible with one node"):
         diagonal_quadratic(1, 3, b=1.0, rng=0)

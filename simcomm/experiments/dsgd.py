@@ -427,19 +427,20 @@ def dsgd_run(params, rng, backend):
     r"""One DmSGD run from :math:`x_0 = 0`: the final state's measurements (the end-to-end benchmark run).
 
     The problem comes from :func:`simcomm.models.make_node_problem` (``diagonal`` keeps memory at
-    O(n d), so ``n = 256``, ``d = 10^6`` runs), the noise seed from the replicate's stream. Rows:
+    O(n d), so ``n = 256``, ``d = 10^6`` runs, and is built by the backend: on the device for cupy),
+    the noise seed from the replicate's stream. Rows:
     ``consensus`` (:math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`), ``subopt``
     (:math:`f(\bar x) - f^\star`) and ``node_grad_norm_sq``
     (:math:`\frac1n\sum_i\|\nabla f(x_i)\|^2`) at step ``T``, each with ``note`` =
     ``"diverged at step t"`` (and the value NaN) if the run blew up; then two timings, reported and
-    never judged: ``setup_seconds`` (building the problem on the host) and ``run_seconds`` (the
+    never judged: ``setup_seconds`` (building the problem) and ``run_seconds`` (the
     :func:`~simcomm.optim.run_dsgd` call: data to the backend's device, the steps, the measurements,
     the final iterates back).
     """
     from simcomm.models._decentralized import make_node_problem
 
     t0 = time.perf_counter()
-    prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng)
+    prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng, backend=backend)
     seed = int(rng.integers(2**62))
     t1 = time.perf_counter()
     tr = run_dsgd(prob, params["topology"], steps=params["steps"], gamma=params["gamma"], beta=params["beta"],

@@ -435,7 +435,8 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
     return prob._replace(f_star=f_star, b=float(s * b1))
 
 
-def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: float = 1.0, rng=None) -> NodeProblem:
+def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: float = 1.0, rng=None,
+                       backend=None) -> NodeProblem:
     r"""Separable quadratics with an O(d) gradient oracle and heterogeneity exactly ``b`` at the optimum.
 
     :math:`f_i(x) = \frac12\sum_j h_j (x_j - c_{ij})^2` with curvatures :math:`h_j` log-spaced from
@@ -450,6 +451,12 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
     array of minimisers, so ``n = 256``, ``d = 10^6`` (2 GB) fits where least squares (``m >= d/n``
     examples of dimension ``d`` per node) cannot.
 
+    The Gaussians are counter normals (:func:`simcomm.backends._numpy.noise.add_counter_normals`, step
+    0) keyed by ``n + 1`` draws of ``rng``: :math:`x^\star` from the first key, :math:`u_i` from key
+    ``i + 1``. So the problem is built by the backend where it computes (on the GPU for ``cupy``:
+    nothing crosses from the host), and every backend builds the same problem up to the last-ulp
+    differences of its ``log``/``cos``.
+
     Parameters
     ----------
     n : int
@@ -462,6 +469,8 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
         Smallest and largest curvature, ``0 < mu <= L`` (with ``d = 1`` the one curvature is ``mu``,
         and the problem's ``L`` is ``mu``).
     rng : numpy.random.Generator or seed
+    backend : str or module, optional
+        Backend that draws the normals (default ``numba``); the arrays are in its namespace.
 
     Returns
     -------
@@ -481,23 +490,32 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
     ok = all(isinstance(v, (int, float, np.floating)) and np.isfinite(v) for v in (mu, L))
     if not (ok and 0 < mu <= L):
         raise UserError(f"curvatures need 0 < mu <= L (finite), got mu={mu!r}, L={L!r}")
+    from simcomm.backends import get_backend
+    from simcomm.backends._xp import namespace_of_backend
+
+    be = get_backend(backend)
+    xp = namespace_of_backend(be)
     rng = np.random.default_rng(rng)
-    h = np.geomspace(float(mu), float(L), d)  # end points exactly mu and L (d = 1: just mu)
-    x_star = rng.standard_normal(d)
-    C = rng.standard_normal((n, d))
+    keys = rng.integers(0, 2**64, size=n + 1, dtype=np.uint64)
+    h_host = np.geomspace(float(mu), float(L), d)  # end points exactly mu and L (d = 1: just mu)
+    h = h_host if xp is np else xp.asarray(h_host)
+    if xp is not np:
+        keys = xp.asarray(keys)
+    x_star = be.add_counter_normals(xp.zeros((1, d)), keys[:1], 0, 1.0)[0]
+    C = be.add_counter_normals(xp.zeros((n, d)), keys[1:], 0, 1.0)
     C -= C.mean(axis=0)  # u_i, centred over nodes
     # sum_i u_ij^2 per coordinate without an (n, d) temporary
-    q = np.einsum("ij,ij->j", C, C)
-    b1 = float(np.sqrt(np.dot(h * h, q) / n))
+    q = xp.einsum("ij,ij->j", C, C)
+    b1 = float(xp.sqrt(xp.dot(h * h, q) / n))
     if b > 0 and b1 == 0:
         raise UserError("heterogeneity b > 0 is impossible with one node; use n >= 2 or b = 0")
     s = 0.0 if b == 0 else float(b) / b1
-    f_star = 0.5 * s * s * float(np.dot(h, q)) / n
+    f_star = 0.5 * s * s * float(xp.dot(h, q)) / n
     C *= s
     C += x_star  # c_i = x* + s u_i, in place (one (n, d) array in all)
-    return NodeProblem(kind="diagonal", A=None, y=None, n_classes=0, l2=0.0, L=float(h.max()), mu=float(h.min()),
-                       x_star=x_star, f_star=f_star, b=float(s * b1), x0=np.zeros(d), H=None, name="diagonal",
-                       h=h, centers=C)
+    return NodeProblem(kind="diagonal", A=None, y=None, n_classes=0, l2=0.0, L=float(h_host.max()),
+                       mu=float(h_host.min()), x_star=x_star, f_star=f_star, b=float(s * b1), x0=xp.zeros(d), H=None,
+                       name="diagonal", h=h, centers=C)
 
 
 def _mixture(n_examples: int, p: int, C: int, sep: float, rng):
@@ -580,12 +598,13 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
 
 
 def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: str = "iid", l2: float = 1e-2,
-                 rng=None) -> NodeProblem:
+                      rng=None, backend=None) -> NodeProblem:
     r"""Build a problem by name (what experiments and ``python -m simcomm.mpi`` call).
 
     ``"least_squares"`` (dimension ``d``, heterogeneity ``b``), ``"logistic"`` (synthetic mixture in
     ``d`` features, 2 classes, ``split``), ``"digits"`` (real data, ``split``) or ``"diagonal"``
-    (:func:`diagonal_quadratic` in dimension ``d``, heterogeneity ``b``, default curvatures).
+    (:func:`diagonal_quadratic` in dimension ``d``, heterogeneity ``b``, default curvatures, built by
+    ``backend``: on the device for ``cupy``; the other problems are built on the host).
 
     Examples
     --------
@@ -599,5 +618,5 @@ def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: 
     if name == "digits":
         return logistic_problem(n, dataset="digits", split=split, l2=l2, rng=rng)
     if name == "diagonal":
-        return diagonal_quadratic(n, d, b=b, rng=rng)
+        return diagonal_quadratic(n, d, b=b, rng=rng, backend=backend)
     raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; choose one of {', '.join(NODE_PROBLEMS)}")
