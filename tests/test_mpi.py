@@ -26,7 +26,8 @@ def _mpiexec():
 def _launch(n, args, tmp_path, timeout=180):
     # one machine: shared memory between ranks, TCP (if used at all) on the loopback interface only
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMPI_MCA_btl_tcp_if_include="lo")
-    cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable, "-m", "simcomm.mpi", "dsgd", *args]
+    cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable, "-m", "simcomm.mpi",
+           "dsgd", *args]
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -54,3 +55,24 @@ def test_mpi_wrong_rank_count(tmp_path):
     assert res.returncode == 2
     assert "error: the topology has n=4 nodes but mpiexec started 2 ranks" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("problem", ["least_squares", "diagonal"])
+def test_mpi_counter_noise_equals_simulator(problem, tmp_path):
+    # counter noise: rank i rebuilds node i's normals from its key alone; the simulator's numpy kernel
+    # does the same elementwise arithmetic on the whole (n, d) array, so the iterates agree to rounding
+    from simcomm.models import make_node_problem
+    from simcomm.optim import run_dsgd
+    from simcomm.optim._decentralized import problem_rng
+
+    n, out = 4, tmp_path / "x.npz"
+    args = ["--topology", "one_peer_exponential", "--steps", "30", "--seed", "5", "--beta", "0.5", "--gamma", "0.05",
+            "--sigma", "1.0", "--b", "1.0", "--d", "6", "--problem", problem, "--noise", "counter", "--out", str(out)]
+    res = _launch(n, args, tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    prob = make_node_problem(problem, n, d=6, b=1.0, rng=problem_rng(5))
+    tr = run_dsgd(prob, "one_peer_exponential", steps=30, gamma=0.05, beta=0.5, sigma=1.0, seed=5, noise="counter",
+                  backend="numpy")
+    stream = run_dsgd(prob, "one_peer_exponential", steps=30, gamma=0.05, beta=0.5, sigma=1.0, seed=5, backend="numpy")
+    assert not np.allclose(tr.x, stream.x)  # the counter run is not the stream run under another name
+    np.testing.assert_allclose(np.load(out)["x"], tr.x, rtol=0, atol=1e-12)

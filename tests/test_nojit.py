@@ -2,8 +2,8 @@
 
 Jitted code is invisible to coverage, and a kernel body can only be debugged as Python; this runs a small
 subset of the kernel tests (selection, Floyd sampling, rTop-k, the quantizers, the EF send and fused kernels,
-DSGD and gossip parity) with the JIT off, in a subprocess so the rest of the suite stays jitted. Sizes that
-would take long as pure Python (the wide-row cases) are deselected.
+DSGD, counter noise and gossip parity) with the JIT off, in a subprocess so the rest of the suite stays
+jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
 """
 
 import os
@@ -22,6 +22,7 @@ KERNEL_TESTS = [
     "tests/test_ef_sgd.py::test_send_kernel_parity",
     "tests/test_ef_sgd.py::test_fused_kernel_parity_with_top_k",
     "tests/test_decentralized.py::test_numba_matches_numpy_on_shared_noise",
+    "tests/test_dsgd_counter.py::test_counter_normals_numba_matches_numpy",
     "tests/test_topology.py::test_numpy_numba_parity",
     "tests/test_topology.py::test_mix_kernels_bitwise_with_empty_rows",
 ]

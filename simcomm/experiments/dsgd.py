@@ -26,12 +26,13 @@ rate-based shape [R+N]; this is the measurement it is compared with.)
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._decentralized import heterogeneous_least_squares
-from simcomm.optim._decentralized import messages_per_step, run_dsgd
+from simcomm.optim._decentralized import NOISES, messages_per_step, run_dsgd
 from simcomm.topology import build, rho
 
 __all__ = ["measured_transient", "running_mean", "checkpoints"]
@@ -96,7 +97,8 @@ _COMMON = {
     "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),
     "b": Param("float", default=0.0, low=0.0, doc="heterogeneity at the optimum (0: every f_i minimised at x*)"),
     "sigma": Param("float", default=1.0, low=0.0, low_open=True, doc="gradient noise std per coordinate"),
-    "gamma": Param("float", default=0.01, low=0.0, low_open=True, doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k)"),
+    "gamma": Param("float", default=0.01, low=0.0, low_open=True,
+                   doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k)"),
     "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
     "inner": Param("int", default=2, low=1, doc="noise seeds averaged inside one replicate"),
 }
@@ -152,7 +154,8 @@ def _transient_rows(params, rng, topologies, backend):
 _TRANSIENT = {
     **_COMMON,
     "horizon": Param("int", default=4000, low=10, doc="iterations run (censoring point)"),
-    "factor": Param("float", default=1.25, low=1.0, low_open=True, doc="within-factor of parallel SGD that ends the transient"),
+    "factor": Param("float", default=1.25, low=1.0, low_open=True,
+                    doc="within-factor of parallel SGD that ends the transient"),
 }
 
 
@@ -249,11 +252,13 @@ def _tail(x: np.ndarray, frac: float = 0.1) -> float:
 _TRACK = {
     **_COMMON,
     "steps": Param("int", default=2000, low=10, doc="iterations T"),
-    "k0": Param("float", default=100.0, low=0.0, low_open=True, doc="decay scale of gamma_k = gamma sqrt(n)/sqrt(1+k/k0)"),
+    "k0": Param("float", default=100.0, low=0.0, low_open=True,
+                doc="decay scale of gamma_k = gamma sqrt(n)/sqrt(1+k/k0)"),
     "early": Param("int", default=50, low=1, doc="tracking is measured from this step on"),
 }
 _TRACK["beta"] = Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="momentum (DmSGD)")
-_TRACK["gamma"] = Param("float", default=0.002, low=0.0, low_open=True, doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k/k0)")
+_TRACK["gamma"] = Param("float", default=0.002, low=0.0, low_open=True,
+                        doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k/k0)")
 
 
 @experiment("dsgd_tracking", params={
@@ -380,4 +385,71 @@ def dsgd_transient_growth(params, rng, backend):
             ratio = float(values[b] / values[a])
         # no column with the node count: it would vary inside the cell and split the pair
         rows.append(dict(metric="transient_ratio", value=ratio, size=label, censored=censored[b] or censored[a]))
+    return rows
+
+
+# --------------------------------------------------------------------------- one large run (benchmark)
+
+
+def _run_cost(p):
+    """(seconds, bytes) of one replicate, order of magnitude.
+
+    Diagonal: about seven ``(n, d)`` float64 arrays at the peak (minimisers, iterates, momentum, the
+    new iterates, gradients, two measurement temporaries); ~5e-8 s per entry and step on a shared
+    2-core machine with numba (the counter normals' ``log``/``cos`` dominate). Least squares: the
+    data ``(n, 2d, d)`` and the per-node Hessians built once (about three such arrays, O(n d^3) to
+    build), then a batched gemv pair per step.
+    """
+    n, d, steps = float(p["n"]), float(p["d"]), float(p["steps"])
+    if p["problem"] == "diagonal":
+        return 5e-8 * n * d * (steps + 1), 7 * 8 * n * d
+    return 1e-9 * n * d**3 + 4e-9 * n * d * d * steps, 3 * 8 * 2 * n * d * d
+
+
+@experiment("dsgd_run", cost=_run_cost, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "d": Param("int", default=10, low=1, doc="dimension"),
+    "problem": Param("str", default="diagonal", choices=("least_squares", "diagonal"),
+                     doc="least_squares (O(n d^2) data) or diagonal (O(n d), for large d)"),
+    "topology": Param("str", default="one_peer_exponential", choices=TOPOLOGIES + ("parallel",),
+                      doc="gossip topology, or parallel (W = J)"),
+    "steps": Param("int", default=20, low=1, doc="iterations T"),
+    "gamma": Param("float", default=0.1, low=0.0, low_open=True, doc="constant step size"),
+    "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
+    "sigma": Param("float", default=1.0, low=0.0, doc="gradient noise std per coordinate (0: exact gradients)"),
+    "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum"),
+    "record_every": Param("int", default=1, low=1, doc="measure every this many steps (and at 0 and T)"),
+    "noise": Param("str", default="auto", choices=NOISES,
+                   doc="stream (host per-node streams), counter (counter normals, drawn where the state is) "
+                       "or auto (stream on numpy/numba, counter on cupy)"),
+})
+def dsgd_run(params, rng, backend):
+    r"""One DmSGD run from :math:`x_0 = 0`: the final state's measurements (the end-to-end benchmark run).
+
+    The problem comes from :func:`simcomm.models.make_node_problem` (``diagonal`` keeps memory at
+    O(n d), so ``n = 256``, ``d = 10^6`` runs, and is built by the backend: on the device for cupy),
+    the noise seed from the replicate's stream. Rows:
+    ``consensus`` (:math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`), ``subopt``
+    (:math:`f(\bar x) - f^\star`) and ``node_grad_norm_sq``
+    (:math:`\frac1n\sum_i\|\nabla f(x_i)\|^2`) at step ``T``, each with ``note`` =
+    ``"diverged at step t"`` (and the value NaN) if the run blew up; then two timings, reported and
+    never judged: ``setup_seconds`` (building the problem) and ``run_seconds`` (the
+    :func:`~simcomm.optim.run_dsgd` call: data to the backend's device, the steps, the measurements,
+    the final iterates back).
+    """
+    from simcomm.models._decentralized import make_node_problem
+
+    t0 = time.perf_counter()
+    prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng, backend=backend)
+    seed = int(rng.integers(2**62))
+    t1 = time.perf_counter()
+    tr = run_dsgd(prob, params["topology"], steps=params["steps"], gamma=params["gamma"], beta=params["beta"],
+                  sigma=params["sigma"], seed=seed, record_every=params["record_every"], backend=backend,
+                  noise=params["noise"])
+    t2 = time.perf_counter()
+    note = tr.note
+    rows = [dict(metric=m, value=float(getattr(tr, m)[-1]), note=note)
+            for m in ("consensus", "subopt", "node_grad_norm_sq")]
+    rows.append(dict(metric="setup_seconds", value=t1 - t0))
+    rows.append(dict(metric="run_seconds", value=t2 - t1))
     return rows

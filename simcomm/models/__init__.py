@@ -15,12 +15,14 @@ from simcomm.models._data import (
 from simcomm.models._decentralized import (
     NODE_PROBLEMS,
     NodeProblem,
+    diagonal_quadratic,
     global_gradient,
     global_loss,
     heterogeneity,
     heterogeneous_least_squares,
     logistic_problem,
     make_node_problem,
+    problem_to,
     suboptimality,
 )
 from simcomm.models._nn import (
@@ -62,6 +64,7 @@ __all__ = [
     "capture_gradients",
     "Dataset",
     "DATASETS",
+    "diagonal_quadratic",
     "fit_sparse_skewed",
     "FittedSkewModel",
     "global_gradient",
@@ -84,6 +87,7 @@ __all__ = [
     "nonconvex",
     "per_example_gradients",
     "predict_logits",
+    "problem_to",
     "Problem",
     "PROBLEMS",
     "quadratic",

@@ -18,6 +18,14 @@ are there or not: a real process holding one node reproduces it bit for bit).
   (:func:`simcomm.models.split_workers`); :math:`f^\star` by L-BFGS to a gradient norm below
   ``1e-9``, :math:`L \le \frac12 \max_i \lambda_{\max}(A_i^\top A_i/m) + \lambda` (the softmax
   Hessian is at most :math:`\frac12 I` in the logits), :math:`\mu \ge \lambda`.
+* :func:`diagonal_quadratic`: :math:`f_i(x) = \frac12\sum_j h_j (x_j - c_{ij})^2`, an O(d) oracle
+  (no data matrix), so runs at ``n = 256``, ``d = 10^6`` fit in memory; heterogeneity exactly ``b``
+  and every constant in closed form.
+
+Every function that touches the state works in the array namespace of its argument
+(``xp = array_namespace(X)``: numpy, or cupy for device arrays) with the same operations in the
+same order, so numpy results do not depend on this; :func:`problem_to` moves a problem's data to a
+namespace once, before a run.
 
 Stochastic gradients add Gaussian noise of a chosen ``sigma`` per coordinate (drawn by the optimiser
 from each node's own stream, see :mod:`simcomm.optim`), so :math:`E\|g_i - \nabla f_i\|^2 = \sigma^2 d`.
@@ -30,11 +38,13 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm.backends._xp import array_namespace
 from simcomm.models._ops import log_softmax_and_softmax
 
 __all__ = [
     "NodeProblem",
     "heterogeneous_least_squares",
+    "diagonal_quadratic",
     "logistic_problem",
     "node_gradients",
     "global_loss",
@@ -44,10 +54,12 @@ __all__ = [
     "heterogeneity",
     "NODE_PROBLEMS",
     "make_node_problem",
+    "problem_to",
+    "node_slice",
 ]
 
 #: Problem names accepted by :func:`make_node_problem`.
-NODE_PROBLEMS = ("least_squares", "logistic", "digits")
+NODE_PROBLEMS = ("least_squares", "logistic", "digits", "diagonal")
 
 
 class NodeProblem(NamedTuple):
@@ -55,11 +67,12 @@ class NodeProblem(NamedTuple):
 
     Attributes
     ----------
-    kind : {"least_squares", "logistic"}
-    A : ndarray, shape (n, m, p)
-        Features of each node's ``m`` examples.
-    y : ndarray, shape (n, m)
-        Targets (least squares) or integer labels stored as float (logistic).
+    kind : {"least_squares", "logistic", "diagonal"}
+    A : ndarray, shape (n, m, p), or None
+        Features of each node's ``m`` examples (``None`` for ``"diagonal"``, which has no data matrix).
+    y : ndarray, shape (n, m), or None
+        Targets (least squares) or integer labels stored as float (logistic); ``None`` for
+        ``"diagonal"``.
     n_classes : int
         Classes (logistic); 0 for least squares. The parameter is ``x = W.ravel()``, ``W`` of shape
         ``(p, n_classes)``, so ``d = p * n_classes``.
@@ -80,7 +93,12 @@ class NodeProblem(NamedTuple):
     H : ndarray, shape (p, p) or None
         Least squares: Hessian :math:`\frac1n\sum_i A_i^\top A_i/m` of :math:`f` (exact suboptimality).
     name : str
-        ``"least_squares"``, ``"logistic"`` or the data set name.
+        ``"least_squares"``, ``"logistic"``, ``"diagonal"`` or the data set name.
+    h : ndarray, shape (d,), or None
+        Diagonal problem: the curvatures :math:`h_j` (the Hessian of every :math:`f_i` is
+        :math:`\mathrm{diag}(h)`); ``None`` otherwise.
+    centers : ndarray, shape (n, d), or None
+        Diagonal problem: node ``i``'s minimiser :math:`c_i`; ``None`` otherwise.
     """
 
     kind: str
@@ -96,16 +114,60 @@ class NodeProblem(NamedTuple):
     x0: np.ndarray
     H: np.ndarray | None
     name: str
+    h: np.ndarray | None = None
+    centers: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         """Number of nodes."""
-        return self.A.shape[0]
+        return self.centers.shape[0] if self.kind == "diagonal" else self.A.shape[0]
 
     @property
     def d(self) -> int:
         """Parameter dimension."""
+        if self.kind == "diagonal":
+            return self.centers.shape[1]
         return self.A.shape[2] * max(self.n_classes, 1)
+
+
+#: fields of NodeProblem holding one entry per node (sliced by :func:`node_slice`)
+_PER_NODE = ("A", "y", "centers")
+#: fields of NodeProblem that are arrays (moved by :func:`problem_to`)
+_ARRAYS = ("A", "y", "x_star", "x0", "H", "h", "centers")
+
+
+def problem_to(problem: NodeProblem, xp) -> NodeProblem:
+    """The problem with its arrays in the namespace ``xp`` (one copy to a device; numpy: unchanged).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> prob = heterogeneous_least_squares(4, 3, rng=0)
+    >>> problem_to(prob, np) is prob
+    True
+    """
+    if xp is np:
+        from simcomm.backends._xp import to_host
+
+        if all(getattr(problem, f) is None or isinstance(getattr(problem, f), np.ndarray) for f in _ARRAYS):
+            return problem
+        return problem._replace(**{f: to_host(getattr(problem, f)) for f in _ARRAYS if getattr(problem, f) is not None})
+    return problem._replace(**{f: xp.asarray(getattr(problem, f)) for f in _ARRAYS if getattr(problem, f) is not None})
+
+
+def node_slice(problem: NodeProblem, start: int, stop: int) -> NodeProblem:
+    """The problem restricted to nodes ``start .. stop - 1`` (what a process holding them sees).
+
+    Per-node data are sliced; the constants of the whole problem (``x_star``, ``L``, ...) are kept.
+
+    Examples
+    --------
+    >>> prob = heterogeneous_least_squares(4, 3, rng=0)
+    >>> node_slice(prob, 1, 2).n
+    1
+    """
+    return problem._replace(**{f: getattr(problem, f)[start:stop] for f in _PER_NODE
+                               if getattr(problem, f) is not None})
 
 
 def _check_int(value, name: str, low: int) -> int:
@@ -117,43 +179,48 @@ def _check_int(value, name: str, low: int) -> int:
 # --------------------------------------------------------------------------- gradients
 
 
-def _ls_grad(A, y, X):
+def _ls_grad(A, y, X, xp):
     # r_i = A_i x_i - y_i ; g_i = A_i^T r_i / m   (one gemv per node, batched)
     m = A.shape[1]
-    r = np.matmul(A, X[:, :, None])[:, :, 0] - y
-    return np.matmul(A.transpose(0, 2, 1), r[:, :, None])[:, :, 0] / m
+    r = xp.matmul(A, X[:, :, None])[:, :, 0] - y
+    return xp.matmul(A.transpose(0, 2, 1), r[:, :, None])[:, :, 0] / m
 
 
-def _softmax_parts(A, y, X, C):
+def _softmax_parts(A, y, X, C, xp):
     """Log-probabilities and probabilities of every node's examples, each ``(n, m, C)``."""
     n, m, p = A.shape
-    Z = np.matmul(A, X.reshape(n, p, C))  # (n, m, C) logits
+    Z = xp.matmul(A, X.reshape(n, p, C))  # (n, m, C) logits
     return log_softmax_and_softmax(Z, axis=2)
 
 
-def _onehot(y, C):
-    return (y[:, :, None] == np.arange(C)[None, None, :]).astype(np.float64)
+def _onehot(y, C, xp):
+    return (y[:, :, None] == xp.arange(C)[None, None, :]).astype(xp.float64)
 
 
-def _lr_grad(A, y, X, C, l2):
+def _lr_grad(A, y, X, C, l2, xp):
     n, m, p = A.shape
-    _, P = _softmax_parts(A, y, X, C)
-    P -= _onehot(y, C)
-    G = np.matmul(A.transpose(0, 2, 1), P) / m  # (n, p, C)
+    _, P = _softmax_parts(A, y, X, C, xp)
+    P -= _onehot(y, C, xp)
+    G = xp.matmul(A.transpose(0, 2, 1), P) / m  # (n, p, C)
     return G.reshape(n, p * C) + l2 * X
 
 
-def node_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
+def node_gradients(problem: NodeProblem, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     r"""Exact local gradients :math:`\nabla f_i(x_i)` for every node, one iterate per row.
 
     Parameters
     ----------
     problem : NodeProblem
+        With its arrays in the namespace of ``X`` (:func:`problem_to`).
     X : ndarray, shape (n, d)
+        Numpy, or a CuPy array for a problem on the device.
+    out : ndarray, shape (n, d), optional
+        Receives the gradients (the diagonal problem then allocates nothing); must not alias ``X``.
 
     Returns
     -------
     ndarray, shape (n, d)
+        ``out`` if given.
 
     Examples
     --------
@@ -163,21 +230,36 @@ def node_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
     >>> bool(np.abs(G).max() < 1e-12)   # b = 0: every f_i is minimised at x*
     True
     """
-    X = np.asarray(X, dtype=np.float64)
+    xp = array_namespace(X)
+    X = xp.asarray(X, dtype=xp.float64)
     if X.shape != (problem.n, problem.d):
         raise UserError(f"X must have shape (n, d) = ({problem.n}, {problem.d}), got {X.shape}")
+    if problem.kind == "diagonal":
+        # grad f_i(x_i) = h * (x_i - c_i): one pass, written straight into out
+        G = xp.subtract(X, problem.centers, out=out)
+        G *= problem.h
+        return G
     if problem.kind == "least_squares":
-        return _ls_grad(problem.A, problem.y, X)
-    return _lr_grad(problem.A, problem.y, X, problem.n_classes, problem.l2)
+        G = _ls_grad(problem.A, problem.y, X, xp)
+    else:
+        G = _lr_grad(problem.A, problem.y, X, problem.n_classes, problem.l2, xp)
+    if out is None:
+        return G
+    out[...] = G
+    return out
 
 
 def _node_losses(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
+    xp = array_namespace(X)
+    if problem.kind == "diagonal":
+        D = X - problem.centers
+        return 0.5 * xp.sum(problem.h * D * D, axis=1)
     if problem.kind == "least_squares":
-        r = np.matmul(problem.A, X[:, :, None])[:, :, 0] - problem.y
-        return 0.5 * np.mean(r * r, axis=1)
-    logp, _ = _softmax_parts(problem.A, problem.y, X, problem.n_classes)
-    ce = -np.sum(logp * _onehot(problem.y, problem.n_classes), axis=2).mean(axis=1)
-    return ce + 0.5 * problem.l2 * np.sum(X * X, axis=1)
+        r = xp.matmul(problem.A, X[:, :, None])[:, :, 0] - problem.y
+        return 0.5 * xp.mean(r * r, axis=1)
+    logp, _ = _softmax_parts(problem.A, problem.y, X, problem.n_classes, xp)
+    ce = -xp.sum(logp * _onehot(problem.y, problem.n_classes, xp), axis=2).mean(axis=1)
+    return ce + 0.5 * problem.l2 * xp.sum(X * X, axis=1)
 
 
 def global_loss(problem: NodeProblem, x: np.ndarray) -> float:
@@ -189,8 +271,9 @@ def global_loss(problem: NodeProblem, x: np.ndarray) -> float:
     >>> abs(global_loss(prob, prob.x_star)) < 1e-20
     True
     """
-    x = np.asarray(x, dtype=np.float64)
-    return float(np.mean(_node_losses(problem, np.broadcast_to(x, (problem.n, problem.d)).copy())))
+    xp = array_namespace(x)
+    x = xp.asarray(x, dtype=xp.float64)
+    return float(xp.mean(_node_losses(problem, xp.broadcast_to(x, (problem.n, problem.d)).copy())))
 
 
 def global_gradient(problem: NodeProblem, x: np.ndarray) -> np.ndarray:
@@ -203,11 +286,14 @@ def global_gradient(problem: NodeProblem, x: np.ndarray) -> np.ndarray:
     >>> bool(np.linalg.norm(global_gradient(prob, prob.x_star)) < 1e-12)
     True
     """
-    x = np.asarray(x, dtype=np.float64)
+    xp = array_namespace(x)
+    x = xp.asarray(x, dtype=xp.float64)
+    if problem.kind == "diagonal":
+        return problem.h * (x - problem.x_star)  # mean_i c_i = x*: exact, O(d)
     if problem.kind == "least_squares" and problem.H is not None:
         # grad f(x) = H (x - x*): exact, O(p^2), no cancellation near the optimum
         return problem.H @ (x - problem.x_star)
-    return node_gradients(problem, np.broadcast_to(x, (problem.n, problem.d)).copy()).mean(axis=0)
+    return node_gradients(problem, xp.broadcast_to(x, (problem.n, problem.d)).copy()).mean(axis=0)
 
 
 def global_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
@@ -223,24 +309,27 @@ def global_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
     >>> bool(np.abs(global_gradients(prob, np.tile(prob.x_star, (4, 1)))).max() < 1e-12)
     True
     """
-    X = np.asarray(X, dtype=np.float64)
+    xp = array_namespace(X)
+    X = xp.asarray(X, dtype=xp.float64)
+    if problem.kind == "diagonal":
+        return (X - problem.x_star) * problem.h
     if problem.kind == "least_squares" and problem.H is not None:
         return (X - problem.x_star) @ problem.H
     n, m, p = problem.A.shape
     C = problem.n_classes
     A = problem.A.reshape(n * m, p)
     y = problem.y.reshape(1, n * m)
-    Z = np.matmul(A[None], X.reshape(-1, p, C))  # (points, N, C)
+    Z = xp.matmul(A[None], X.reshape(-1, p, C))  # (points, N, C)
     Z -= Z.max(axis=2, keepdims=True)
-    P = np.exp(Z)
+    P = xp.exp(Z)
     P /= P.sum(axis=2, keepdims=True)
-    P -= _onehot(np.broadcast_to(y, (X.shape[0], n * m)), C)
-    G = np.matmul(A.T[None], P) / (n * m)
+    P -= _onehot(xp.broadcast_to(y, (X.shape[0], n * m)), C, xp)
+    G = xp.matmul(A.T[None], P) / (n * m)
     return G.reshape(X.shape[0], p * C) + problem.l2 * X
 
 
 def suboptimality(problem: NodeProblem, x: np.ndarray) -> float:
-    r""":math:`f(x) - f^\star` (least squares: :math:`\frac12 (x-x^\star)^\top H (x-x^\star)`, exact).
+    r""":math:`f(x) - f^\star` (exact for least squares, :math:`\frac12 (x-x^\star)^\top H (x-x^\star)`, and diagonal).
 
     Examples
     --------
@@ -249,7 +338,11 @@ def suboptimality(problem: NodeProblem, x: np.ndarray) -> float:
     >>> suboptimality(prob, prob.x_star)
     0.0
     """
-    x = np.asarray(x, dtype=np.float64)
+    xp = array_namespace(x)
+    x = xp.asarray(x, dtype=xp.float64)
+    if problem.kind == "diagonal":
+        e = x - problem.x_star
+        return float(0.5 * ((problem.h * e) @ e))  # 1/2 sum_j h_j (x_j - x*_j)^2
     if problem.kind == "least_squares" and problem.H is not None:
         e = x - problem.x_star
         return float(0.5 * e @ problem.H @ e)
@@ -265,10 +358,11 @@ def heterogeneity(problem: NodeProblem, x: np.ndarray | None = None) -> float:
     >>> round(heterogeneity(prob), 12)
     0.7
     """
-    x = problem.x_star if x is None else np.asarray(x, dtype=np.float64)
-    G = node_gradients(problem, np.broadcast_to(x, (problem.n, problem.d)).copy())
+    xp = array_namespace(problem.x_star if x is None else x)
+    x = problem.x_star if x is None else xp.asarray(x, dtype=xp.float64)
+    G = node_gradients(problem, xp.broadcast_to(x, (problem.n, problem.d)).copy())
     G = G - G.mean(axis=0)
-    return float(np.sqrt(np.mean(np.sum(G * G, axis=1))))
+    return float(xp.sqrt(xp.mean(xp.sum(G * G, axis=1))))
 
 
 # --------------------------------------------------------------------------- constructors
@@ -337,6 +431,89 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
                        x_star=x_star, f_star=0.0, b=0.0, x0=np.zeros(d), H=H, name="least_squares")
     f_star = global_loss(prob, x_star)
     return prob._replace(f_star=f_star, b=float(s * b1))
+
+
+def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: float = 1.0, rng=None,
+                       backend=None) -> NodeProblem:
+    r"""Separable quadratics with an O(d) gradient oracle and heterogeneity exactly ``b`` at the optimum.
+
+    :math:`f_i(x) = \frac12\sum_j h_j (x_j - c_{ij})^2` with curvatures :math:`h_j` log-spaced from
+    ``mu`` to ``L`` and node minimisers :math:`c_i = x^\star + s\,u_i`: :math:`x^\star` and
+    :math:`u_i` Gaussian, the :math:`u_i` centred over nodes (:math:`\sum_i u_i = 0`, so
+    :math:`\bar c = x^\star` minimises :math:`f = \frac1n\sum_i f_i`). Then
+    :math:`\nabla f_i(x^\star) = -s\,h \odot u_i`, so
+    :math:`b^2 = \frac1n\sum_i\|\nabla f_i(x^\star)\|^2 = s^2 \frac1n\sum_{i,j} h_j^2 u_{ij}^2`
+    fixes :math:`s = b / b_1`, and in closed form :math:`f^\star = \frac{s^2}{2n}\sum_{i,j} h_j
+    u_{ij}^2`, :math:`f(x) - f^\star = \frac12\sum_j h_j (x_j - x^\star_j)^2`, every :math:`f_i` is
+    ``L``-smooth and :math:`f` is ``mu``-strongly convex (both attained). Memory is one ``(n, d)``
+    array of minimisers, so ``n = 256``, ``d = 10^6`` (2 GB) fits where least squares (``m >= d/n``
+    examples of dimension ``d`` per node) cannot.
+
+    The Gaussians are counter normals (:func:`simcomm.backends._numpy.noise.add_counter_normals`, step
+    0) keyed by ``n + 1`` draws of ``rng``: :math:`x^\star` from the first key, :math:`u_i` from key
+    ``i + 1``. So the problem is built by the backend where it computes (on the GPU for ``cupy``:
+    nothing crosses from the host), and every backend builds the same problem up to the last-ulp
+    differences of its ``log``/``cos``.
+
+    Parameters
+    ----------
+    n : int
+        Nodes, ``>= 1``.
+    d : int
+        Dimension, ``>= 1``.
+    b : float
+        Heterogeneity at the optimum, ``>= 0`` (``b > 0`` needs ``n >= 2``).
+    mu, L : float
+        Smallest and largest curvature, ``0 < mu <= L`` (with ``d = 1`` the one curvature is ``mu``,
+        and the problem's ``L`` is ``mu``).
+    rng : numpy.random.Generator or seed
+    backend : str or module, optional
+        Backend that draws the normals (default ``numba``); the arrays are in its namespace.
+
+    Returns
+    -------
+    NodeProblem
+        ``kind = "diagonal"``, ``h`` and ``centers`` set, ``A = y = H = None``, ``x0 = 0``.
+
+    Examples
+    --------
+    >>> prob = diagonal_quadratic(8, 5, b=0.5, rng=0)
+    >>> prob.centers.shape, round(heterogeneity(prob), 12), (prob.mu, prob.L)
+    ((8, 5), 0.5, (0.1, 1.0))
+    """
+    n = _check_int(n, "n", 1)
+    d = _check_int(d, "d", 1)
+    if not (isinstance(b, (int, float, np.floating)) and np.isfinite(b) and b >= 0):
+        raise UserError(f"heterogeneity b must be a finite number >= 0, got {b!r}")
+    ok = all(isinstance(v, (int, float, np.floating)) and np.isfinite(v) for v in (mu, L))
+    if not (ok and 0 < mu <= L):
+        raise UserError(f"curvatures need 0 < mu <= L (finite), got mu={mu!r}, L={L!r}")
+    from simcomm.backends import get_backend
+    from simcomm.backends._xp import namespace_of_backend
+
+    be = get_backend(backend)
+    xp = namespace_of_backend(be)
+    rng = np.random.default_rng(rng)
+    keys = rng.integers(0, 2**64, size=n + 1, dtype=np.uint64)
+    h_host = np.geomspace(float(mu), float(L), d)  # end points exactly mu and L (d = 1: just mu)
+    h = h_host if xp is np else xp.asarray(h_host)
+    if xp is not np:
+        keys = xp.asarray(keys)
+    x_star = be.add_counter_normals(xp.zeros((1, d)), keys[:1], 0, 1.0)[0]
+    C = be.add_counter_normals(xp.zeros((n, d)), keys[1:], 0, 1.0)
+    C -= C.mean(axis=0)  # u_i, centred over nodes
+    # sum_i u_ij^2 per coordinate without an (n, d) temporary
+    q = xp.einsum("ij,ij->j", C, C)
+    b1 = float(xp.sqrt(xp.dot(h * h, q) / n))
+    if b > 0 and b1 == 0:
+        raise UserError("heterogeneity b > 0 is impossible with one node; use n >= 2 or b = 0")
+    s = 0.0 if b == 0 else float(b) / b1
+    f_star = 0.5 * s * s * float(xp.dot(h, q)) / n
+    C *= s
+    C += x_star  # c_i = x* + s u_i, in place (one (n, d) array in all)
+    return NodeProblem(kind="diagonal", A=None, y=None, n_classes=0, l2=0.0, L=float(h_host.max()),
+                       mu=float(h_host.min()), x_star=x_star, f_star=f_star, b=float(s * b1), x0=xp.zeros(d), H=None,
+                       name="diagonal", h=h, centers=C)
 
 
 def _mixture(n_examples: int, p: int, C: int, sep: float, rng):
@@ -419,11 +596,13 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
 
 
 def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: str = "iid", l2: float = 1e-2,
-                 rng=None) -> NodeProblem:
+                      rng=None, backend=None) -> NodeProblem:
     r"""Build a problem by name (what experiments and ``python -m simcomm.mpi`` call).
 
     ``"least_squares"`` (dimension ``d``, heterogeneity ``b``), ``"logistic"`` (synthetic mixture in
-    ``d`` features, 2 classes, ``split``) or ``"digits"`` (real data, ``split``).
+    ``d`` features, 2 classes, ``split``), ``"digits"`` (real data, ``split``) or ``"diagonal"``
+    (:func:`diagonal_quadratic` in dimension ``d``, heterogeneity ``b``, default curvatures, built by
+    ``backend``: on the device for ``cupy``; the other problems are built on the host).
 
     Examples
     --------
@@ -436,4 +615,6 @@ def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: 
         return logistic_problem(n, dataset="synthetic", split=split, l2=l2, features=d, rng=rng)
     if name == "digits":
         return logistic_problem(n, dataset="digits", split=split, l2=l2, rng=rng)
+    if name == "diagonal":
+        return diagonal_quadratic(n, d, b=b, rng=rng, backend=backend)
     raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; choose one of {', '.join(NODE_PROBLEMS)}")

@@ -5,7 +5,8 @@ runs the algorithm of :func:`simcomm.optim.run_dsgd` with rank ``i`` holding nod
 momentum buffer and data. Per step, rank ``i``
 
 1. computes its stochastic gradient (same data, same per-node noise stream
-   ``SeedSequence(seed, spawn_key=(NOISE_KEY, i))`` as the simulator),
+   ``SeedSequence(seed, spawn_key=(NOISE_KEY, i))`` as the simulator; with ``--noise counter`` the
+   counter normals keyed by that stream's first draw, as ``run_dsgd(noise="counter")``),
 2. adapts: ``m <- beta m + g``, ``y <- x - gamma_k m`` (the simulator's two roundings),
 3. exchanges ``y`` with its neighbours by point-to-point messages (``Sendrecv`` per offset for
    circulant graphs, ``Isend``/``Irecv`` for sparse ones) and combines
@@ -56,19 +57,25 @@ def _plan(layer, rank: int):
 
 
 def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float = 0.0, sigma: float = 0.0,
-             seed: int = 0, schedule: str = "constant", k0: float = 10.0):
+             seed: int = 0, schedule: str = "constant", k0: float = 10.0, noise: str = "auto"):
     """Run DmSGD for the node of this rank; return ``(x, m)`` of this rank after ``steps`` steps.
 
     Parameters mirror :func:`simcomm.optim.run_dsgd` (``topology`` must be a Topology with
-    ``n == comm.size`` or ``"parallel"``).
+    ``n == comm.size`` or ``"parallel"``; ``noise="auto"`` is ``"stream"``, as on the host backends).
     """
-    from simcomm.models._decentralized import node_gradients
-    from simcomm.optim._decentralized import check_hyper, node_noise_rng, step_size
+    from simcomm.backends._numpy.noise import add_counter_normals
+    from simcomm.models._decentralized import node_gradients, node_slice
+    from simcomm.optim._decentralized import _noise_kind, check_hyper, node_noise_rng, step_size
 
     check_hyper(gamma, beta)
+    kind = _noise_kind(noise, np)
     rank, size = comm.Get_rank(), comm.Get_size()
-    local = problem._replace(A=problem.A[rank:rank + 1], y=problem.y[rank:rank + 1])
+    local = node_slice(problem, rank, rank + 1)
     noise = node_noise_rng(seed, rank) if sigma > 0 else None
+    # counter noise: this node's key is its stream's first draw (simcomm.optim.counter_keys)
+    key = None
+    if noise is not None and kind == "counter":
+        key = np.array([noise.integers(0, 2**64, dtype=np.uint64)], dtype=np.uint64)
     x = np.array(problem.x0, dtype=np.float64)
     m = np.zeros_like(x)
     if topology == "parallel":
@@ -79,7 +86,9 @@ def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float =
     recv = np.empty_like(x)
     for k in range(int(steps)):
         g = node_gradients(local, x[None, :])[0]
-        if noise is not None:
+        if key is not None:
+            add_counter_normals(g[None, :], key, k, sigma)
+        elif noise is not None:
             g += sigma * noise.standard_normal(x.size)
         np.multiply(m, beta, out=m)
         m += g
@@ -144,14 +153,15 @@ def main(argv=None) -> int:
 
         n = size if args.n is None else args.n
         if n != size:
-            raise UserError(f"the topology has n={n} nodes but mpiexec started {size} ranks; run mpiexec -n {n} (one rank per node)")
+            raise UserError(f"the topology has n={n} nodes but mpiexec started {size} ranks; "
+                            f"run mpiexec -n {n} (one rank per node)")
         topo = resolve_topology(args.topology, n)
         step_size(args.gamma, 0, args.schedule, args.k0)
         if args.sigma < 0:
             raise UserError(f"noise sigma must be >= 0, got {args.sigma}")
         problem = make_node_problem(args.problem, n, d=args.d, b=args.b, split=args.split, rng=problem_rng(args.seed))
         x, m = run_rank(comm, topology=topo, problem=problem, steps=args.steps, gamma=args.gamma, beta=args.beta,
-                        sigma=args.sigma, seed=args.seed, schedule=args.schedule, k0=args.k0)
+                        sigma=args.sigma, seed=args.seed, schedule=args.schedule, k0=args.k0, noise=args.noise)
     except UserError as exc:
         if rank == 0:
             print(f"error: {exc}", file=sys.stderr)

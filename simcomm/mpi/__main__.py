@@ -14,22 +14,24 @@ import sys
 
 def parse(argv=None) -> argparse.Namespace:
     """Parse the command line (one sub-command: ``dsgd``)."""
-    p = argparse.ArgumentParser(prog="python -m simcomm.mpi", description="Decentralized SGD with one MPI rank per node.")
+    p = argparse.ArgumentParser(prog="python -m simcomm.mpi",
+                                description="Decentralized SGD with one MPI rank per node.")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dsgd", help="decentralized (momentum) SGD, adapt-then-combine")
     d.add_argument("--topology", required=True, help="ring, exponential, one_peer_exponential, torus, ... or parallel")
     d.add_argument("--n", type=int, default=None, help="number of nodes of the topology (default: the number of ranks)")
     d.add_argument("--steps", type=int, required=True)
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--problem", default="least_squares", help="least_squares, logistic or digits")
-    d.add_argument("--d", type=int, default=10, help="dimension (least_squares) or features (logistic)")
-    d.add_argument("--b", type=float, default=1.0, help="heterogeneity at the optimum (least_squares)")
+    d.add_argument("--problem", default="least_squares", help="least_squares, logistic, digits or diagonal")
+    d.add_argument("--d", type=int, default=10, help="dimension (least_squares, diagonal) or features (logistic)")
+    d.add_argument("--b", type=float, default=1.0, help="heterogeneity at the optimum (least_squares, diagonal)")
     d.add_argument("--split", default="iid", help="iid or label (logistic, digits)")
     d.add_argument("--gamma", type=float, default=0.05, help="step size (> 0)")
     d.add_argument("--beta", type=float, default=0.0, help="momentum in [0, 1)")
     d.add_argument("--sigma", type=float, default=1.0, help="gradient noise std per coordinate")
     d.add_argument("--schedule", default="constant", help="constant or inv_sqrt")
     d.add_argument("--k0", type=float, default=10.0, help="decay scale of inv_sqrt")
+    d.add_argument("--noise", default="auto", help="stream (per-node numpy streams; auto) or counter (counter normals)")
     d.add_argument("--out", default=None, help="rank 0 writes the final iterates here (.npz, atomic)")
     return p.parse_args(argv)
 

@@ -1,14 +1,14 @@
 """The ``numba`` backend: kernels grouped by domain, all re-exported here under one namespace."""
 
-import numpy as xp  # noqa: F401  (the array namespace of this backend)
 import numba  # noqa: F401  (ImportError here makes the backend unavailable)
+import numpy as xp  # noqa: F401  (the array namespace of this backend)
 
-
-from simcomm.backends._numba.gossip import *  # noqa: F401,F403
 from simcomm.backends._numba.dsgd import *  # noqa: F401,F403
+from simcomm.backends._numba.ef import *  # noqa: F401,F403
+from simcomm.backends._numba.gossip import *  # noqa: F401,F403
+from simcomm.backends._numba.noise import *  # noqa: F401,F403
 from simcomm.backends._numba.quant import *  # noqa: F401,F403
 from simcomm.backends._numba.select import *  # noqa: F401,F403
-from simcomm.backends._numba.ef import *  # noqa: F401,F403
 
 NAME = "numba"
 #: the EF selection kernels take NaN rows without failing, so callers may check finiteness after them

@@ -2,11 +2,12 @@
 
 import numpy as xp  # noqa: F401  (the array namespace of this backend)
 
-from simcomm.backends._numpy.gossip import *  # noqa: F401,F403
 from simcomm.backends._numpy.dsgd import *  # noqa: F401,F403
+from simcomm.backends._numpy.ef import *  # noqa: F401,F403
+from simcomm.backends._numpy.gossip import *  # noqa: F401,F403
+from simcomm.backends._numpy.noise import *  # noqa: F401,F403
 from simcomm.backends._numpy.quant import *  # noqa: F401,F403
 from simcomm.backends._numpy.select import *  # noqa: F401,F403
-from simcomm.backends._numpy.ef import *  # noqa: F401,F403
 
 NAME = "numpy"
 #: callers check finiteness before the EF selection kernels (see simcomm.backends)
