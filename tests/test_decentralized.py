@@ -32,7 +32,9 @@ def test_run_matches_naive_oracle(name, n, backend):
     topo = TOPOS[name](n)
     prob = heterogeneous_least_squares(n, 3, b=1.0, rng=np.random.default_rng(12345))
     steps, gamma, beta, sigma, seed = 7, 0.05, 0.9, 0.5, 11
-    tr = run_dsgd(prob, topo, steps=steps, gamma=gamma, beta=beta, sigma=sigma, seed=seed, backend=backend)
+    # noise="stream": the oracle draws the per-node Generator streams ("auto" is the counter noise on a GPU)
+    tr = run_dsgd(prob, topo, steps=steps, gamma=gamma, beta=beta, sigma=sigma, seed=seed, backend=backend,
+                  noise="stream")
     rngs = [node_noise_rng(seed, i) for i in range(n)]
     noise = sigma * np.stack([np.stack([r.standard_normal(3) for r in rngs]) for _ in range(steps)])
 
