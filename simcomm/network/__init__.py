@@ -24,6 +24,7 @@ from simcomm.network._payload import (
 )
 from simcomm.network._time import (
     PATTERNS,
+    Clock,
     Network,
     Straggler,
     add_time,
@@ -40,6 +41,7 @@ from simcomm.network._time import (
 
 __all__ = [
     "PATTERNS",
+    "Clock",
     "Network",
     "Straggler",
     "add_time",

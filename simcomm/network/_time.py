@@ -42,7 +42,7 @@ from simcomm._errors import UserError
 
 __all__ = [
     "Network", "Straggler", "PATTERNS", "phase_time", "ps_time", "ring_allreduce_time", "allgather_time",
-    "gossip_time", "comm_time", "sync_step_times", "async_delays", "add_time", "spec_network_params",
+    "gossip_time", "comm_time", "sync_step_times", "async_delays", "Clock", "add_time", "spec_network_params",
 ]
 
 #: communication patterns :func:`comm_time` and :func:`add_time` accept
@@ -388,6 +388,86 @@ def async_delays(compute: np.ndarray, up: float = 0.0, down: float = 0.0):
     version = np.concatenate([np.zeros((n, 1), dtype=np.int64), prev[:, :-1] + 1], axis=1).reshape(-1)
     tau = pos - version
     return (order // M).astype(np.int64), tau[order].astype(np.int64), flat[order]
+
+
+@dataclass(frozen=True)
+class Clock:
+    r"""Asynchronous workers on their own clocks: compute times, upload and download time.
+
+    Worker ``i``'s ``m``-th compute time is ``slowdown[i]`` times a draw of ``compute`` (i.i.d. per
+    node and update); an update then takes ``up`` seconds to reach the server and the new model ``down``
+    seconds to come back (:func:`async_delays`). :meth:`schedule` gives, for the first ``updates``
+    server updates in arrival order, the worker and its delay :math:`\tau` (the number of server
+    updates between the worker's read and its write).
+
+    Parameters
+    ----------
+    compute : Straggler
+        Per-node compute time distribution.
+    up, down : float, default 0
+        Seconds to upload an update and to download the model (e.g. :func:`comm_time` of the messages).
+    slowdown : sequence of float, optional
+        Per-node factors ``> 0`` on the compute time (a deterministic straggler: one factor ``s > 1``);
+        ``None`` = all ``1``. Its length fixes the number of workers.
+
+    Examples
+    --------
+    >>> w, tau, t = Clock(Straggler("constant", 1.0)).schedule(3, 6, rng=0)   # equal workers: round robin
+    >>> w.tolist(), tau.tolist()
+    ([0, 1, 2, 0, 1, 2], [0, 1, 2, 2, 2, 2])
+    """
+
+    compute: Straggler
+    up: float = 0.0
+    down: float = 0.0
+    slowdown: tuple | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.compute, Straggler):
+            raise UserError(f"clock: compute = {self.compute!r} is not a Straggler; use e.g. "
+                            "Straggler('shifted_exp', shift=1e-3, scale=5e-4)")
+        for name in ("up", "down"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise UserError(f"clock: {name} = {v!r} is not allowed; use a finite number of seconds >= 0")
+        if self.slowdown is not None:
+            s = np.asarray(self.slowdown, dtype=np.float64)
+            if s.ndim != 1 or s.size == 0 or not np.all(np.isfinite(s)) or np.any(s <= 0):
+                raise UserError(f"clock: slowdown = {self.slowdown!r} is not allowed; use one finite factor > 0 "
+                                "per worker (1 = normal speed)")
+            object.__setattr__(self, "slowdown", tuple(float(v) for v in s))
+        if self.compute.dist == "constant" and self.compute.shift == 0 and self.up == 0 and self.down == 0:
+            raise UserError("clock: every update takes 0 s (constant compute 0, up = down = 0), so arrival order "
+                            "is undefined; give the compute time, up or down a positive value")
+
+    def schedule(self, n: int, updates: int, *, rng):
+        """Worker, delay and arrival time of each of the first ``updates`` server updates.
+
+        Compute times are drawn per worker in blocks of updates until every update not yet drawn would
+        arrive after the ``updates``-th arrival, so the prefix is exact (and, given ``rng``,
+        deterministic). Returns three arrays of shape ``(updates,)`` as :func:`async_delays`.
+        """
+        n = _check_nodes(n, "clock")
+        if self.slowdown is not None and len(self.slowdown) != n:
+            raise UserError(f"clock: slowdown has {len(self.slowdown)} factors but there are n = {n} workers; "
+                            "give one factor per worker")
+        if isinstance(updates, bool) or not isinstance(updates, (int, np.integer)) or updates < 0:
+            raise UserError(f"clock: updates = {updates!r} is not allowed; use an integer >= 0")
+        empty = np.zeros(0, dtype=np.int64)
+        if updates == 0:
+            return empty, empty, np.zeros(0)
+        rng = np.random.default_rng(rng)
+        slow = np.ones(n) if self.slowdown is None else np.asarray(self.slowdown)
+        block = -(-updates // n) + 1
+        c = slow * self.compute.draw((block, n), rng=rng)
+        while True:
+            w, tau, t = async_delays(c, self.up, self.down)
+            M = c.shape[0]
+            last = np.sum(c + self.up, axis=0) + self.down * (M - 1)  # each worker's last drawn arrival
+            # an undrawn update of worker i arrives strictly after last[i] (every update takes > 0 s)
+            if t.size >= updates and last.min() >= t[updates - 1]:
+                return w[:updates], tau[:updates], t[:updates]
+            c = np.concatenate([c, slow * self.compute.draw((M, n), rng=rng)])
 
 
 def add_time(table, *, nbytes, pattern: str, net: Network, n: int, straggler: Straggler | None = None,
