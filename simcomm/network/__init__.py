@@ -37,6 +37,7 @@ from simcomm.network._time import (
     ring_allreduce_time,
     spec_network_params,
     sync_step_times,
+    trace_time,
 )
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "ring_allreduce_time",
     "spec_network_params",
     "sync_step_times",
+    "trace_time",
     "CODINGS",
     "COMPRESSORS",
     "HEADER_BYTES",
