@@ -14,7 +14,8 @@ import sys
 
 def parse(argv=None) -> argparse.Namespace:
     """Parse the command line (one sub-command: ``dsgd``)."""
-    p = argparse.ArgumentParser(prog="python -m simcomm.mpi", description="Decentralized SGD with one MPI rank per node.")
+    p = argparse.ArgumentParser(prog="python -m simcomm.mpi",
+                                description="Decentralized SGD with one MPI rank per node.")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dsgd", help="decentralized (momentum) SGD, adapt-then-combine")
     d.add_argument("--topology", required=True, help="ring, exponential, one_peer_exponential, torus, ... or parallel")
@@ -30,6 +31,9 @@ def parse(argv=None) -> argparse.Namespace:
     d.add_argument("--sigma", type=float, default=1.0, help="gradient noise std per coordinate")
     d.add_argument("--schedule", default="constant", help="constant or inv_sqrt")
     d.add_argument("--k0", type=float, default=10.0, help="decay scale of inv_sqrt")
+    d.add_argument("--barrier", action="store_true",
+                   help="untimed MPI Barrier before each exchange: comm_time is the exchange alone, not the "
+                        "wait for a slower neighbour")
     d.add_argument("--out", default=None, help="rank 0 writes the final iterates here (.npz, atomic)")
     return p.parse_args(argv)
 

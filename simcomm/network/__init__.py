@@ -9,6 +9,7 @@ Examples
 True
 """
 
+from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
 from simcomm.network._payload import (
     CODINGS,
     COMPRESSORS,
@@ -41,6 +42,8 @@ from simcomm.network._time import (
 )
 
 __all__ = [
+    "compare_dsgd_comm",
+    "dsgd_comm_prediction",
     "PATTERNS",
     "Clock",
     "Network",
