@@ -217,3 +217,29 @@ def test_network_table_times_the_compression_pays_traces():
                                                                                    "steps=120"))
     assert bare.network is None
     assert "time" not in run(bare, backend="numpy").table
+
+
+def test_trace_figure_draws_time_on_x_and_names_a_missing_column(tmp_path, capsys):
+    """A figure can use the simulated time as x: one line per method, at each step the replicate means."""
+    from simcomm.cli import main
+    from simcomm.plotting import trace_figure
+    from simcomm.results import Results
+
+    rows = [dict(metric="train_loss", value=1.0 / (1 + s + r), method=m, step=s, bits=8.0 * s,
+                 time=(2.0 if m == "sgd" else 1.0) * s + 0.1 * r, replicate=r, beta=1e-9)
+            for m in ("sgd", "top_k") for r in (0, 1) for s in range(0, 20, 5)]
+    rows.append(dict(metric="time_to_target", value=3.0, replicate=0, beta=1e-9))
+    table = pd.DataFrame(rows)
+    fig = trace_figure(table, "train_loss", x="time")
+    lines = fig.axes[0].get_lines()
+    assert [ln.get_label() for ln in lines] == ["method = sgd", "method = top_k"]
+    np.testing.assert_allclose(lines[0].get_xdata(), [0.05, 10.05, 20.05, 30.05])  # mean time per step
+    np.testing.assert_allclose(lines[1].get_ydata()[1], (1 / 6 + 1 / 7) / 2)
+    with pytest.raises(UserError, match="no 'time' column .*\\[network\\]"):
+        trace_figure(table.drop(columns="time"), "train_loss", x="time")
+    with pytest.raises(UserError, match="trace metrics here: train_loss"):
+        trace_figure(table, "test_accuracy")
+    folder = Results(table, {"spec": {"name": "t"}}).write(tmp_path / "res")
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", str(folder), "--trace", "train_loss", "--x", "time", "--logx", "-o", str(tmp_path / "t.png")])
+    assert exc.value.code == 0 and (tmp_path / "t.png").stat().st_size > 0
