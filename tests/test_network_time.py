@@ -160,15 +160,16 @@ def test_trace_time_equals_add_time_per_group():
     steps = [0, 3, 10, 20]
     rows = [dict(metric="loss", value=1.0, method=m, step=s, bits=8.0 * b * s, pattern=p)
             for m, b, p in (("sgd", 4e6, "ring_allreduce"), ("top_k", 2e4, "allgather")) for s in steps]
-    rows.append(dict(metric="final", value=0.5))  # not a trace row: unchanged
+    rows.append(dict(metric="final", value=0.5))  # not trace rows: unchanged
+    rows.append(dict(metric="comp_error", value=0.1, method="sgd", step=5, bits=float("nan")))
     net = {"alpha": 2e-5, "beta": 1e-9, "compute_shift": 1e-3, "compute_scale": 5e-4}
     out = trace_time(rows, net, {"n_workers": 8}, rng=np.random.default_rng(3))
-    assert out[-1] == rows[-1] and "time" not in rows[0]
+    assert out[-2:] == rows[-2:] and "time" not in rows[0]
     strag = Straggler("shifted_exp", 1e-3, 5e-4)
     for m, b, p in (("sgd", 4e6, "ring_allreduce"), ("top_k", 2e4, "allgather")):
         want = add_time({"step": np.array(steps)}, nbytes=b, pattern=p, net=NET, n=8, straggler=strag,
                         rng=np.random.default_rng(3))["time"]
-        got = [r["time"] for r in out if r.get("method") == m]
+        got = [r["time"] for r in out if r.get("method") == m and r["metric"] == "loss"]
         np.testing.assert_allclose(got, want, rtol=1e-12)
     # default pattern (allgather) from the table, cell params win over the table
     plain = [dict(metric="loss", value=1.0, step=s, bits=800.0 * s) for s in (0, 4)]

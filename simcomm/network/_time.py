@@ -572,7 +572,10 @@ def trace_time(rows: list[dict], network: dict, params: dict, *, rng) -> list[di
     list of dict
         New rows (copies with ``time`` where it applies).
     """
-    trace = [i for i, r in enumerate(rows) if "step" in r and "bits" in r and r.get("bits") is not None]
+    def number(v):
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+
+    trace = [i for i, r in enumerate(rows) if number(r.get("step")) and number(r.get("bits"))]
     if not trace:
         return rows
 
