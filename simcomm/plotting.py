@@ -14,7 +14,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from simcomm.claims import Judgement, Verdict  # noqa: E402
 
-__all__ = ["bound_vs_empirical", "paper_figure", "PAPER_COLORS"]
+__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "PAPER_COLORS"]
 
 _VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
 
@@ -602,3 +602,67 @@ def _paper_order_single(ax, j: Judgement, cells, plot: dict, handles) -> None:
         handles.setdefault(name, h)
     ax.set_xticks(range(len(rows)), [_value_text(j.claim.compare or "method", r[0], plot) for r in rows])
     ax.set_xlim(-0.6, len(rows) - 0.4)
+
+
+#: columns of trace rows that are coordinates or measurements, never what tells two series apart
+_TRACE_COORDS = {"metric", "value", "step", "bits", "time", "replicate", "note", "censored", "pattern"}
+
+
+def trace_figure(table: pd.DataFrame, metric: str, *, x: str = "step", plot: dict | None = None):
+    """Trace rows of one ``metric`` against ``x`` (``step``, ``bits`` or the simulated ``time``).
+
+    One line per series (the columns that vary among the metric's rows, e.g. ``method`` and the grid
+    axes), at each recorded step the mean over replicates of ``x`` and of the value (with stragglers
+    the simulated time of a step differs between replicates; its mean is what the line shows).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A results table (``simcomm run``).
+    metric : str
+        The trace's metric (rows with a ``step`` column), e.g. ``train_loss``.
+    x : str
+        Column for the x axis; ``time`` exists when the spec has a ``[network]`` table.
+    plot : dict, optional
+        ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from simcomm._errors import UserError
+
+    plot = dict(plot or {})
+    rows = table[table["metric"] == metric] if "metric" in table else table.iloc[:0]
+    if "step" in rows:
+        rows = rows[rows["step"].notna()]
+    if rows.empty:
+        found = ", ".join(sorted(map(str, table.loc[table["step"].notna(), "metric"].unique()))) \
+            if "step" in table else ""
+        raise UserError(f"no trace rows of metric '{metric}' (rows with a step); "
+                        f"trace metrics here: {found or 'none'}")
+    if x not in rows or rows[x].isna().all():
+        hint = " (a spec's [network] table adds it)" if x == "time" else ""
+        raise UserError(f"the '{metric}' trace has no '{x}' column{hint}; use --x step or bits")
+    series = [c for c in rows.columns if c not in _TRACE_COORDS and rows[c].nunique(dropna=False) > 1]
+    fig = Figure(figsize=(7.2, 4.6), layout="constrained")
+    ax = fig.subplots()
+    for i, (key, grp) in enumerate(_series(rows, series)):
+        mean = grp.groupby("step", sort=True)[[x, "value"]].mean()
+        if plot.get("logx"):
+            mean = mean[mean[x] > 0]  # step 0 sits at x = 0, off a log axis
+        label = ", ".join(f"{k} = {_fmt(v)}" for k, v in key.items()) or None
+        ax.plot(mean[x], mean["value"], color=PAPER_COLORS[i % len(PAPER_COLORS)], label=label, lw=1.6)
+    default_x = {"time": "simulated time (s)", "bits": "bits sent per node", "step": "step"}.get(x, x)
+    ax.set_xlabel(plot.get("xlabel", default_x))
+    ax.set_ylabel(plot.get("ylabel", metric.replace("_", " ")))
+    n_rep = rows["replicate"].nunique() if "replicate" in rows else 1
+    ax.set_title(plot.get("title", f"{metric.replace('_', ' ')} against {default_x} (mean of {n_rep} replicates)"),
+                 fontsize=10, loc="left")
+    if plot.get("logx"):
+        ax.set_xscale("log")
+    _scales(ax, {"logy": plot.get("logy")}, rows["value"].to_numpy(dtype=float))
+    ax.grid(True, which="major", alpha=0.3)
+    if series:
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return fig

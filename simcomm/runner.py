@@ -67,13 +67,19 @@ def code_version(module: str | None = None) -> str:
 
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
-             module: str | None = None, threads: int | None = None, first: int = 0) -> list[dict]:
+             module: str | None = None, threads: int | None = None, first: int = 0,
+             network: dict | None = None) -> list[dict]:
     """Run every replicate of one cell; pure apart from the experiment's own computation.
 
     ``module`` is where the experiment is defined; a worker process imports it first, so experiments
     registered outside :mod:`simcomm.experiments` (a user's script, a test) run on any executor.
     ``threads`` caps numba's threads inside the cell (several cells running at once would otherwise
     oversubscribe the cores, and numba's parallel kernels collapse under oversubscription).
+
+    ``network`` (a spec's ``[network]`` table) adds the simulated ``time`` column to the trace rows
+    (``step`` and ``bits``) of every replicate (:func:`simcomm.network.trace_time`); its straggler
+    draws come from the stream ``SeedSequence(seed, spawn_key=(2**32, cell_id, replicate))``, apart from
+    every experiment stream (cell ids are below ``2**32``).
 
     Returns rows with the cell's parameters and ``replicate`` added. An exception inside the
     experiment is a bug, not a numerical fault, and propagates; numerical faults come back as rows.
@@ -106,6 +112,11 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
                 del rows
                 raise CellOutOfMemory(f"the cell {_short(params)} of experiment '{experiment}' ran out of memory "
                                       f"({exc})") from None
+            if network:
+                from simcomm.network import trace_time
+
+                out = trace_time(list(out), network, params,
+                                 rng=np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2**32, cid, rep))))
             for row in out:
                 rows.append({**params, "replicate": rep, **row})
     return rows
@@ -167,7 +178,10 @@ def _cache_path(cache_dir: Path, key: str) -> Path:
 
 def _key(spec: Spec, params: dict, backend: str, version: str) -> str:
     reps = spec.replicates if not spec.first_replicate else [spec.first_replicate, spec.replicates]
-    return content_hash([spec.experiment, params, spec.seed, reps, backend, version])
+    key = [spec.experiment, params, spec.seed, reps, backend, version]
+    if spec.network:  # the [network] table changes the time column: part of the cell's identity
+        key.append(spec.network)
+    return content_hash(key)
 
 
 def cell_key(spec: Spec, params: dict, backend: str, cache_dir: str | Path) -> Path:
@@ -211,7 +225,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                 except (OSError, ValueError):
                     pass  # unreadable cache entry: recompute it
             tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
-                          spec.first_replicate))
+                          spec.first_replicate, spec.network))
             keys.append(key)
             owners.append((s, c))
     total = len(tasks) + len(cached)

@@ -119,6 +119,7 @@ class Spec:
     source: str = ""
     overrides: tuple = ()
     first_replicate: int = 0  # adaptive replicates: a batch runs replicates first_replicate..replicates-1
+    network: dict | None = None  # the validated [network] table: times the experiment's trace rows
 
     @property
     def looks(self) -> int:
@@ -147,6 +148,7 @@ class Spec:
             name=self.name, experiment=self.experiment, replicates=self.replicates,
             max_replicates=self.max_replicates, seed=self.seed,
             params=self.params, grid=self.grid, claim=claim, plot=self.plot, quick=self.quick,
+            **({"network": self.network} if self.network else {}),
         )
 
     @property
@@ -235,11 +237,6 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     exp = dict(_check_table(raw.get("experiment", {}), _EXPERIMENT_KEYS, f"{where} [experiment]"))
     params = dict(_check_table(raw.get("params", {}), {k: object for k in raw.get("params", {})}, f"{where} [params]"))
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
-    if "network" in raw:  # alpha/beta (or a calibration file) become fixed parameters; [params] wins
-        from simcomm.network import spec_network_params
-
-        for key, value in spec_network_params(raw["network"], f"{where} [network]").items():
-            params.setdefault(key, value)
     plot = dict(_check_table(raw.get("plot", {}), _PLOT_KEYS, f"{where} [plot]"))
     if "name" not in exp:
         raise SpecError(f"{where}: [experiment] needs 'name' (a registered experiment; see 'simcomm list --experiments')")
@@ -247,6 +244,18 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
         experiment = get_experiment(exp["name"])
     except SpecError as exc:
         raise SpecError(f"{where} [experiment]: {exc}") from None
+    network = None
+    if "network" in raw:
+        # alpha/beta (or a calibration file) and the compute times become fixed parameters of an
+        # experiment that declares them ([params] wins); the whole table also times the trace rows
+        # the experiment returns (runner: simcomm.network.trace_time).
+        from simcomm.network import spec_network_params
+
+        network = spec_network_params(raw["network"], f"{where} [network]",
+                                      provided=set(params) | set(grid) | set(raw.get("quick", {})))
+        for key, value in network.items():
+            if key in experiment.params:
+                params.setdefault(key, value)
 
     def place(key: str, value: Any, origin: str) -> None:
         if key in _EXPERIMENT_KEYS and key != "name":
@@ -302,7 +311,7 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     elif "control" in raw:
         raise SpecError(f"{where}: [[control]] needs a [claim] to control")
     return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick, max_replicates,
-                text, tuple(overrides))
+                text, tuple(overrides), network=network)
 
 
 def _replicates(value: Any, where: str) -> tuple[int, int | None]:

@@ -103,3 +103,102 @@ def test_bad_input(call, match):
     with pytest.raises(UserError, match=match) as exc:
         call(p)
     assert "\n" not in str(exc.value)
+
+
+# ------------------------------------------------------------------ workers on their own clocks (issue 18)
+def test_clock_equal_workers_give_round_robin_delays():
+    """Constant equal compute times: arrivals are round robin and, after the first round, tau = n - 1."""
+    from simcomm.network import Clock, Straggler
+    from simcomm.optim import clock_schedules
+
+    n, steps = 5, 40
+    W, T = clock_schedules(Clock(Straggler("constant", 1e-3), up=1e-4, down=2e-4), n, steps, 2,
+                           np.random.default_rng(0))
+    np.testing.assert_array_equal(W, np.tile(np.arange(steps) % n, (2, 1)))
+    np.testing.assert_array_equal(T[:, :n], np.tile(np.arange(n), (2, 1)))  # first round: reads x_0
+    assert np.all(T[:, n:] == n - 1)
+
+
+def test_clock_straggler_has_the_larger_delay():
+    r"""A deterministic straggler (compute s times slower, s integer) among n - 1 equal workers.
+
+    Between the straggler's read and write, the n - 1 fast workers make s updates each, so its
+    tau = (n - 1) s exactly (its arrivals tie with theirs and come after them: it is the last worker).
+    A fast worker's cycle holds the n - 2 other fast updates plus the straggler's in 1 of every s cycles,
+    so its mean tau is n - 2 + 1/s, exactly over whole straggler periods. Over all updates the mean tau is
+    (n - 1) - (1/U) sum_i (U - 1 - last position of worker i): each update of worker j falls in exactly
+    one cycle of every other worker that is still running, an identity checked exactly below.
+    """
+    from simcomm.network import Clock, Straggler
+    from simcomm.optim import clock_schedules
+
+    n, s = 4, 3
+    clock = Clock(Straggler("constant", 1.0), slowdown=(1.0,) * (n - 1) + (float(s),))
+    W, T = clock_schedules(clock, n, 600, 1, np.random.default_rng(0))
+    w, tau = W[0], T[0]
+    slow = tau[w == n - 1]
+    assert np.all(slow == (n - 1) * s)  # the first one too: it read x_0, the fast ones wrote s times each
+    period = (n - 1) * s + 1  # updates per straggler period
+    fast = tau[period:period * 50][w[period:period * 50] < n - 1]  # 49 whole periods after the first
+    assert fast.mean() == pytest.approx(n - 2 + 1 / s, rel=1e-12)
+    assert slow.mean() > fast.mean()
+    U = w.size
+    last = np.array([np.flatnonzero(w == i)[-1] for i in range(n)])
+    assert tau.sum() == (n - 1) * U - (U - 1 - last).sum()
+
+
+def test_clock_random_stragglers_mean_delay():
+    """i.i.d. shifted-exponential compute times: the same counting identity gives mean tau -> n - 1."""
+    from simcomm.network import Clock, Straggler
+    from simcomm.optim import clock_schedules
+
+    n, U = 6, 3000
+    W, T = clock_schedules(Clock(Straggler("shifted_exp", 1e-3, 1e-3)), n, U, 3, np.random.default_rng(1))
+    for w, tau in zip(W, T):
+        last = np.array([np.flatnonzero(w == i)[-1] for i in range(n)])
+        assert tau.sum() == (n - 1) * U - (U - 1 - last).sum()
+        assert tau.max() > n - 1 > tau.min()  # random order: some updates are staler than round robin
+
+
+def _clocked_oracle(p, q, gamma, steps, worker, tau, rng):
+    """Full history, one worker per server update: x_{k+1} = x_k - gamma/N Q(grad f_w(x_{k - tau_k}))."""
+    hist = [p.x0.copy()]
+    for k in range(steps):
+        g = p.grad(hist[k - tau[k]][None, :], np.array([worker[k]]))
+        hist.append(hist[k] - gamma / p.N * q.apply(g, rng=rng, backend="numpy")[0])
+    return np.array(hist)
+
+
+def test_clocked_optimiser_matches_full_history_oracle():
+    from simcomm.network import Clock, Straggler
+    from simcomm.optim import clock_schedules
+
+    p = quadratic(4, 6, L=1.0, mu=0.2, sigma2=0.5, rotate=True, rng=12345)
+    q = QSGD(2)
+    clock = Clock(Straggler("shifted_exp", 1e-3, 2e-3), up=1e-4)
+    tr = async_compressed_gd(p, q, 0.5, 60, clock=clock, rng=np.random.default_rng(9), backend="numpy")
+    rng = np.random.default_rng(9)
+    W, T = clock_schedules(clock, p.N, 60, 1, rng)
+    hist = _clocked_oracle(p, q, 0.5, 60, W[0], T[0], rng)
+    np.testing.assert_allclose(tr.dist2[0], ((hist - p.x_star) ** 2).sum(axis=1), rtol=1e-10, atol=1e-14)
+    assert T[0].max() > p.N - 1  # the schedule really had stale updates beyond round robin
+    assert tr.bits[-1] == 60 * q.bits(p.d)  # one worker's message per server update
+
+
+def test_clock_bad_input():
+    from simcomm.network import Clock, Straggler
+
+    p = quadratic(2, 3, rng=0)
+    clock = Clock(Straggler("constant", 1.0))
+    with pytest.raises(UserError, match="drop tau and delay"):
+        async_compressed_gd(p, Identity(), 0.1, 5, tau=2, clock=clock)
+    with pytest.raises(UserError, match="give the delay bound tau"):
+        async_compressed_gd(p, Identity(), 0.1, 5)
+    with pytest.raises(UserError, match="not a simcomm.network.Clock"):
+        async_compressed_gd(p, Identity(), 0.1, 5, clock="fast")
+    with pytest.raises(UserError, match="one factor per worker"):
+        async_compressed_gd(p, Identity(), 0.1, 5, clock=Clock(Straggler("constant", 1.0), slowdown=(1.0, 2.0, 3.0)))
+    with pytest.raises(UserError, match="slowdown"):
+        Clock(Straggler("constant", 1.0), slowdown=(1.0, 0.0))
+    with pytest.raises(UserError, match="arrival order is undefined"):
+        Clock(Straggler("constant", 0.0))

@@ -109,12 +109,12 @@ def test_spec_network_table_bad_input(net, msg, tmp_path):
 
 @pytest.mark.mpi
 def test_model_vs_mpi_rows():
-    pytest.importorskip("mpi4py", reason="mpi4py is not installed (the mpi extra)")
+    # skipped only where mpiexec is missing: with mpiexec present, a missing mpi4py is a broken mpi
+    # extra and the measurement's note below fails the test
     import numpy as np
 
-    from simcomm.experiments import get_experiment
-
     from simcomm._errors import UserError
+    from simcomm.experiments import get_experiment
     from simcomm.network._calibrate import find_mpiexec
 
     try:
@@ -140,3 +140,49 @@ def test_model_vs_mpi_without_mpiexec_is_a_noted_nan(monkeypatch, tmp_path):
     e = get_experiment("model_vs_mpi")
     (row,) = e.func(e.validate({"n": 2}, "test"), np.random.default_rng(0), "numpy")
     assert np.isnan(row["value"]) and "mpiexec not found" in row["note"]
+
+
+# ------------------------------------------------------- MPI DSGD exchange time vs the model (issue 18)
+NET = Network(alpha=5e-6, beta=2e-10)
+
+
+def test_dsgd_comm_prediction_follows_the_mpi_exchange():
+    """Circulant layers: one Sendrecv phase per nonzero offset (static exponential n = 8: offsets 1, 2, 4);
+    one-peer: one message per step; parallel: a ring allreduce; a sparse graph: one gossip phase."""
+    from simcomm.network import dsgd_comm_prediction, gossip_time, ring_allreduce_time
+    from simcomm.topology import build
+
+    d = 1000
+    msg = NET.alpha + NET.beta * 8 * d
+    assert dsgd_comm_prediction("exponential", 8, d, NET, 5) == pytest.approx([3 * msg] * 5, rel=1e-12)
+    assert dsgd_comm_prediction("one_peer_exponential", 8, d, NET, 6) == pytest.approx([msg] * 6, rel=1e-12)
+    assert dsgd_comm_prediction("ring", 8, d, NET, 2) == pytest.approx([2 * msg] * 2, rel=1e-12)
+    assert dsgd_comm_prediction("parallel", 8, d, NET, 3) == pytest.approx([ring_allreduce_time(8, 8 * d, NET)] * 3)
+    star = build("star", 6)
+    got = dsgd_comm_prediction("star", 6, d, NET, 2)
+    assert got == pytest.approx([gossip_time(star, 8 * d, NET)] * 2)
+    assert got[0] == pytest.approx(NET.alpha + 5 * NET.beta * 8 * d)  # the hub's NIC carries 5 messages
+
+
+def test_net_compare_reads_a_result_and_bad_input_is_one_line(tmp_path, capsys):
+    import numpy as np
+
+    from simcomm.network import compare_dsgd_comm
+
+    measured = np.array([1.0, 2e-4, 3e-4, 4e-4])  # a slow first step (connection setup): the median ignores it
+    np.savez(tmp_path / "r.npz", x=np.zeros((4, 100)), comm_time=measured, topology=np.str_("ring"))
+    (tmp_path / "net.toml").write_text("[network]\nalpha = 5e-6\nbeta = 2e-10\n")
+    res = compare_dsgd_comm(tmp_path / "r.npz", NET)
+    pred = 2 * (NET.alpha + NET.beta * 800)
+    assert res["predicted"] == pytest.approx([pred] * 4) and res["ratio"] == pytest.approx(3.5e-4 / pred)
+    with pytest.raises(SystemExit) as exc:
+        main(["net", "compare", str(tmp_path / "r.npz"), "--network", str(tmp_path / "net.toml"), "--json"])
+    assert exc.value.code == 0
+    assert json.loads(capsys.readouterr().out)["ratio"] == pytest.approx(res["ratio"])
+    np.savez(tmp_path / "old.npz", x=np.zeros((4, 100)))
+    for path, msg in ((tmp_path / "missing.npz", "cannot read the MPI DSGD result"),
+                      (tmp_path / "old.npz", "has no 'comm_time'")):
+        with pytest.raises(SystemExit) as exc:
+            main(["net", "compare", str(path), "--network", str(tmp_path / "net.toml")])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and msg in err and "Traceback" not in err

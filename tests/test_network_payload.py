@@ -74,6 +74,22 @@ def test_fixed_width_pack(w):
     assert np.array_equal(_bits.unpack_fixed(_bits.pack_fixed(v, w), v.size, w), v)
 
 
+@pytest.mark.parametrize("w", range(1, 33))
+@pytest.mark.parametrize("n", [_bits._WORDS_MIN, 1000, 4099])
+def test_fixed_width_word_kernel_equals_the_byte_stream(w, n):
+    """Long sections are packed and unpacked through 64-bit words; every width and a ragged end against
+    the one-value-at-a-time byte stream, with trailing bytes after the section (as in a payload)."""
+    v = np.random.default_rng(100 * w + n).integers(0, 2**w, size=n)
+    ref_bytes = np.zeros((n * w + 7) // 8, dtype=np.uint8)
+    _bits._pack_fixed(v, w, ref_bytes)  # the byte stream, one value at a time
+    assert _bits.pack_fixed(v, w) == ref_bytes.tobytes()
+    buf = _bits.pack_fixed(v, w) + b"\xff" * 5
+    ref = np.empty(n, dtype=np.int64)
+    _bits._unpack_fixed(np.frombuffer(buf, dtype=np.uint8), n, w, ref)
+    got = _bits.unpack_fixed(buf, n, w)
+    assert np.array_equal(ref, v) and np.array_equal(got, v)
+
+
 def test_messages_are_the_compressors_outputs():
     x = np.random.default_rng(3).standard_normal(500)
     np.testing.assert_array_equal(message("top_k", x, k=20).dense(), compress.top_k(x, 20).astype(np.float32))

@@ -1,4 +1,8 @@
-"""``simcomm net calibrate``: fit the network model's alpha and beta from MPI micro-benchmarks."""
+"""``simcomm net``: calibrate the network model (alpha, beta) and compare it with a real MPI run.
+
+``simcomm net calibrate`` fits alpha and beta from MPI micro-benchmarks; ``simcomm net compare`` puts a
+real MPI DSGD run's measured exchange times next to the model's.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from simcomm.cli import cli
 
 @cli.group()
 def net():
-    """Network model tools (alpha-beta calibration)."""
+    """Network model tools (alpha-beta calibration, model vs a real MPI run)."""
 
 
 @net.command()
@@ -53,3 +57,31 @@ def calibrate(np_, sizes, reps, mpiexec, out, as_json):
     else:
         click.echo(f"alpha = {res['alpha']:.3e} s/message, beta = {res['beta']:.3e} s/byte "
                    f"({1 / res['beta'] / 1e9 if res['beta'] > 0 else float('inf'):.2f} GB/s) -> {out}")
+
+
+@net.command()
+@click.argument("result", metavar="RESULT.npz", type=click.Path(dir_okay=False))
+@click.option("--network", "network", required=True, metavar="FILE",
+              help="TOML with [network] alpha, beta (e.g. written by 'simcomm net calibrate' on the same machine).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per-step arrays included).")
+def compare(result, network, as_json):
+    """Measured per-step exchange time of an MPI DSGD run next to the network model's prediction.
+
+    RESULT.npz is the --out file of 'python -m simcomm.mpi dsgd' (it records, per step, the slowest
+    rank's exchange time); the model gets the same payloads (d float64 values per message) and the
+    same topology, exchanged as the MPI run does (one phase per circulant offset).
+
+    \b
+    Examples:
+      simcomm net calibrate --np 4 -o net.toml
+      mpiexec -n 4 python -m simcomm.mpi dsgd --topology exponential --steps 100 --barrier --out r.npz
+      simcomm net compare r.npz --network net.toml
+    """
+    from simcomm.network import Network, compare_dsgd_comm
+
+    res = compare_dsgd_comm(result, Network.from_toml(network))
+    if as_json:
+        click.echo(json.dumps({k: v.tolist() if hasattr(v, "tolist") else v for k, v in res.items()}))
+    else:
+        click.echo(f"{res['topology']}, n = {res['n']}, d = {res['d']}: measured median {res['measured_median']:.3e} s "
+                   f"per step, model {res['predicted_median']:.3e} s, ratio measured/model {res['ratio']:.3g}")

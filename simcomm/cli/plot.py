@@ -24,19 +24,22 @@ FORMATS = ("png", "pdf", "svg")
                    "Default: the spec's [plot] style, else annotated.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="png (raster, 200 dpi for paper) or pdf/svg (vector). Default: from -o, else png.")
-def plot(folder, output, style, fmt):
-    """Judge and draw the claim of a results folder (table.csv + meta.json) again.
+@click.option("--trace", "trace", default=None, metavar="METRIC",
+              help="Draw this metric's trace rows (e.g. train_loss) against --x instead of the claim.")
+@click.option("--x", "x", default="step", show_default=True, metavar="COLUMN",
+              help="With --trace: the x axis (step, bits, or time when the spec has a [network] table).")
+@click.option("--logx", is_flag=True, help="With --trace: a log x axis (times spanning decades).")
+def plot(folder, output, style, fmt, trace, x, logx):
+    """Judge and draw the claim of a results folder (table.csv + meta.json) again, or draw a trace.
 
     \b
     Examples:
       simcomm plot results/expgraph_rho_even/<hash>
       simcomm plot results/expgraph_rho_even/<hash> --style paper --format pdf -o rho.pdf
+      simcomm plot results/net_compression_pays/<hash> --trace train_loss --x time --logx
     """
-    import io
-
     from simcomm.claims import judge
     from simcomm.plotting import bound_vs_empirical
-    from simcomm.results import atomic_write_bytes
     from simcomm.spec import ClaimSpec, ControlSpec
 
     folder = Path(folder)
@@ -49,6 +52,11 @@ def plot(folder, output, style, fmt):
     target = Path(output) if output else folder / f"figure.{fmt}"
     _check_target(target)
     res = _read(folder)
+    if trace is not None:
+        from simcomm.plotting import trace_figure
+
+        _save(trace_figure(res.table, trace, x=x, plot={"logx": logx}), target, fmt, 110)
+        return
     spec = res.meta.get("spec") or {}
     if not isinstance(spec, dict) or not spec.get("claim"):
         raise UserError(f"'{folder}' holds a sweep without a claim; there is no bound to draw against")
@@ -65,9 +73,17 @@ def plot(folder, output, style, fmt):
         j = judge(claim, res.table, cell_params)
     except (KeyError, ValueError) as exc:  # a table that does not match its metadata
         raise UserError(f"'{folder}/table.csv' does not match its meta.json ({exc}); re-run the spec") from None
-    fig = bound_vs_empirical(j, options, style=style)
+    _save(bound_vs_empirical(j, options, style=style), target, fmt, 200 if style == "paper" else 110)
+
+
+def _save(fig, target: Path, fmt: str, dpi: int) -> None:
+    """Write ``fig`` atomically to ``target``; a failure is one line naming -o."""
+    import io
+
+    from simcomm.results import atomic_write_bytes
+
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=200 if style == "paper" else 110)
+    fig.savefig(buf, format=fmt, dpi=dpi)
     try:
         atomic_write_bytes(target, buf.getvalue())
     except OSError as exc:

@@ -190,6 +190,11 @@ def compression_pays(params, rng, backend):
     (top-k / SGD, the ``predict`` function) labels the two methods (top-k faster iff it is below 1);
     the evaluated ``time_to_target`` rows carry the labels. A run that misses the target
     is censored at the horizon (``censored = True``, value = the time of the horizon).
+
+    The evaluated runs' traces come back as ``train_loss`` rows per ``method`` (``sgd``, ``top_k``)
+    at each monitored ``step``, with ``bits`` (cumulative encoded payload bits one worker has sent)
+    and the ``pattern`` of the method (``ring_allreduce``, ``allgather``): a spec's ``[network]``
+    table gives them a simulated ``time`` column.
     """
     from simcomm.models._data import load_dataset
     from simcomm.models._nn import init_params, mlp
@@ -243,6 +248,11 @@ def compression_pays(params, rng, backend):
                          censored=censored))
         rows.append(dict(metric="steps_to_target", value=float(T if censored else s), prediction=label[c],
                          censored=censored))
+        # the trace: with a [network] table the runner adds its simulated `time` column (trace_time)
+        nbytes = dense_bytes if c == "sgd" else sparse_bytes
+        pattern = "ring_allreduce" if c == "sgd" else "allgather"
+        rows += [dict(metric="train_loss", value=float(v), method=c, step=int(st), bits=8.0 * nbytes * int(st),
+                      pattern=pattern) for st, v in zip(tr.step, tr.train_loss)]
     return rows
 
 

@@ -15,6 +15,14 @@ momentum buffer and data. Per step, rank ``i``
 So the iterates equal the simulator's to rounding (tests/test_mpi.py checks 1e-12 for ring and
 one-peer exponential at n = 4 and 8). Rank 0 writes the final iterates (atomic write).
 
+Every rank also times its exchange of each step with ``MPI.Wtime`` (the sends and receives of step
+3, or the ``Allreduce`` of ``parallel``; not the gradient or the combine); the output holds, per step,
+the maximum over ranks (``comm_time``, seconds), the time a synchronous step waits for its slowest
+exchange. Without ``--barrier`` that includes waiting for a neighbour still computing (ranks drift
+apart on a loaded machine); with it, an untimed ``Barrier`` before each exchange leaves the exchange.
+:func:`simcomm.network.dsgd_comm_prediction` gives the network model's time for the same payloads
+(``d`` float64 values per message) and topology, to compare with (``simcomm net compare``).
+
 Running as root (containers) needs ``mpiexec --allow-run-as-root --oversubscribe``. On a cluster, the
 same command under the site's launcher (``srun``/``mpirun`` with a hostfile) runs one node per process.
 """
@@ -57,11 +65,16 @@ def _plan(layer, rank: int):
 
 
 def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float = 0.0, sigma: float = 0.0,
-             seed: int = 0, schedule: str = "constant", k0: float = 10.0, noise: str = "auto"):
+             seed: int = 0, schedule: str = "constant", k0: float = 10.0, noise: str = "auto", comm_times=None,
+             barrier: bool = False):
     """Run DmSGD for the node of this rank; return ``(x, m)`` of this rank after ``steps`` steps.
 
     Parameters mirror :func:`simcomm.optim.run_dsgd` (``topology`` must be a Topology with
     ``n == comm.size`` or ``"parallel"``; ``noise="auto"`` is ``"stream"``, as on the host backends).
+    ``comm_times``, a float array of shape ``(steps,)`` if given, receives this rank's exchange time of
+    each step (``MPI.Wtime`` around the sends and receives; the arithmetic of the combine is not
+    counted). ``barrier=True`` puts an untimed ``Barrier`` before each exchange, so the time is the
+    exchange itself, not the wait for a slower neighbour's compute (the iterates are the same either way).
     """
     from simcomm.backends._numpy.noise import add_counter_normals
     from simcomm.models._decentralized import node_gradients, node_slice
@@ -84,6 +97,9 @@ def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float =
         layers = topology.layers if topology.time_varying else (topology,)
         plans = [_plan(layer, rank) for layer in layers]
     recv = np.empty_like(x)
+    from mpi4py import MPI
+
+    wtime = MPI.Wtime
     for k in range(int(steps)):
         g = node_gradients(local, x[None, :])[0]
         if key is not None:
@@ -94,30 +110,39 @@ def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float =
         m += g
         y = np.multiply(m, step_size(gamma, k, schedule, k0))
         np.subtract(x, y, out=y)
+        spent = 0.0
+        if barrier:
+            comm.Barrier()
         if plans is None:
             total = np.empty_like(y)
+            t0 = wtime()
             comm.Allreduce(y, total)
+            spent = wtime() - t0
             x = total / size
-            continue
-        kind, terms, sends = plans[k % len(plans)]
-        acc = np.zeros_like(y)
-        if kind == "shift":
-            for w, src, dst in terms:
-                if src is None:
-                    acc += w * y
-                else:
-                    comm.Sendrecv(y, dest=dst, sendtag=k, recvbuf=recv, source=src, recvtag=k)
-                    acc += w * recv
         else:
-            from mpi4py import MPI
-
-            bufs = {src: np.empty_like(y) for _, src, _ in terms if src is not None}
-            reqs = [comm.Irecv(buf, source=src, tag=k) for src, buf in bufs.items()]
-            reqs += [comm.Isend(y, dest=dst, tag=k) for dst in sends]
-            MPI.Request.Waitall(reqs)
-            for w, src, _ in terms:
-                acc += w * (y if src is None else bufs[src])
-        x = acc
+            kind, terms, sends = plans[k % len(plans)]
+            acc = np.zeros_like(y)
+            if kind == "shift":
+                for w, src, dst in terms:
+                    if src is None:
+                        acc += w * y
+                    else:
+                        t0 = wtime()
+                        comm.Sendrecv(y, dest=dst, sendtag=k, recvbuf=recv, source=src, recvtag=k)
+                        spent += wtime() - t0
+                        acc += w * recv
+            else:
+                bufs = {src: np.empty_like(y) for _, src, _ in terms if src is not None}
+                t0 = wtime()
+                reqs = [comm.Irecv(buf, source=src, tag=k) for src, buf in bufs.items()]
+                reqs += [comm.Isend(y, dest=dst, tag=k) for dst in sends]
+                MPI.Request.Waitall(reqs)
+                spent = wtime() - t0
+                for w, src, _ in terms:
+                    acc += w * (y if src is None else bufs[src])
+            x = acc
+        if comm_times is not None:
+            comm_times[k] = spent
     return x, m
 
 
@@ -160,18 +185,25 @@ def main(argv=None) -> int:
         if args.sigma < 0:
             raise UserError(f"noise sigma must be >= 0, got {args.sigma}")
         problem = make_node_problem(args.problem, n, d=args.d, b=args.b, split=args.split, rng=problem_rng(args.seed))
+        times = np.zeros(max(int(args.steps), 0))
         x, m = run_rank(comm, topology=topo, problem=problem, steps=args.steps, gamma=args.gamma, beta=args.beta,
-                        sigma=args.sigma, seed=args.seed, schedule=args.schedule, k0=args.k0, noise=args.noise)
+                        sigma=args.sigma, seed=args.seed, schedule=args.schedule, k0=args.k0, noise=args.noise,
+                        comm_times=times, barrier=args.barrier)
     except UserError as exc:
         if rank == 0:
             print(f"error: {exc}", file=sys.stderr)
         return 2
     X = comm.gather(x, root=0)
     M = comm.gather(m, root=0)
+    slowest = np.zeros_like(times) if rank == 0 else None
+    comm.Reduce(times, slowest, op=MPI.MAX, root=0)  # a step's exchange lasts until its slowest rank's ends
     if rank == 0:
         X, M = np.stack(X), np.stack(M)
         if args.out:
-            _atomic_save(args.out, x=X, m=M, steps=np.int64(args.steps), seed=np.int64(args.seed))
+            _atomic_save(args.out, x=X, m=M, steps=np.int64(args.steps), seed=np.int64(args.seed),
+                         comm_time=slowest, d=np.int64(X.shape[1]), topology=np.str_(args.topology))
+        med = f"{np.median(slowest):.3g} s" if slowest.size else "n/a"
         print(f"dsgd on {args.topology} with {size} ranks: {args.steps} steps, mean of final iterates "
-              f"||xbar|| = {np.linalg.norm(X.mean(axis=0)):.6g}" + (f", written to {args.out}" if args.out else ""))
+              f"||xbar|| = {np.linalg.norm(X.mean(axis=0)):.6g}, median communication time per step {med}"
+              + (f", written to {args.out}" if args.out else ""))
     return 0

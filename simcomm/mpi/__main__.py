@@ -32,6 +32,9 @@ def parse(argv=None) -> argparse.Namespace:
     d.add_argument("--schedule", default="constant", help="constant or inv_sqrt")
     d.add_argument("--k0", type=float, default=10.0, help="decay scale of inv_sqrt")
     d.add_argument("--noise", default="auto", help="stream (per-node numpy streams; auto) or counter (counter normals)")
+    d.add_argument("--barrier", action="store_true",
+                   help="untimed MPI Barrier before each exchange: comm_time is the exchange alone, not the "
+                        "wait for a slower neighbour")
     d.add_argument("--out", default=None, help="rank 0 writes the final iterates here (.npz, atomic)")
     return p.parse_args(argv)
 

@@ -9,6 +9,7 @@ Examples
 True
 """
 
+from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
 from simcomm.network._payload import (
     CODINGS,
     COMPRESSORS,
@@ -24,6 +25,7 @@ from simcomm.network._payload import (
 )
 from simcomm.network._time import (
     PATTERNS,
+    Clock,
     Network,
     Straggler,
     add_time,
@@ -36,10 +38,14 @@ from simcomm.network._time import (
     ring_allreduce_time,
     spec_network_params,
     sync_step_times,
+    trace_time,
 )
 
 __all__ = [
+    "compare_dsgd_comm",
+    "dsgd_comm_prediction",
     "PATTERNS",
+    "Clock",
     "Network",
     "Straggler",
     "add_time",
@@ -52,6 +58,7 @@ __all__ = [
     "ring_allreduce_time",
     "spec_network_params",
     "sync_step_times",
+    "trace_time",
     "CODINGS",
     "COMPRESSORS",
     "HEADER_BYTES",

@@ -11,8 +11,13 @@ are written LSB-first, which changes the bit order, not the length or the prefix
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+#: from this many values on, fixed-width sections are (un)packed through 64-bit words
+_WORDS_MIN = 256
 
 __all__ = ["pack_fixed", "unpack_fixed", "gamma_bits", "gamma_encode", "gamma_decode", "varint_encode",
            "varint_decode", "bit_length", "bitmap_encode", "bitmap_decode"]
@@ -64,11 +69,43 @@ def _pack_fixed(v, w, out):
 
 def pack_fixed(v: np.ndarray, w: int) -> bytes:
     """Pack non-negative integers ``v`` (each ``< 2**w``, ``1 <= w <= 32``) into ``ceil(n w / 8)`` bytes."""
+    return pack_fixed_array(v, w).tobytes()
+
+
+@njit(cache=True)
+def _pack_words(v, w, words):
+    # the byte stream of _pack_fixed written a 64-bit word at a time (little-endian words are that
+    # byte stream): one store per 64 bits instead of four byte stores per 32, half the time per value
+    mask = np.uint64((1 << w) - 1)
+    acc = np.uint64(0)
+    nacc = 0
+    pos = 0
+    for i in range(v.size):
+        x = np.uint64(v[i]) & mask
+        acc |= x << np.uint64(nacc)
+        nacc += w
+        if nacc >= 64:
+            words[pos] = acc
+            pos += 1
+            nacc -= 64
+            # the bits of x that did not fit (none when it ended exactly on the word boundary)
+            acc = (x >> np.uint64(w - nacc)) if nacc > 0 else np.uint64(0)
+    if nacc > 0:
+        words[pos] = acc
+
+
+def pack_fixed_array(v: np.ndarray, w: int) -> np.ndarray:
+    """:func:`pack_fixed` as a uint8 array (a buffer ``bytes.join`` takes without another copy)."""
     v = np.ascontiguousarray(v, dtype=np.int64)
-    out = np.zeros((v.size * w + 7) // 8, dtype=np.uint8)
+    nb = (v.size * w + 7) // 8
+    if v.size >= _WORDS_MIN and sys.byteorder == "little":
+        words = np.zeros(nb // 8 + 1, dtype=np.uint64)
+        _pack_words(v, int(w), words)
+        return words.view(np.uint8)[:nb]
+    out = np.zeros(nb, dtype=np.uint8)
     if v.size:
         _pack_fixed(v, int(w), out)
-    return out.tobytes()
+    return out
 
 
 @njit(cache=True)
@@ -95,13 +132,36 @@ def _unpack_fixed(buf, n, w, out):
         nacc -= w
 
 
+@njit(cache=True)
+def _unpack_words(words, n, w, out):
+    # the byte stream of _unpack_fixed read as little-endian 32-bit words: one load per refill instead
+    # of four byte loads and shifts (nacc < w <= 32 before a refill, so acc stays below 2**64)
+    mask = np.uint64((1 << w) - 1)
+    acc = np.uint64(0)
+    nacc = 0
+    pos = 0
+    for i in range(n):
+        if nacc < w:
+            acc |= np.uint64(words[pos]) << np.uint64(nacc)
+            pos += 1
+            nacc += 32
+        out[i] = np.int64(acc & mask)
+        acc >>= np.uint64(w)
+        nacc -= w
+
+
 def unpack_fixed(buf, n: int, w: int) -> np.ndarray:
     """Inverse of :func:`pack_fixed`: ``n`` integers of ``w`` bits, as int64."""
     b = np.frombuffer(buf, dtype=np.uint8)
     if b.size * 8 < n * w:
         raise ValueError("truncated fixed-width section")
     out = np.empty(n, dtype=np.int64)
-    if n:
+    if n >= _WORDS_MIN and sys.byteorder == "little":
+        nb = (n * w + 7) // 8
+        words = np.zeros(nb // 4 + 1, dtype=np.uint32)  # an aligned copy, zero-padded to whole words
+        words.view(np.uint8)[:nb] = b[:nb]
+        _unpack_words(words, int(n), int(w), out)
+    elif n:
         _unpack_fixed(b, int(n), int(w), out)
     return out
 

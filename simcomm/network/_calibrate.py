@@ -8,6 +8,10 @@ one-sided noise of a shared machine):
   (reported as ``allreduce_alpha``/``allreduce_beta``: MPI may pick another algorithm, so these are
   the effective constants of the collective a spec would use).
 
+:func:`dsgd_comm_prediction` and :func:`compare_dsgd_comm` put the measured per-step exchange time of
+a real MPI DSGD run (``python -m simcomm.mpi dsgd``) next to the model's time for the same payloads
+and topology.
+
 The written TOML has a ``[network]`` table (``alpha``, ``beta`` from the ping-pong; what
 :meth:`simcomm.network.Network.from_toml` and a spec's ``[network]`` read) and a ``[calibration]``
 table with the raw measurements.
@@ -28,7 +32,8 @@ import numpy as np
 
 from simcomm._errors import UserError
 
-__all__ = ["find_mpiexec", "fit_alpha_beta", "calibrate", "calibration_toml"]
+__all__ = ["find_mpiexec", "fit_alpha_beta", "calibrate", "calibration_toml", "dsgd_comm_prediction",
+           "compare_dsgd_comm"]
 
 DEFAULT_SIZES = (8, 1024, 16384, 131072, 1048576, 4194304)
 
@@ -121,3 +126,87 @@ def calibration_toml(result: dict) -> str:
         f"allreduce_alpha = {result['allreduce_alpha']!r}\n"
         f"allreduce_beta = {result['allreduce_beta']!r}\n"
     )
+
+
+def dsgd_comm_prediction(topology, n: int, d: int, net, steps: int, *, value_bytes: int = 8) -> np.ndarray:
+    r"""The network model's exchange time of each step of ``python -m simcomm.mpi dsgd``, as it runs.
+
+    Every message is the node's ``d`` values (``value_bytes`` each: float64, no header). The MPI run
+    exchanges a circulant layer offset by offset (one ``Sendrecv`` per nonzero offset ``h``: every node
+    sends to ``i - h``), so its time is one :func:`phase_time` per offset, summed; a sparse layer posts
+    all its messages at once (one phase, :func:`gossip_time`); ``"parallel"`` is an ``Allreduce``,
+    modelled as a ring (:func:`ring_allreduce_time`).
+
+    Parameters
+    ----------
+    topology : str or Topology
+        As given to ``--topology`` (``"parallel"`` or a name :func:`simcomm.topology.build` knows).
+    n : int
+        Ranks (nodes).
+    d : int
+        Values per message.
+    net : Network
+    steps : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (steps,)
+        Seconds per step.
+    """
+    import scipy.sparse as sp
+
+    from simcomm.network._time import gossip_time, phase_time, ring_allreduce_time
+    from simcomm.topology import build
+
+    nbytes = float(value_bytes * d)
+    if isinstance(topology, str) and topology == "parallel":
+        return np.full(int(steps), float(ring_allreduce_time(n, nbytes, net)))
+    topo = build(topology, n) if isinstance(topology, str) else topology
+    layers = topo.layers if topo.time_varying else (topo,)
+    src = np.arange(n)
+    per_layer = []
+    for k, layer in enumerate(layers):
+        if layer.kind == "circulant" and len(layer.shape) == 1:
+            offs = [h % n for h in layer.offsets[:, 0].tolist() if h % n]
+            per_layer.append(sum(phase_time(sp.coo_array((np.full(n, nbytes), (src, (src - h) % n)), shape=(n, n)),
+                                            net) for h in offs))
+        else:
+            per_layer.append(gossip_time(topo, nbytes, net, k))
+    return np.asarray(per_layer, dtype=np.float64)[np.arange(int(steps)) % len(layers)]
+
+
+def compare_dsgd_comm(result, net) -> dict:
+    """Measured per-step exchange time of an MPI DSGD run against :func:`dsgd_comm_prediction`.
+
+    Parameters
+    ----------
+    result : str, path or mapping
+        The ``--out`` file of ``python -m simcomm.mpi dsgd`` (or its arrays): ``comm_time`` (max
+        over ranks, per step), ``x`` (final iterates, ``(n, d)``) and ``topology``.
+    net : Network
+        E.g. ``Network.from_toml`` of a ``simcomm net calibrate`` output made on the same machine.
+
+    Returns
+    -------
+    dict
+        ``measured`` and ``predicted`` (per step, seconds), ``measured_median``, ``predicted_median``,
+        ``ratio`` (measured / predicted, of the medians: robust to the one-sided outliers of a shared
+        machine), ``n``, ``d``, ``topology``.
+    """
+    if isinstance(result, (str, Path)):
+        try:
+            with np.load(result) as z:
+                result = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read the MPI DSGD result '{result}' ({exc}); pass the --out file of "
+                            "'python -m simcomm.mpi dsgd'") from None
+    if "comm_time" not in result:
+        raise UserError("the MPI DSGD result has no 'comm_time' (written by an older simcomm); run "
+                        "'python -m simcomm.mpi dsgd ... --out FILE' again")
+    measured = np.asarray(result["comm_time"], dtype=np.float64)
+    n, d = np.asarray(result["x"]).shape
+    topology = str(result["topology"])
+    predicted = dsgd_comm_prediction(topology, n, d, net, measured.size)
+    mm, pm = float(np.median(measured)), float(np.median(predicted))
+    return dict(measured=measured, predicted=predicted, measured_median=mm, predicted_median=pm,
+                ratio=mm / pm if pm > 0 else math.inf, n=int(n), d=int(d), topology=topology)

@@ -309,10 +309,11 @@ def _sround_width(lev: np.ndarray) -> tuple[int, int]:
     return lo, max(1, (rng + 1).bit_length())  # ceil(log2(range + 2)) bits
 
 
-def _values_bytes(msg: Message) -> bytes:
+def _values_bytes(msg: Message):
+    """The value section as a contiguous little-endian array (``bytes.join`` reads its buffer: no copy)."""
     if msg.value_dtype == "bfloat16":
-        return (msg.values.view(np.uint32) >> 16).astype("<u2").tobytes()
-    return msg.values.astype(msg.values.dtype.newbyteorder("<"), copy=False).tobytes()
+        return (msg.values.view(np.uint32) >> 16).astype("<u2")
+    return np.ascontiguousarray(msg.values.astype(msg.values.dtype.newbyteorder("<"), copy=False))
 
 
 def encode(msg: Message, coding: str | None = None) -> bytes:
@@ -348,7 +349,7 @@ def encode(msg: Message, coding: str | None = None) -> bytes:
             body.append(idx.astype("<i4").tobytes())
         elif coding == "packed":
             width = _bits_of_index(msg.d)
-            body.append(_bits.pack_fixed(idx, width) if width else b"")
+            body.append(_bits.pack_fixed_array(idx, width) if width else b"")
         elif coding == "bitmap":
             body.append(_bits.bitmap_encode(idx, msg.d))
         elif coding == "gamma":
@@ -382,7 +383,7 @@ def encode(msg: Message, coding: str | None = None) -> bytes:
         body.append(struct.pack("<i", lo))
         body.append(_bits.pack_fixed(msg.levels - lo, width))
     head = _HEADER.pack(_MAGIC, _VERSION, kind_id, code_id, dt_id, width, msg.d, msg.count, aux)
-    return head + b"".join(body)
+    return b"".join([head, *body])  # one copy of the sections into the payload
 
 
 def _bad(why: str):

@@ -42,7 +42,8 @@ from simcomm._errors import UserError
 
 __all__ = [
     "Network", "Straggler", "PATTERNS", "phase_time", "ps_time", "ring_allreduce_time", "allgather_time",
-    "gossip_time", "comm_time", "sync_step_times", "async_delays", "add_time", "spec_network_params",
+    "gossip_time", "comm_time", "sync_step_times", "async_delays", "Clock", "add_time", "trace_time",
+    "spec_network_params",
 ]
 
 #: communication patterns :func:`comm_time` and :func:`add_time` accept
@@ -390,6 +391,86 @@ def async_delays(compute: np.ndarray, up: float = 0.0, down: float = 0.0):
     return (order // M).astype(np.int64), tau[order].astype(np.int64), flat[order]
 
 
+@dataclass(frozen=True)
+class Clock:
+    r"""Asynchronous workers on their own clocks: compute times, upload and download time.
+
+    Worker ``i``'s ``m``-th compute time is ``slowdown[i]`` times a draw of ``compute`` (i.i.d. per
+    node and update); an update then takes ``up`` seconds to reach the server and the new model ``down``
+    seconds to come back (:func:`async_delays`). :meth:`schedule` gives, for the first ``updates``
+    server updates in arrival order, the worker and its delay :math:`\tau` (the number of server
+    updates between the worker's read and its write).
+
+    Parameters
+    ----------
+    compute : Straggler
+        Per-node compute time distribution.
+    up, down : float, default 0
+        Seconds to upload an update and to download the model (e.g. :func:`comm_time` of the messages).
+    slowdown : sequence of float, optional
+        Per-node factors ``> 0`` on the compute time (a deterministic straggler: one factor ``s > 1``);
+        ``None`` = all ``1``. Its length fixes the number of workers.
+
+    Examples
+    --------
+    >>> w, tau, t = Clock(Straggler("constant", 1.0)).schedule(3, 6, rng=0)   # equal workers: round robin
+    >>> w.tolist(), tau.tolist()
+    ([0, 1, 2, 0, 1, 2], [0, 1, 2, 2, 2, 2])
+    """
+
+    compute: Straggler
+    up: float = 0.0
+    down: float = 0.0
+    slowdown: tuple | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.compute, Straggler):
+            raise UserError(f"clock: compute = {self.compute!r} is not a Straggler; use e.g. "
+                            "Straggler('shifted_exp', shift=1e-3, scale=5e-4)")
+        for name in ("up", "down"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise UserError(f"clock: {name} = {v!r} is not allowed; use a finite number of seconds >= 0")
+        if self.slowdown is not None:
+            s = np.asarray(self.slowdown, dtype=np.float64)
+            if s.ndim != 1 or s.size == 0 or not np.all(np.isfinite(s)) or np.any(s <= 0):
+                raise UserError(f"clock: slowdown = {self.slowdown!r} is not allowed; use one finite factor > 0 "
+                                "per worker (1 = normal speed)")
+            object.__setattr__(self, "slowdown", tuple(float(v) for v in s))
+        if self.compute.dist == "constant" and self.compute.shift == 0 and self.up == 0 and self.down == 0:
+            raise UserError("clock: every update takes 0 s (constant compute 0, up = down = 0), so arrival order "
+                            "is undefined; give the compute time, up or down a positive value")
+
+    def schedule(self, n: int, updates: int, *, rng):
+        """Worker, delay and arrival time of each of the first ``updates`` server updates.
+
+        Compute times are drawn per worker in blocks of updates until every update not yet drawn would
+        arrive after the ``updates``-th arrival, so the prefix is exact (and, given ``rng``,
+        deterministic). Returns three arrays of shape ``(updates,)`` as :func:`async_delays`.
+        """
+        n = _check_nodes(n, "clock")
+        if self.slowdown is not None and len(self.slowdown) != n:
+            raise UserError(f"clock: slowdown has {len(self.slowdown)} factors but there are n = {n} workers; "
+                            "give one factor per worker")
+        if isinstance(updates, bool) or not isinstance(updates, (int, np.integer)) or updates < 0:
+            raise UserError(f"clock: updates = {updates!r} is not allowed; use an integer >= 0")
+        empty = np.zeros(0, dtype=np.int64)
+        if updates == 0:
+            return empty, empty, np.zeros(0)
+        rng = np.random.default_rng(rng)
+        slow = np.ones(n) if self.slowdown is None else np.asarray(self.slowdown)
+        block = -(-updates // n) + 1
+        c = slow * self.compute.draw((block, n), rng=rng)
+        while True:
+            w, tau, t = async_delays(c, self.up, self.down)
+            M = c.shape[0]
+            last = np.sum(c + self.up, axis=0) + self.down * (M - 1)  # each worker's last drawn arrival
+            # an undrawn update of worker i arrives strictly after last[i] (every update takes > 0 s)
+            if t.size >= updates and last.min() >= t[updates - 1]:
+                return w[:updates], tau[:updates], t[:updates]
+            c = np.concatenate([c, slow * self.compute.draw((M, n), rng=rng)])
+
+
 def add_time(table, *, nbytes, pattern: str, net: Network, n: int, straggler: Straggler | None = None,
              step_col: str = "step", topology=None, down_bytes=None, rng=None):
     """Add a simulated ``time`` column (seconds since the start) to an optimiser's trace table.
@@ -452,13 +533,122 @@ def add_time(table, *, nbytes, pattern: str, net: Network, n: int, straggler: St
     return out
 
 
-def spec_network_params(table, where: str, base_dir: str = ".") -> dict:
+#: keys of a spec's ``[network]`` table that describe how a trace's steps take time (besides alpha, beta)
+TRACE_KEYS = ("pattern", "compute_shift", "compute_scale")
+
+
+def trace_time(rows: list[dict], network: dict, params: dict, *, rng) -> list[dict]:
+    """Add the simulated ``time`` column to the trace rows an experiment returned (a spec's ``[network]``).
+
+    A *trace row* has an integer ``step`` and ``bits``, the cumulative bits ONE node has sent by
+    that step (the convention of the optimisers' traces, e.g. ``ef_sgd_sweep``). Rows are grouped by
+    their other identifying columns (``method``, ...; ``metric``, ``value``, ``note`` and measured
+    floats do not split groups); in a group, the bytes of the steps between two recorded steps are
+    spread evenly over them (exact for the alpha-beta patterns, whose time is affine in the bytes of
+    a step when every step sends). Step ``t`` takes the slowest node's compute time plus
+    :func:`comm_time` of its message, as in :func:`add_time`; every group of a replicate shares the
+    straggler draws (common random numbers).
+
+    Settings come from the cell's ``params`` first (an experiment that declares ``alpha``, ``beta``,
+    ``compute_shift`` or ``compute_scale`` sweeps them), then from ``network``. The pattern is the
+    row's ``pattern`` column, else ``network["pattern"]``, else ``"allgather"`` (valid for any message:
+    compressed messages in general do not sum). The nodes are the row's or the cell's ``n_workers``
+    (else ``n``); ``gossip`` takes the cell's ``topology``. Rows that are not trace rows, or a cell
+    without a node count, are returned unchanged.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One replicate's rows.
+    network : dict
+        The validated ``[network]`` table (:func:`spec_network_params` with ``trace=True``).
+    params : dict
+        The cell's parameters.
+    rng : numpy.random.Generator or seed
+        Straggler draws (a stream of its own: the experiment's draws are untouched).
+
+    Returns
+    -------
+    list of dict
+        New rows (copies with ``time`` where it applies).
+    """
+    def number(v):
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+
+    trace = [i for i, r in enumerate(rows) if number(r.get("step")) and number(r.get("bits"))]
+    if not trace:
+        return rows
+
+    def setting(key, default=0.0):
+        return params.get(key, network.get(key, default))
+
+    def nodes(row):
+        for key in ("n_workers", "n"):
+            for src in (row, params):
+                if isinstance(src.get(key), (int, np.integer)) and not isinstance(src.get(key), bool):
+                    return int(src[key])
+        return None
+
+    net = Network(setting("alpha"), setting("beta"), network.get("nic_beta"))
+    shift, scale = float(setting("compute_shift")), float(setting("compute_scale"))
+    straggler = Straggler("shifted_exp", shift, scale) if scale > 0 else Straggler("constant", shift)
+    skip = {"metric", "value", "note", "step", "bits", "time", "censored", "replicate"}
+    groups: dict = {}
+    for i in trace:
+        r = rows[i]
+        key = tuple(sorted((k, str(v)) for k, v in r.items() if k not in skip and not isinstance(v, float)))
+        groups.setdefault(key, []).append(i)
+    T = max(int(rows[i]["step"]) for i in trace)
+    n_all = {nodes(rows[i]) for i in trace} - {None}
+    if not n_all:
+        return rows
+    draws = {n: straggler.draw((T, n), rng=rng) for n in sorted(n_all)}  # the same draws for every group
+    out = list(rows)
+    for key, idx in groups.items():
+        first = rows[idx[0]]
+        n = nodes(first)
+        if n is None:
+            continue
+        pattern = str(first.get("pattern", network.get("pattern", "allgather")))
+        pts = sorted({(int(rows[i]["step"]), float(rows[i]["bits"])) for i in idx})
+        steps = np.array([p[0] for p in pts])
+        bits = np.array([p[1] for p in pts])
+        if np.any(np.diff(steps) == 0) or np.any(steps < 0) or np.any(np.diff(bits) < 0):
+            raise UserError(f"trace rows {dict(key)} have two bit counts for one step or decreasing bits; "
+                            "'bits' must be the cumulative bits one node has sent by 'step'")
+        topo = None
+        if pattern == "gossip":
+            if params.get("topology") is None:
+                raise UserError("[network] pattern = 'gossip' needs the cell's 'topology' parameter")
+            from simcomm.topology import build
+
+            topo = build(str(params["topology"]), n)
+        comm = np.zeros(T)
+        prev_s, prev_b = 0, 0.0
+        for s_, b_ in zip(steps, bits):
+            if s_ > prev_s:
+                per = (b_ - prev_b) / 8.0 / (s_ - prev_s)
+                if topo is not None:
+                    comm[prev_s:s_] = [gossip_time(topo, per, net, k) for k in range(prev_s, s_)]
+                else:
+                    comm[prev_s:s_] = comm_time(pattern, n, per, net)
+            prev_s, prev_b = s_, b_
+        cum = np.concatenate([[0.0], np.cumsum(sync_step_times(draws[n], comm))])
+        for i in idx:
+            out[i] = {**rows[i], "time": float(cum[int(rows[i]["step"])])}
+    return out
+
+
+def spec_network_params(table, where: str, base_dir: str = ".", provided=()) -> dict:
     """Validate a spec's ``[network]`` table and return the experiment parameters it sets.
 
     Keys: ``alpha``, ``beta``, ``nic_beta`` (numbers >= 0), or ``file`` = a TOML written by
     ``simcomm net calibrate`` (relative to ``base_dir``, the folder simcomm runs in) whose
     ``[network]`` values are used; explicit keys override the file's. Returns
-    ``{"alpha": ..., "beta": ...}`` (and ``nic_beta`` when given).
+    ``{"alpha": ..., "beta": ...}`` (and ``nic_beta`` when given), plus the trace settings
+    ``pattern`` (one of :data:`PATTERNS`), ``compute_shift`` and ``compute_scale`` (seconds) when given
+    (:func:`trace_time`: how the experiment's trace rows get their ``time`` column). ``provided``: keys
+    the spec sets elsewhere (``[params]``, ``[grid]``): alpha or beta there need not be repeated here.
     """
     from pathlib import Path
 
@@ -466,9 +656,10 @@ def spec_network_params(table, where: str, base_dir: str = ".") -> dict:
 
     if not isinstance(table, dict):
         raise SpecError(f"{where}: must be a table with alpha, beta (or file = 'network.toml')")
-    unknown = set(table) - {"alpha", "beta", "nic_beta", "file"}
+    allowed = {"alpha", "beta", "nic_beta", "file", *TRACE_KEYS}
+    unknown = set(table) - allowed
     if unknown:
-        raise SpecError(f"{where}: unknown key '{sorted(unknown)[0]}'; allowed: alpha, beta, nic_beta, file")
+        raise SpecError(f"{where}: unknown key '{sorted(unknown)[0]}'; allowed: {', '.join(sorted(allowed))}")
     out = {}
     if "file" in table:
         path = Path(base_dir) / str(table["file"])
@@ -484,6 +675,20 @@ def spec_network_params(table, where: str, base_dir: str = ".") -> dict:
                 raise SpecError(f"{where}: '{key}' = {value!r} is not allowed; use a finite number >= 0 "
                                 f"({'seconds per message' if key == 'alpha' else 'seconds per byte'})")
             out[key] = float(value)
-    if "alpha" not in out or "beta" not in out:
+    if not {"alpha", "beta"} <= set(out) | set(provided):
         raise SpecError(f"{where}: needs alpha and beta (or file = a 'simcomm net calibrate' output)")
+    if "pattern" in table:
+        if table["pattern"] not in PATTERNS:
+            from simcomm._errors import closest
+
+            pat = table["pattern"]
+            raise SpecError(f"{where}: pattern = {pat!r} is unknown{closest(str(pat), PATTERNS)}; "
+                            f"use one of {', '.join(PATTERNS)}")
+        out["pattern"] = table["pattern"]
+    for key in ("compute_shift", "compute_scale"):
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise SpecError(f"{where}: '{key}' = {value!r} is not allowed; use a finite number of seconds >= 0")
+            out[key] = float(value)
     return out

@@ -5,7 +5,7 @@ Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, 
 ``resolve_topology``, ``BLOWUP``) stay importable from their private modules.
 """
 
-from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, largest_stable_step
+from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, clock_schedules, largest_stable_step
 from simcomm.optim._decentralized import (
     SCHEDULES,
     DSGDState,
@@ -32,6 +32,7 @@ from simcomm.optim._server import Trace, compressed_gd
 
 __all__ = [
     "async_compressed_gd",
+    "clock_schedules",
     "bytes_per_example",
     "compressed_gd",
     "compressed_iag",

@@ -12,6 +12,17 @@ replicate): slot ``k mod (tau+1)`` holds :math:`x_k`. Delay models:
   farthest from the current one, :math:`\tau(k) = \arg\max_{t \le \min(\tau,k)}\|x_k - x_{k-t}\|`
   (ties to the larger delay). This is a heuristic worst case, not a proven one.
 
+With a ``clock`` (:class:`simcomm.network.Clock`) the delays are not drawn: every worker runs on its
+own clock (per-node compute times from the clock's straggler distribution), the server applies each
+update on arrival, and a step of the trace is one server update from one worker :math:`w_k`,
+
+.. math:: x_{k+1} = x_k - \frac{\gamma}{N}\,Q\bigl(\nabla f_{w_k}(x_{k-\tau_k})\bigr),
+
+:math:`\tau_k` the number of server updates between the worker's read and its write
+(:meth:`simcomm.network.Clock.schedule`). The factor :math:`1/N` keeps :math:`\gamma`'s meaning: a
+round of :math:`N` updates (one from each worker at equal speeds) moves as far as one averaged step.
+The ring buffer then holds the largest delay of the run plus one iterates.
+
 Stability thresholds are compared with the seed summary's sufficient condition
 :math:`\gamma < 2/[L(1+\sqrt{1+8\tau(\tau+1)})]` ([B], unverified) in ``theory/urq.py``;
 :func:`largest_stable_step` finds the empirical threshold by bisection, relying on divergence being
@@ -27,7 +38,7 @@ import numpy as np
 from simcomm._errors import UserError, closest
 from simcomm.optim._server import Monitor, Trace, check_compressor, check_gamma, check_steps, start
 
-__all__ = ["async_compressed_gd", "largest_stable_step", "DELAY_MODELS"]
+__all__ = ["async_compressed_gd", "clock_schedules", "largest_stable_step", "DELAY_MODELS"]
 
 #: delay models accepted by :func:`async_compressed_gd`
 DELAY_MODELS = ("constant", "uniform", "adversarial")
@@ -43,7 +54,8 @@ def check_tau(tau) -> int:
 def check_delay(delay: str) -> str:
     """Validate a delay model name."""
     if delay not in DELAY_MODELS:
-        raise UserError(f"unknown delay model '{delay}'{closest(delay, DELAY_MODELS)}; choose one of {', '.join(DELAY_MODELS)}")
+        raise UserError(f"unknown delay model '{delay}'{closest(delay, DELAY_MODELS)}; "
+                        f"choose one of {', '.join(DELAY_MODELS)}")
     return delay
 
 
@@ -62,9 +74,9 @@ def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: 
     return np.repeat(worst[:, None], N, axis=1)
 
 
-def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: int, delay: str = "constant",
-                        x0=None, replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
-                        backend=None) -> Trace:
+def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: int | None = None,
+                        delay: str | None = None, clock=None, x0=None, replicates: int = 1, record_every: int = 1,
+                        track_grad: bool = False, stop_gap=None, rng=None, backend=None) -> Trace:
     r"""Asynchronous compressed gradient descent with delays bounded by ``tau``.
 
     Parameters
@@ -77,8 +89,13 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
         Number of master iterations.
     tau : int
         Delay bound, ``>= 0`` (``0`` is :func:`~simcomm.optim.compressed_gd` with ``mode="workers"``).
-    delay : {"constant", "uniform", "adversarial"}
-        Delay model (module docstring).
+        Required without ``clock``; not allowed with it (the clock decides the delays).
+    delay : {"constant", "uniform", "adversarial"}, optional
+        Delay model (module docstring); default ``"constant"``. Not allowed with ``clock``.
+    clock : simcomm.network.Clock, optional
+        Workers on their own clocks (module docstring): each step is one server update, in arrival
+        order, with the delay the clock gives it. The schedule is drawn per replicate from a stream
+        spawned off ``rng`` first; without a clock ``rng`` is used exactly as before.
     x0, replicates, record_every, track_grad, stop_gap, rng, backend
         As in :func:`~simcomm.optim.compressed_gd`.
 
@@ -89,7 +106,7 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
     Raises
     ------
     UserError
-        ``tau < 0``, ``gamma <= 0`` or an unknown delay model.
+        ``tau < 0``, ``gamma <= 0``, an unknown delay model, or ``tau``/``delay`` given with ``clock``.
 
     Examples
     --------
@@ -102,8 +119,17 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
     compressor = check_compressor(compressor)
     gamma = check_gamma(gamma)
     steps = check_steps(steps)
+    if clock is not None:
+        if tau is not None or delay is not None:
+            raise UserError("async_compressed_gd: with a clock the delays come from the workers' clocks; "
+                            "drop tau and delay (or drop clock to draw delays from a delay model)")
+        return _clocked(problem, compressor, gamma, steps, clock, x0, replicates, record_every, track_grad, stop_gap,
+                        np.random.default_rng(rng), backend)
+    if tau is None:
+        raise UserError("async_compressed_gd: give the delay bound tau (an integer >= 0) or a clock "
+                        "(simcomm.network.Clock)")
     tau = check_tau(tau)
-    delay = check_delay(delay)
+    delay = check_delay("constant" if delay is None else delay)
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
     R, N, d = x.shape[0], problem.N, problem.d
@@ -129,6 +155,53 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
         if not mon.alive.all():  # a frozen replicate restarts its history from x0
             buf[~mon.alive] = x[~mon.alive, None, :]
         buf[:, (k + 1) % B] = fresh
+    return mon.trace(x)
+
+
+def clock_schedules(clock, n: int, steps: int, replicates: int, rng):
+    """Per replicate, the worker and delay of each server update: two int arrays of shape ``(R, steps)``.
+
+    Replicate ``r`` draws its schedule from the ``r``-th of ``replicates`` streams spawned off a first
+    stream spawned from ``rng`` (so the compressor's draws that follow do not depend on the schedule's).
+    """
+    from simcomm.network import Clock
+
+    if not isinstance(clock, Clock):
+        raise UserError(f"clock = {clock!r} is not a simcomm.network.Clock; pass e.g. "
+                        "Clock(Straggler('shifted_exp', shift=1e-3, scale=5e-4))")
+    (sched_rng,) = rng.spawn(1)
+    W = np.empty((replicates, steps), dtype=np.int64)
+    T = np.empty((replicates, steps), dtype=np.int64)
+    for r, sub in enumerate(sched_rng.spawn(replicates)):
+        W[r], T[r], _ = clock.schedule(n, steps, rng=sub)
+    return W, T
+
+
+def _clocked(problem, compressor, gamma, steps, clock, x0, replicates, record_every, track_grad, stop_gap, rng,
+             backend) -> Trace:
+    """One worker's update per server step, with the clock's delays (module docstring)."""
+    x = start(problem, x0, replicates)
+    R, N, d = x.shape[0], problem.N, problem.d
+    worker, tau = clock_schedules(clock, N, steps, R, rng)
+    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
+    per_step = compressor.bits(d)  # one worker's message per server update
+    B = int(tau.max(initial=0)) + 1
+    buf = np.empty((R, B, d))  # ring buffer: slot k % B holds x_k
+    rows = np.arange(R)
+    x = mon.check(0, x, 0.0)
+    buf[:, 0] = x
+    for k in range(steps):
+        slot = k % B
+        X = buf[rows, (slot - tau[:, k]) % B]  # (R, d): replicate r's worker read x_{k - tau_k}
+        G = problem.grad(X, worker[:, k])
+        U = compressor.apply(G, rng=rng, backend=backend)
+        x = x - (gamma / N) * mon.alive[:, None] * U
+        x = mon.check(k + 1, x, (k + 1) * per_step)
+        if mon.done:
+            break
+        if not mon.alive.all():  # a frozen replicate restarts its history from x0
+            buf[~mon.alive] = x[~mon.alive, None, :]
+        buf[:, (k + 1) % B] = x
     return mon.trace(x)
 
 
