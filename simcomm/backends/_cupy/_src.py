@@ -45,8 +45,14 @@ __device__ __forceinline__ double u24(unsigned long long key, unsigned long long
     z = z ^ (z >> 31);
     return (double)(float)((double)(z >> 40) * 5.9604644775390625e-08);
 }
-// row of flat index i: a 32-bit division when the array is small enough (64-bit division is slow)
-#define ROW(i, d, size) ((size) < 4294967296LL ? (long long)((unsigned int)(i) / (unsigned int)(d)) : (i) / (d))
+// row of flat index i (i / d) from a float64 reciprocal, corrected by one step (exact for i < 2^52)
+__device__ __forceinline__ long long row_of(long long i, long long d, double inv_d) {
+    long long r = (long long)((double)i * inv_d);
+    if (r * d > i) --r;
+    else if ((r + 1) * d <= i) ++r;
+    return r;
+}
+__device__ __forceinline__ double comb_max(double a, double b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ double sgn(double v) {  // numpy's sign: +-1, 0 for +-0, NaN for NaN
     return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : (v == 0.0 ? 0.0 : v));
 }
@@ -57,6 +63,15 @@ __device__ __forceinline__ unsigned long long keyof(double v) {
 """
 
 _SCAN = r"""
+// One thread per row: the row's partials combined in block order; sqrt (op 0) or NaN for inf/NaN (op 1).
+extern "C" __global__ void row_final(const double* __restrict__ part, long long nb, int op, long long rows,
+                                     double* __restrict__ out) {
+    long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (row >= rows) return;
+    double acc = part[row * nb];
+    for (long long b = 1; b < nb; ++b) acc = op == 0 ? acc + part[row * nb + b] : comb_max(acc, part[row * nb + b]);
+    out[row] = op == 0 ? sqrt(acc) : (isfinite(acc) ? acc : __longlong_as_double(0x7ff8000000000000LL));
+}
 // One warp per row: exclusive prefix sums over the warp segments of the packed counts (> T low, == T high).
 extern "C" __global__ void sel_scan(const unsigned long long* __restrict__ cnt, long long nseg,
                                     unsigned long long* __restrict__ gt_before,
@@ -87,44 +102,97 @@ extern "C" __global__ void sel_scan(const unsigned long long* __restrict__ cnt, 
 _TYPES = (("float", "unsigned int", "u24", "f32"), ("double", "unsigned long long", "u53", "f64"))
 
 _PER_TYPE = r"""
-// ---------------------------------------------------------------- quantizers (one pass, x in, q out)
-extern "C" __global__ void qsgd_SUF(const T* __restrict__ x, const double* __restrict__ norms, long long d,
-                                    long long size, double s, unsigned long long key, T* __restrict__ out) {
-    GRID_LOOP(i, size) {
-        double nrm = norms[ROW(i, d, size)];
-        double safe = nrm > 0.0 ? nrm : 1.0;
-        double x64 = (double)x[i];
-        double r = fabs(x64) * (s / safe);
-        double lo = floor(r);
-        double level = lo + (double)(UNI(key, (unsigned long long)i) < (r - lo));
-        double q = sgn(x64) * level * (safe / s);
-        out[i] = (T)(nrm > 0.0 ? q : 0.0);
+// ---------------------------------------------------------------- row reductions (deterministic)
+// Block b of row `row` reduces the columns [b*chunk, (b+1)*chunk) in a fixed order (thread strides, then a
+// shuffle tree); row_final_* combines a row's partials in block order: the same bits on every call.
+// op 0: sum of squares in float64; op 1: max |x| with NaN propagated (fmax would drop a NaN).
+extern "C" __global__ void row_partial_SUF(const T* __restrict__ x, long long d, long long chunk, int op,
+                                           double* __restrict__ part) {
+    __shared__ double ws[32];
+    long long row = blockIdx.y;
+    const T* xr = x + row * d;
+    long long j0 = (long long)blockIdx.x * chunk, j1 = j0 + chunk < d ? j0 + chunk : d;
+    double acc = 0.0;
+    long long step = blockDim.x;
+    long long j = j0 + threadIdx.x;
+    for (; j + 3 * step < j1; j += 4 * step) {
+        double v0 = (double)xr[j], v1 = (double)xr[j + step];
+        double v2 = (double)xr[j + 2 * step], v3 = (double)xr[j + 3 * step];
+        if (op == 0) { acc += v0 * v0; acc += v1 * v1; acc += v2 * v2; acc += v3 * v3; }
+        else { acc = comb_max(acc, fabs(v0)); acc = comb_max(acc, fabs(v1)); acc = comb_max(acc, fabs(v2));
+               acc = comb_max(acc, fabs(v3)); }
+    }
+    for (; j < j1; j += step) {
+        double v = (double)xr[j];
+        acc = op == 0 ? acc + v * v : comb_max(acc, fabs(v));
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        double y = __shfl_down_sync(FULL, acc, o);
+        acc = op == 0 ? acc + y : comb_max(acc, y);
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) ws[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x >> 5) ? ws[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) {
+            double y = __shfl_down_sync(FULL, acc, o);
+            acc = op == 0 ? acc + y : comb_max(acc, y);
+        }
+        if (lane == 0) part[row * gridDim.x + blockIdx.x] = acc;
     }
 }
+
+// ---------------------------------------------------------------- quantizers (one pass, x in, q out)
+// Four elements per thread and iteration (four loads in flight); the row of a flat index comes from a
+// float64 reciprocal corrected by one step (no 64-bit integer division per element).
+#define QLOOP(i, size, BODY) \
+    for (long long base_ = blockIdx.x * (long long)blockDim.x + threadIdx.x, st_ = (long long)gridDim.x * blockDim.x; \
+         base_ < (size); base_ += 4 * st_) { \
+        T xv_[4]; \
+        _Pragma("unroll") for (int q_ = 0; q_ < 4; ++q_) { \
+            long long i_ = base_ + q_ * st_; xv_[q_] = i_ < (size) ? x[i_] : (T)0; } \
+        _Pragma("unroll") for (int q_ = 0; q_ < 4; ++q_) { \
+            long long i = base_ + q_ * st_; if (i < (size)) { T xi = xv_[q_]; BODY } } \
+    }
+// QSGD: a = s / safe and b = safe / s per row (the reference computes exactly these two quotients).
+extern "C" __global__ void qsgd_SUF(const T* __restrict__ x, const double* __restrict__ norms,
+                                    const double* __restrict__ fa, const double* __restrict__ fb, long long d,
+                                    double inv_d, long long size, unsigned long long key, T* __restrict__ out) {
+    QLOOP(i, size, {
+        long long row = row_of(i, d, inv_d);
+        double x64 = (double)xi;
+        double r = fabs(x64) * fa[row];
+        double lo = floor(r);
+        double level = lo + (double)(UNI(key, (unsigned long long)i) < (r - lo));
+        double qv = sgn(x64) * level * fb[row];
+        out[i] = (T)(norms[row] > 0.0 ? qv : 0.0);
+    })
+}
 extern "C" __global__ void ternary_SUF(const T* __restrict__ x, const double* __restrict__ scales, long long d,
-                                       long long size, unsigned long long key, T* __restrict__ out) {
-    GRID_LOOP(i, size) {
-        double m = scales[ROW(i, d, size)];
+                                       double inv_d, long long size, unsigned long long key, T* __restrict__ out) {
+    QLOOP(i, size, {
+        double m = scales[row_of(i, d, inv_d)];
         double safe = m > 0.0 ? m : 1.0;
-        double x64 = (double)x[i];
+        double x64 = (double)xi;
         bool keep = UNI(key, (unsigned long long)i) < fabs(x64) / safe;
         out[i] = (T)(keep ? sgn(x64) * safe : 0.0);
-    }
+    })
 }
 extern "C" __global__ void sround_SUF(const T* __restrict__ x, long long size, double delta,
                                       unsigned long long key, T* __restrict__ out) {
-    GRID_LOOP(i, size) {
-        double t = (double)x[i] / delta;
+    QLOOP(i, size, {
+        double t = (double)xi / delta;
         double lo = floor(t);
         out[i] = (T)((lo + (double)(UNI(key, (unsigned long long)i) < (t - lo))) * delta);
-    }
+    })
 }
 extern "C" __global__ void bernoulli_SUF(const T* __restrict__ x, long long size, double p,
                                          unsigned long long key, T* __restrict__ out) {
-    GRID_LOOP(i, size) {
-        double x64 = (double)x[i];
+    QLOOP(i, size, {
+        double x64 = (double)xi;
         out[i] = (T)(UNI(key, (unsigned long long)i) < p ? x64 / p : 0.0);
-    }
+    })
 }
 
 // ---------------------------------------------------------------- gossip and the DSGD step
@@ -137,15 +205,23 @@ extern "C" __global__ void shift_mix_SUF(const T* __restrict__ X, long long n, l
                                          int m, T* __restrict__ Y) {
     long long i = blockIdx.x;
     for (long long j0 = (long long)blockIdx.y * TILE; j0 < d; j0 += (long long)gridDim.y * TILE) {
-        long long j1 = j0 + TILE < d ? j0 + TILE : d;
-        for (long long j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-            T acc = (T)0;
-            for (int t = 0; t < m; ++t) {
-                long long r = i + shifts[t];
-                if (r >= n) r -= n;
-                acc = acc + (T)((T)w[t] * X[r * d + j]);
+        // each thread owns 4 columns of the tile: 4 independent loads in flight per term
+        T acc[4] = {(T)0, (T)0, (T)0, (T)0};
+        for (int t = 0; t < m; ++t) {
+            long long r = i + shifts[t];
+            if (r >= n) r -= n;
+            const T* xr = X + r * d;
+            T wt = (T)w[t];
+            T v[4];
+            _Pragma("unroll") for (int q = 0; q < 4; ++q) {
+                long long j = j0 + threadIdx.x + q * blockDim.x;
+                v[q] = j < d ? xr[j] : (T)0;
             }
-            Y[i * d + j] = acc;
+            _Pragma("unroll") for (int q = 0; q < 4; ++q) acc[q] = acc[q] + (T)(wt * v[q]);
+        }
+        _Pragma("unroll") for (int q = 0; q < 4; ++q) {
+            long long j = j0 + threadIdx.x + q * blockDim.x;
+            if (j < d) Y[i * d + j] = acc[q];
         }
     }
 }
@@ -156,11 +232,20 @@ extern "C" __global__ void csr_mix_SUF(const long long* __restrict__ indptr, con
     long long i = blockIdx.x;
     long long p0 = indptr[i], p1 = indptr[i + 1];
     for (long long j0 = (long long)blockIdx.y * TILE; j0 < d; j0 += (long long)gridDim.y * TILE) {
-        long long j1 = j0 + TILE < d ? j0 + TILE : d;
-        for (long long j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-            T acc = (T)0;
-            for (long long p = p0; p < p1; ++p) acc = acc + (T)((T)data[p] * X[indices[p] * d + j]);
-            Y[i * d + j] = acc;
+        T acc[4] = {(T)0, (T)0, (T)0, (T)0};
+        for (long long p = p0; p < p1; ++p) {
+            const T* xr = X + indices[p] * d;
+            T wp = (T)data[p];
+            T v[4];
+            _Pragma("unroll") for (int q = 0; q < 4; ++q) {
+                long long j = j0 + threadIdx.x + q * blockDim.x;
+                v[q] = j < d ? xr[j] : (T)0;
+            }
+            _Pragma("unroll") for (int q = 0; q < 4; ++q) acc[q] = acc[q] + (T)(wp * v[q]);
+        }
+        _Pragma("unroll") for (int q = 0; q < 4; ++q) {
+            long long j = j0 + threadIdx.x + q * blockDim.x;
+            if (j < d) Y[i * d + j] = acc[q];
         }
     }
 }
@@ -200,9 +285,9 @@ extern "C" __global__ void ef_accum_SUF(const T* __restrict__ G, const T* __rest
 }
 // vals = P[i, idx], P[i, idx] = 0, upd[idx] += vals (the server's sum; divided by n afterwards).
 extern "C" __global__ void ef_send_SUF(T* __restrict__ P, const long long* __restrict__ idx, long long d, long long k,
-                                       long long size, T* __restrict__ vals, double* __restrict__ upd) {
+                                       double inv_k, long long size, T* __restrict__ vals, double* __restrict__ upd) {
     GRID_LOOP(t, size) {
-        long long i = t / k;
+        long long i = row_of(t, k, inv_k);
         long long c = idx[t];
         T v = P[i * d + c];
         vals[t] = v;

@@ -63,7 +63,7 @@ def ef_send(P, idx, theta, lr: float):
     vals = cp.empty((n, k), dtype=P.dtype)
     s = cp.zeros(D, dtype=cp.float64)
     if idxd.size:
-        kernel("ef_send", P.dtype)(*grid_1d(idxd.size, 1), (P, idxd, np.int64(D), np.int64(k), np.int64(idxd.size),
-                                                            vals, s))
+        kernel("ef_send", P.dtype)(*grid_1d(idxd.size, 1), (P, idxd, np.int64(D), np.int64(k), np.float64(1.0 / k),
+                                                            np.int64(idxd.size), vals, s))
     upd, theta_new = _FINISH(s, float(n), float(lr), thd)
     return vals, upd, theta_new

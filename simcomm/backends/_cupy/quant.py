@@ -11,7 +11,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from simcomm.backends._cupy._host import as_rows, grid_1d, like_input
+from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, col_blocks, grid_1d, like_input
 from simcomm.backends._cupy._src import kernel
 
 __all__ = [
@@ -36,12 +36,10 @@ _SPLITMIX = cp.ElementwiseKernel(
     "simcomm_splitmix_uniform",
 )
 
-_SUMSQ = cp.ReductionKernel("T x", "float64 y", "(double)x * (double)x", "a + b", "y = sqrt(a)", "0",
-                            "simcomm_row_norm")
-# max of |x| that propagates NaN (fmax would drop it); inf and NaN rows become NaN as in the reference
-_ABSMAX = cp.ReductionKernel("T x", "float64 y", "fabs((double)x)", "(a != a || a > b) ? a : b",
-                             "y = isfinite(a) ? a : __longlong_as_double(0x7ff8000000000000LL)", "0",
-                             "simcomm_row_absmax")
+# the two per-row quotients of QSGD, s / safe and safe / s, as the reference computes them
+_QSGD_FACTORS = cp.ElementwiseKernel("float64 nrm, float64 s", "float64 a, float64 b",
+                                     "double safe = nrm > 0.0 ? nrm : 1.0; a = s / safe; b = safe / s;",
+                                     "simcomm_qsgd_factors", options=("--fmad=false",))
 
 
 def counter_uniforms(key: int, n: int, dtype=np.float64, start: int = 0):
@@ -52,18 +50,31 @@ def counter_uniforms(key: int, n: int, dtype=np.float64, start: int = 0):
     return u.astype(cp.float32) if bits == 24 else u
 
 
+def _row_reduce(xd, op: int):
+    """Per-row reduction in two deterministic passes: fixed-order block partials, then each row's partials."""
+    rows, d = xd.shape
+    out = cp.zeros(rows, dtype=cp.float64)
+    if not (rows and d):
+        return out
+    nb = col_blocks(d, rows)
+    chunk = -(-d // nb)
+    part = cp.empty((rows, nb), dtype=cp.float64)
+    k = kernel("row_partial", xd.dtype)
+    for r0 in range(0, rows, ROWS_PER_LAUNCH):
+        r1 = min(rows, r0 + ROWS_PER_LAUNCH)
+        k((nb, r1 - r0), (256,), (xd[r0:r1], np.int64(d), np.int64(chunk), np.int32(op), part[r0:r1]))
+    kernel("row_final")((-(-rows // 256),), (256,), (part, np.int64(nb), np.int32(op), np.int64(rows), out))
+    return out
+
+
 def row_norms(x):
-    """Euclidean norm of each row, accumulated in float64 (one read of ``x``)."""
-    xd = as_rows(x)
-    res = _SUMSQ(xd, axis=1) if xd.shape[1] else cp.zeros(xd.shape[0])
-    return like_input(res, x)
+    """Euclidean norm of each row, accumulated in float64 (one read of ``x``; the same bits on every call)."""
+    return like_input(_row_reduce(as_rows(x), 0), x)
 
 
 def row_absmax(x):
     """Infinity norm of each row as float64 (exact); NaN for a row holding NaN or inf."""
-    xd = as_rows(x)
-    res = _ABSMAX(xd, axis=1) if xd.shape[1] else cp.zeros(xd.shape[0])
-    return like_input(res, x)
+    return like_input(_row_reduce(as_rows(x), 1), x)
 
 
 def _run(name, x, out, args):
@@ -84,16 +95,21 @@ def _row_vec(v):
     return cp.ascontiguousarray(cp.asarray(v, dtype=cp.float64))
 
 
+def _dims(xd):
+    d = max(1, xd.shape[1])
+    return np.int64(d), np.float64(1.0 / d), np.int64(xd.size)
+
+
 def qsgd_quantize(x, norms, s: int, key: int, out):
     """QSGD with ``s`` levels (see the numpy reference for the formula); writes ``out`` and returns it."""
-    return _run("qsgd", x, out, lambda xd: (_row_vec(norms), np.int64(xd.shape[1]), np.int64(xd.size),
-                                            np.float64(s), np.uint64(key)))
+    nrm = _row_vec(norms)
+    fa, fb = _QSGD_FACTORS(nrm, float(s))
+    return _run("qsgd", x, out, lambda xd: (nrm, fa, fb, *_dims(xd), np.uint64(key)))
 
 
 def ternary_quantize(x, scales, key: int, out):
     """Ternary quantizer with scale ``||x||_inf`` per row."""
-    return _run("ternary", x, out, lambda xd: (_row_vec(scales), np.int64(xd.shape[1]), np.int64(xd.size),
-                                               np.uint64(key)))
+    return _run("ternary", x, out, lambda xd: (_row_vec(scales), *_dims(xd), np.uint64(key)))
 
 
 def stochastic_round_quantize(x, delta: float, key: int, out):
