@@ -200,29 +200,33 @@ extern "C" __global__ void bernoulli_SUF(const T* __restrict__ x, long long size
 // scheduled x-fastest, so the blocks running at one time hold every row of the same few column tiles:
 // the rows a tile reads through its shifts (or CSR neighbours) are read from DRAM once and then hit L2.
 // Y_i = sum_t w_t X_{(i + h_t) mod n}; terms added in t order from 0 (numpy: out = 0; out += w * X).
+// acc[q] += w * row[j0 + tid + q * blockDim] for the thread's 4 columns of a tile (4 loads in flight first)
+__device__ __forceinline__ void axpy4(T* acc, T w, const T* __restrict__ xr, long long j0, long long d) {
+    T v[4];
+    _Pragma("unroll") for (int q = 0; q < 4; ++q) {
+        long long j = j0 + threadIdx.x + q * blockDim.x;
+        v[q] = j < d ? xr[j] : (T)0;
+    }
+    _Pragma("unroll") for (int q = 0; q < 4; ++q) acc[q] = acc[q] + (T)(w * v[q]);
+}
+__device__ __forceinline__ void store4(T* __restrict__ yr, const T* acc, long long j0, long long d) {
+    _Pragma("unroll") for (int q = 0; q < 4; ++q) {
+        long long j = j0 + threadIdx.x + q * blockDim.x;
+        if (j < d) yr[j] = acc[q];
+    }
+}
 extern "C" __global__ void shift_mix_SUF(const T* __restrict__ X, long long n, long long d,
                                          const long long* __restrict__ shifts, const double* __restrict__ w,
                                          int m, T* __restrict__ Y) {
     long long i = blockIdx.x;
     for (long long j0 = (long long)blockIdx.y * TILE; j0 < d; j0 += (long long)gridDim.y * TILE) {
-        // each thread owns 4 columns of the tile: 4 independent loads in flight per term
         T acc[4] = {(T)0, (T)0, (T)0, (T)0};
         for (int t = 0; t < m; ++t) {
             long long r = i + shifts[t];
             if (r >= n) r -= n;
-            const T* xr = X + r * d;
-            T wt = (T)w[t];
-            T v[4];
-            _Pragma("unroll") for (int q = 0; q < 4; ++q) {
-                long long j = j0 + threadIdx.x + q * blockDim.x;
-                v[q] = j < d ? xr[j] : (T)0;
-            }
-            _Pragma("unroll") for (int q = 0; q < 4; ++q) acc[q] = acc[q] + (T)(wt * v[q]);
+            axpy4(acc, (T)w[t], X + r * d, j0, d);
         }
-        _Pragma("unroll") for (int q = 0; q < 4; ++q) {
-            long long j = j0 + threadIdx.x + q * blockDim.x;
-            if (j < d) Y[i * d + j] = acc[q];
-        }
+        store4(Y + i * d, acc, j0, d);
     }
 }
 // Y_i = sum_{p in row i} data_p X_{indices_p}, accumulated in p order from 0 (scipy's CSR product).
@@ -233,20 +237,8 @@ extern "C" __global__ void csr_mix_SUF(const long long* __restrict__ indptr, con
     long long p0 = indptr[i], p1 = indptr[i + 1];
     for (long long j0 = (long long)blockIdx.y * TILE; j0 < d; j0 += (long long)gridDim.y * TILE) {
         T acc[4] = {(T)0, (T)0, (T)0, (T)0};
-        for (long long p = p0; p < p1; ++p) {
-            const T* xr = X + indices[p] * d;
-            T wp = (T)data[p];
-            T v[4];
-            _Pragma("unroll") for (int q = 0; q < 4; ++q) {
-                long long j = j0 + threadIdx.x + q * blockDim.x;
-                v[q] = j < d ? xr[j] : (T)0;
-            }
-            _Pragma("unroll") for (int q = 0; q < 4; ++q) acc[q] = acc[q] + (T)(wp * v[q]);
-        }
-        _Pragma("unroll") for (int q = 0; q < 4; ++q) {
-            long long j = j0 + threadIdx.x + q * blockDim.x;
-            if (j < d) Y[i * d + j] = acc[q];
-        }
+        for (long long p = p0; p < p1; ++p) axpy4(acc, (T)data[p], X + indices[p] * d, j0, d);
+        store4(Y + i * d, acc, j0, d);
     }
 }
 // m <- beta m + g (in place), y <- x - gamma m: the reference's four roundings.
