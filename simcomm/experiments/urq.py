@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from simcomm.compress import Bernoulli, compressor_from_name
+from simcomm.compress import compressor_from_name
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag
