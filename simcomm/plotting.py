@@ -358,7 +358,7 @@ def _wrap(text: str, width: int = 70) -> str:
 
 
 def _paper_label(params: dict, plot: dict) -> str:
-    """Legend text a reader decodes without the code: "$\\sigma^2$ = 0", "digits", "rand-k"."""
+    r"""Legend text a reader decodes without the code: "$\sigma^2$ = 0", "digits", "rand-k"."""
     parts = []
     for col, v in params.items():
         lab = plot.get("labels", {}).get(col)
@@ -420,11 +420,11 @@ def _finish_paper_axes(ax, plot: dict, x: str | None, ylabel: str) -> None:
 
 
 def paper_figure(j: Judgement, plot: dict | None = None):
-    """The data of :func:`bound_vs_empirical` drawn for a publication.
+    r"""The data of :func:`bound_vs_empirical` drawn for a publication.
 
     No verdict or claim id in the title (the spec's ``title`` only, when given); axis labels from the
     spec's ``xlabel``/``ylabel`` (the paper's symbols), legend labels from ``[plot] labels`` or
-    default symbols (``sigma2`` -> :math:`\\sigma^2`); Okabe-Ito colours with a line style AND a
+    default symbols (``sigma2`` -> :math:`\sigma^2`); Okabe-Ito colours with a line style AND a
     marker per series, so the figure reads in greyscale; log axes clipped to the informative range;
     several groups of an order claim drawn as one panel each, so no curve hides another.
 

@@ -433,8 +433,10 @@ def check_plot_columns(spec: "Spec", columns) -> None:
 
 
 def locate(ref: str | Path) -> Path:
-    """The spec file named by ``ref``: a path, a shipped claim id (``expgraph.rho_even``) or a shipped
-    spec's name (``expgraph_rho_even``).
+    """The spec file named by ``ref``.
+
+    ``ref`` is a path, a shipped claim id (``expgraph.rho_even``) or a shipped spec's name
+    (``expgraph_rho_even``).
 
     Raises
     ------
