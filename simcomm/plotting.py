@@ -200,7 +200,8 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
-              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope (family-wise {100 * j.claim.confidence:.4g}% CI)")
+              cells["ci_high"].to_numpy(float), "#0969da",
+              f"fitted slope (family-wise {100 * j.claim.confidence:.4g}% CI)")
     tol = j.claim.slope_tol
     for i, p in enumerate(cells["predicted"].to_numpy(float)):
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
