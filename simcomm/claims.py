@@ -713,8 +713,9 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
     cell_params : iterable of str, optional
         The spec's parameters (grid and fixed). Bound arguments that are not among them are
         measured statistics of each row (evaluated per row, never grouped by). An ``order``
-        claim whose ``compare`` column is not one of them was emitted inside each cell: its methods share replicate streams and are
-        compared by paired differences; otherwise by Welch's interval.
+        claim whose ``compare`` column is not one of them was emitted inside each cell: its
+        methods share replicate streams and are compared by paired differences; otherwise by
+        Welch's interval.
     bound_scale, bound, swap, lower_scale
         Negative controls: multiply the bound, judge against another ``"module:name"`` bound, swap
         ``lower`` with the first of ``higher``, or multiply the ``lower`` method's values.

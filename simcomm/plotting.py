@@ -200,7 +200,8 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
-              cells["ci_high"].to_numpy(float), "#0969da", f"fitted slope (family-wise {100 * j.claim.confidence:.4g}% CI)")
+              cells["ci_high"].to_numpy(float), "#0969da",
+              f"fitted slope (family-wise {100 * j.claim.confidence:.4g}% CI)")
     tol = j.claim.slope_tol
     for i, p in enumerate(cells["predicted"].to_numpy(float)):
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
@@ -358,7 +359,7 @@ def _wrap(text: str, width: int = 70) -> str:
 
 
 def _paper_label(params: dict, plot: dict) -> str:
-    """Legend text a reader decodes without the code: "$\\sigma^2$ = 0", "digits", "rand-k"."""
+    r"""Legend text a reader decodes without the code: "$\sigma^2$ = 0", "digits", "rand-k"."""
     parts = []
     for col, v in params.items():
         lab = plot.get("labels", {}).get(col)
@@ -420,11 +421,11 @@ def _finish_paper_axes(ax, plot: dict, x: str | None, ylabel: str) -> None:
 
 
 def paper_figure(j: Judgement, plot: dict | None = None):
-    """The data of :func:`bound_vs_empirical` drawn for a publication.
+    r"""The data of :func:`bound_vs_empirical` drawn for a publication.
 
     No verdict or claim id in the title (the spec's ``title`` only, when given); axis labels from the
     spec's ``xlabel``/``ylabel`` (the paper's symbols), legend labels from ``[plot] labels`` or
-    default symbols (``sigma2`` -> :math:`\\sigma^2`); Okabe-Ito colours with a line style AND a
+    default symbols (``sigma2`` -> :math:`\sigma^2`); Okabe-Ito colours with a line style AND a
     marker per series, so the figure reads in greyscale; log axes clipped to the informative range;
     several groups of an order claim drawn as one panel each, so no curve hides another.
 

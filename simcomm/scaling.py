@@ -100,8 +100,9 @@ KERNELS = {
                            (4, 8, 16, 32, 64, 128), (2**12, 2**14, 2**16, 2**18, 2**20)),
     "qsgd": ScalingKernel("qsgd", "QSGD (s = 4), float32", _qsgd, 16, 2**16,
                           (4, 8, 16, 32, 64, 128), (2**12, 2**14, 2**16, 2**18, 2**20)),
-    "gossip": ScalingKernel("gossip", "gossip step, static exponential graph (log2 n neighbours: work ~ n log n), float64", _gossip, 64, 2**12,
-                            (16, 32, 64, 128, 256, 512), (2**10, 2**12, 2**14, 2**16)),
+    "gossip": ScalingKernel("gossip",
+                            "gossip step, static exponential graph (log2 n neighbours: work ~ n log n), float64",
+                            _gossip, 64, 2**12, (16, 32, 64, 128, 256, 512), (2**10, 2**12, 2**14, 2**16)),
 }
 
 
@@ -130,7 +131,8 @@ def measure(names=tuple(KERNELS), *, backend: str = "numba", rng=None, scale: fl
         k = KERNELS[name]
         for sweep, sizes in (("d", k.d_sweep), ("n", k.n_sweep)):
             for size in sizes:
-                n, d = (k.n_fixed, max(8, int(size * scale))) if sweep == "d" else (max(2, int(size * scale)), k.d_fixed)
+                n, d = ((k.n_fixed, max(8, int(size * scale))) if sweep == "d"
+                        else (max(2, int(size * scale)), k.d_fixed))
                 if sweep == "n" and name == "gossip":
                     n = max(4, int(size * scale))
                 secs = time_call(k.setup(n, d, rng, backend))

@@ -239,7 +239,8 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
     plot = dict(_check_table(raw.get("plot", {}), _PLOT_KEYS, f"{where} [plot]"))
     if "name" not in exp:
-        raise SpecError(f"{where}: [experiment] needs 'name' (a registered experiment; see 'simcomm list --experiments')")
+        raise SpecError(f"{where}: [experiment] needs 'name' "
+                        "(a registered experiment; see 'simcomm list --experiments')")
     try:
         experiment = get_experiment(exp["name"])
     except SpecError as exc:
@@ -433,8 +434,10 @@ def check_plot_columns(spec: "Spec", columns) -> None:
 
 
 def locate(ref: str | Path) -> Path:
-    """The spec file named by ``ref``: a path, a shipped claim id (``expgraph.rho_even``) or a shipped
-    spec's name (``expgraph_rho_even``).
+    """The spec file named by ``ref``.
+
+    ``ref`` is a path, a shipped claim id (``expgraph.rho_even``) or a shipped spec's name
+    (``expgraph_rho_even``).
 
     Raises
     ------
@@ -472,9 +475,11 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
         if key not in table:
             raise SpecError(f"{where}: missing '{key}'")
     if table["kind"] not in KINDS:
-        raise SpecError(f"{where}: kind '{table['kind']}' is unknown{closest(table['kind'], KINDS)}; use one of {', '.join(KINDS)}")
+        raise SpecError(f"{where}: kind '{table['kind']}' is unknown{closest(table['kind'], KINDS)}; "
+                        f"use one of {', '.join(KINDS)}")
     if table["paper"] not in PAPERS:
-        raise SpecError(f"{where}: paper '{table['paper']}' is unknown{closest(table['paper'], PAPERS)}; use one of {', '.join(PAPERS)}")
+        raise SpecError(f"{where}: paper '{table['paper']}' is unknown{closest(table['paper'], PAPERS)}; "
+                        f"use one of {', '.join(PAPERS)}")
     kind = table["kind"]
     if kind in ("upper", "lower", "equal", "slope") and "bound" not in table:
         article = "an" if kind in ("upper", "equal") else "a"

@@ -92,8 +92,10 @@ def test_strict_exits_1_on_violation(tmp_path):
     assert r.exit_code == 0
     bad = tmp_path / "specs"
     bad.mkdir()
-    (bad / "toy.toml").write_text((DATA / "toy_claim.toml").read_text().replace("mu = 2.0", "mu = 2.0\nshape = \"exp\"")
-                                  .replace('bound = "tests._toy:toy_mean"', 'bound = "tests._toy:toy_mean"\nbound_args = {mu = 30.0}'))
+    (bad / "toy.toml").write_text((DATA / "toy_claim.toml").read_text()
+                                  .replace("mu = 2.0", "mu = 2.0\nshape = \"exp\"")
+                                  .replace('bound = "tests._toy:toy_mean"',
+                                           'bound = "tests._toy:toy_mean"\nbound_args = {mu = 30.0}'))
     r = _run(["check", "--specs", str(bad), "--jobs", "1", "--out", str(tmp_path), "--strict"])
     assert r.exit_code == 1 and "violated" in r.output
 

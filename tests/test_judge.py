@@ -225,7 +225,8 @@ def test_adaptive_replicates_add_batches_until_decided():
     (("margin_abs = 0.3", "margin_abs = 0.3\nscale = \"logg\""), "scale 'logg' is unknown .did you mean 'log'"),
     (("replicates = 8", "replicates = {min = 9, max = 4}"), "min .9. is larger than max .4."),
     (("set = { mu = 3.0 }", "set = { muu = 3.0 }"), "'set' names unknown parameter 'muu' .did you mean 'mu'"),
-    (("bound_scale = 1.5", "bound_scale = 1.5\nswap = true"), "swaps or scales methods, which only an .order. claim has"),
+    (("bound_scale = 1.5", "bound_scale = 1.5\nswap = true"),
+     "swaps or scales methods, which only an .order. claim has"),
     (("bound_scale = 1.5", "bound_scale = 0"), "'bound_scale' must be positive and not 1"),
     (("name = \"wrong_mu\"", "name = \"bound_off\""), "control name 'bound_off' is used twice"),
 ])

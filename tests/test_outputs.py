@@ -195,9 +195,7 @@ def test_python_api_refuses_complex_input_and_missing_rng():
 
 
 def test_torus_accepts_a_square_node_count():
-    from simcomm.topology import torus
-
-    from simcomm.topology import mixing_matrix
+    from simcomm.topology import mixing_matrix, torus
 
     assert np.array_equal(mixing_matrix(torus(16)), mixing_matrix(torus(4, 4)))
     assert torus(16).n == 16

@@ -88,7 +88,8 @@ def test_kernels_agree_bitwise_given_norms():
     npb.qsgd_quantize(x, norms, 5, 42, a)
     nbb.qsgd_quantize(x, norms, 5, 42, b)
     np.testing.assert_array_equal(_bits(a), _bits(b))
-    np.testing.assert_array_equal(npb.counter_uniforms(42, 100, np.float32, 7), nbb.counter_uniforms(42, 100, np.float32, 7))
+    np.testing.assert_array_equal(npb.counter_uniforms(42, 100, np.float32, 7),
+                                  nbb.counter_uniforms(42, 100, np.float32, 7))
 
 
 def test_counter_uniforms_are_uniform():
@@ -141,7 +142,8 @@ def test_qsgd_variance_closed_form_by_hand():
 
 
 def test_ternary_beta_is_attained_supremum():
-    # sup_v |v|_inf |v|_1 / |v|^2 = (1 + sqrt d)/2, attained at v = (1, t, ..., t), t = 1/(1 + sqrt d)... checked numerically
+    # sup_v |v|_inf |v|_1 / |v|^2 = (1 + sqrt d)/2, attained at v = (1, t, ..., t), t = 1/(1 + sqrt d)...
+    # checked numerically
     d = 49
     best = 0.0
     for t in np.linspace(0.01, 1, 2000):

@@ -136,11 +136,13 @@ def test_matrices_match_definitions(n):
 
 @pytest.mark.parametrize("rule", ["metropolis", "max_degree"])
 def test_grid_and_star_weights(rule):
-    np.testing.assert_allclose(mixing_matrix(grid(3, 4, rule=rule)), naive.metropolis_matrix(12, naive.grid_edges(3, 4), rule), atol=ATOL)
+    np.testing.assert_allclose(mixing_matrix(grid(3, 4, rule=rule)),
+                               naive.metropolis_matrix(12, naive.grid_edges(3, 4), rule), atol=ATOL)
     edges = [(0, j) for j in range(1, 6)]
     np.testing.assert_allclose(mixing_matrix(star(6, rule=rule)), naive.metropolis_matrix(6, edges, rule), atol=ATOL)
     # re-weighting through mixing_matrix(rule=...) gives the same matrices
-    np.testing.assert_allclose(mixing_matrix(grid(3, 4), rule=rule), naive.metropolis_matrix(12, naive.grid_edges(3, 4), rule), atol=ATOL)
+    np.testing.assert_allclose(mixing_matrix(grid(3, 4), rule=rule),
+                               naive.metropolis_matrix(12, naive.grid_edges(3, 4), rule), atol=ATOL)
 
 
 def test_rules_differ_on_irregular_graphs():
@@ -200,7 +202,8 @@ def test_product_deviation_generic_path_matches_dense():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(n=st.integers(2, 40), p=st.floats(0.3, 1.0), seed=st.integers(0, 2**16), rule=st.sampled_from(["metropolis", "max_degree"]))
+@given(n=st.integers(2, 40), p=st.floats(0.3, 1.0), seed=st.integers(0, 2**16),
+       rule=st.sampled_from(["metropolis", "max_degree"]))
 def test_erdos_renyi_properties(n, p, seed, rule):
     try:
         topo = erdos_renyi(n, p, rng=seed, rule=rule)
@@ -215,7 +218,8 @@ def test_erdos_renyi_properties(n, p, seed, rule):
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(["ring", "star", "torus", "grid", "complete", "exponential", "hypercube"]), n=st.integers(2, 70))
+@given(name=st.sampled_from(["ring", "star", "torus", "grid", "complete", "exponential", "hypercube"]),
+       n=st.integers(2, 70))
 def test_constructors_doubly_stochastic_and_symmetric_when_undirected(name, n):
     try:
         topo = build(name, n)
@@ -287,7 +291,8 @@ def test_mix_kernels_bitwise_with_empty_rows(n, d):
     indices = np.array([(i + j) % n for i in range(1, n) for j in (0, 1)])
     data = np.full(indices.size, 0.5)
     bits = lambda a: a.view(np.uint64)  # noqa: E731
-    np.testing.assert_array_equal(bits(nbb.csr_mix(indptr, indices, data, X)), bits(npb.csr_mix(indptr, indices, data, X)))
+    np.testing.assert_array_equal(bits(nbb.csr_mix(indptr, indices, data, X)),
+                                  bits(npb.csr_mix(indptr, indices, data, X)))
     empty = (np.array([], dtype=np.int64), np.array([]))
     np.testing.assert_array_equal(bits(nbb.shift_mix(X, *empty)), bits(npb.shift_mix(X, *empty)))
     sh, w = np.array([0, 1, 3]), np.array([0.5, 0.25, 0.25])
@@ -313,11 +318,13 @@ def test_networkx_round_trip():
 
 def test_describe_keys_and_values():
     d = describe(exponential(1024))
-    assert set(d) == {"name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "period", "product_deviation"}
+    assert set(d) == {"name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "period",
+                      "product_deviation"}
     assert (d["max_degree"], d["period"], d["product_deviation"], d["doubly_stochastic"]) == (10, None, None, True)
     assert d["rho"] == pytest.approx(th.rho_bound_static_exponential(1024), abs=ATOL)
     d = describe(one_peer_exponential(12))
-    assert d["period"] == 4 and d["max_degree"] == 1 and d["product_deviation"] == pytest.approx(th.one_peer_deviation(12), abs=ATOL)
+    assert (d["period"] == 4 and d["max_degree"] == 1
+            and d["product_deviation"] == pytest.approx(th.one_peer_deviation(12), abs=ATOL))
 
 
 def test_build_shapes():

@@ -211,7 +211,8 @@ def one_peer_deviation(n: int) -> float:
     kind="lower",
     provenance="N",
     paper=PAPER,
-    statement="for n not a power of 2 the one-period one-peer deviation is >= 2^-tau sqrt(r(n-r)/(n-1)) > 0, r = 2^tau - n",
+    statement="for n not a power of 2 the one-period one-peer deviation is >= 2^-tau sqrt(r(n-r)/(n-1)) > 0, "
+              "r = 2^tau - n",
 )
 def one_peer_deviation_floor(n: int) -> float:
     r"""Floor on the one-period deviation of the one-peer sequence when :math:`n` is not a power of 2.
@@ -262,7 +263,8 @@ _SLOPES = {"ring": -2.0, "torus": -1.0, "exponential": 0.0}
     kind="slope",
     provenance="R+N",
     paper=PAPER,
-    statement="log-log slope of 1 - rho against n over [n_min, n_max]: ring -2, 2-D torus -1, static exponential that of 1/log2 n",
+    statement="log-log slope of 1 - rho against n over [n_min, n_max]: ring -2, 2-D torus -1, "
+              "static exponential that of 1/log2 n",
 )
 def gap_order_slope(topology: str, n_min: float = 16, n_max: float = 65536) -> float:
     r"""Predicted log-log slope of the spectral gap :math:`1 - \rho` against :math:`n` over :math:`[n_1, n_2]`.
@@ -388,7 +390,8 @@ def eigenvalues(topology: str, n: int) -> np.ndarray:
     kind="equal",
     provenance="N",
     paper=PAPER,
-    statement="for a static normal doubly stochastic W, gossip x <- W x contracts ||x - mean|| per step at rate rho = max_{m!=0}|lambda_m|",
+    statement="for a static normal doubly stochastic W, gossip x <- W x contracts ||x - mean|| per step "
+              "at rate rho = max_{m!=0}|lambda_m|",
 )
 def consensus_rate(topology: str, n: int) -> float:
     r"""Asymptotic per-step contraction of the consensus error under gossip :math:`x \leftarrow Wx`.
@@ -421,7 +424,8 @@ def consensus_rate(topology: str, n: int) -> float:
     kind="equal",
     provenance="N",
     paper=PAPER,
-    statement="stationary (1/n) E||x - 1 xbar^T||_F^2 of x <- W(x - gamma xi) = gamma^2 sigma^2 d (1/n) sum_{m!=0} |l_m|^2/(1-|l_m|^2)",
+    statement="stationary (1/n) E||x - 1 xbar^T||_F^2 of x <- W(x - gamma xi) "
+              "= gamma^2 sigma^2 d (1/n) sum_{m!=0} |l_m|^2/(1-|l_m|^2)",
 )
 def noisy_consensus_error(gamma: float, sigma: float, d: int, topology: str, n: int) -> float:
     r"""Stationary per-node consensus error of noisy gossip (papers C6).
@@ -465,7 +469,8 @@ def noisy_consensus_error(gamma: float, sigma: float, d: int, topology: str, n: 
     kind="lower",
     provenance="R+N",
     paper=PAPER,
-    statement="transient iterations: T >= max(n^3 rho^4/(sigma^2 (1-rho)^2), n^3 rho^4 b^4/(sigma^6 (1-rho)^4), n rho^2/(sigma^2 (1-rho)^2)) up to constants",
+    statement="transient iterations: T >= max(n^3 rho^4/(sigma^2 (1-rho)^2), n^3 rho^4 b^4/(sigma^6 (1-rho)^4), "
+              "n rho^2/(sigma^2 (1-rho)^2)) up to constants",
 )
 def transient_iterations(n: int, rho: float, sigma: float, b: float = 0.0) -> float:
     r"""Transient iterations of DSGD/DmSGD: the T after which the linear-speedup term dominates (papers C5).

@@ -232,7 +232,9 @@ def rate_strongly_convex(quantizer: str, d: int, L: float, mu: float, s: int = 1
        statement="gamma = 1/(alpha L): (1/K) sum_{k<K} E||grad f(x_k)||^2 <= 2 alpha L (f(x_0) - f*) / K")
 def rate_nonconvex(quantizer: str, d: int, L: float, f0_gap: float, K: int, s: int = 1, p: float = 1.0,
                    k: int = 1) -> float:
-    r"""Non-convex rate of D1: :math:`\frac1K\sum_{k<K}\mathbb{E}\|\nabla f(x_k)\|^2 \le 2\alpha L(f(x_0)-f^\star)/K` ([N]; upper).
+    r"""Non-convex rate of D1 ([N]; upper).
+
+    :math:`\frac1K\sum_{k<K}\mathbb{E}\|\nabla f(x_k)\|^2 \le 2\alpha L(f(x_0)-f^\star)/K`.
 
     Follows from the descent inequality
     :math:`\mathbb{E}f(x_{k+1}) \le f(x_k) - \gamma(1-\alpha L\gamma/2)\|\nabla f(x_k)\|^2` at
@@ -247,7 +249,8 @@ def rate_nonconvex(quantizer: str, d: int, L: float, f0_gap: float, K: int, s: i
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="N workers, E||x_k - x*||^2 <= rho^k e0 + 2 gamma beta sigma*^2 / (N (2 mu - gamma L^2 (1 + 2 beta/N)))")
+       statement="N workers, E||x_k - x*||^2 <= rho^k e0 "
+                 "+ 2 gamma beta sigma*^2 / (N (2 mu - gamma L^2 (1 + 2 beta/N)))")
 def floor_plateau(quantizer: str, d: int, N: int, L: float, mu: float, gamma: float, sigma2: float, e0: float,
                   K1: int, s: int = 1, p: float = 1.0, k: int = 1) -> float:
     r"""Plateau of D2: averaged :math:`\mathbb{E}\|x_k-x^\star\|^2` over :math:`k \ge K_1` (notes D2 [N]; upper).

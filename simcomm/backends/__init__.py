@@ -42,11 +42,13 @@ def get_backend(name: str | ModuleType | None = None) -> ModuleType:
         return name
     name = DEFAULT_BACKEND if name is None else name
     if name not in BACKENDS:
-        raise BackendUnavailable(f"unknown backend '{name}'{closest(name, BACKENDS)}; choose one of {', '.join(BACKENDS)}")
+        raise BackendUnavailable(f"unknown backend '{name}'{closest(name, BACKENDS)}; "
+                                 f"choose one of {', '.join(BACKENDS)}")
     try:
         return importlib.import_module(f"simcomm.backends._{name}")
     except ImportError as exc:
-        raise BackendUnavailable(f"backend '{name}' is not available here ({exc}); install it with: {_INSTALL[name]}") from None
+        raise BackendUnavailable(f"backend '{name}' is not available here ({exc}); "
+                                 f"install it with: {_INSTALL[name]}") from None
 
 
 def available_backends() -> list[str]:

@@ -15,7 +15,8 @@ from simcomm.cli import cli
 @click.option("--k", "k", type=int, default=None,
               help="Maximum peers per step of base_graph (alias base), simple_base_graph, "
                    "hyper_hypercube [default: 1].")
-@click.option("--rule", default="metropolis", show_default=True, help="Weights of undirected graphs: metropolis or max_degree.")
+@click.option("--rule", default="metropolis", show_default=True,
+              help="Weights of undirected graphs: metropolis or max_degree.")
 @click.option("--weights", default="rule", show_default=True,
               help="rule (the --rule weights) or fastest (optimal weights on the same edges: "
                    "fastest-mixing SDP, needs cvxpy).")

@@ -351,7 +351,9 @@ class StochasticRound(Compressor):
 
 @dataclass(frozen=True)
 class Bernoulli(Compressor):
-    """Bernoulli sparsification: keep probability ``p``, scaled by ``1/p`` (:func:`~simcomm.compress.bernoulli_sparsify`).
+    """Bernoulli sparsification: keep probability ``p``, scaled by ``1/p``.
+
+    See :func:`~simcomm.compress.bernoulli_sparsify`.
 
     Examples
     --------

@@ -237,7 +237,9 @@ def _ternary_variance(v, param=None) -> np.ndarray:
 def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Unbiased stochastic rounding to the grid :math:`\delta\mathbb{Z}`.
 
-    .. math:: Q(v)_i = \delta\bigl(\lfloor v_i/\delta\rfloor + \mathrm{Bern}(v_i/\delta - \lfloor v_i/\delta\rfloor)\bigr).
+    .. math::
+
+        Q(v)_i = \delta\bigl(\lfloor v_i/\delta\rfloor + \mathrm{Bern}(v_i/\delta - \lfloor v_i/\delta\rfloor)\bigr).
 
     Unbiased; exact variance :math:`\delta^2\sum_i f_i(1-f_i)`, :math:`f_i` the fractional part of
     :math:`v_i/\delta`, hence at most :math:`d\delta^2/4`. The grid does not scale with ``v``, so there is

@@ -269,8 +269,9 @@ def real_grad_stats(params, rng, backend):
     """Sparsity and skew of minibatch gradients captured at evenly spaced steps of plain SGD.
 
     Rows per captured ``step``: ``top1_multiple`` (share of ||g||^2 in the top ceil(0.01 D) coordinates,
-    divided by their uniform share ceil(0.01 D)/D, which is 0.01 only when 100 divides D), ``top10_share``, ``tail_index`` (Hill, largest 10% of the
-    nonzero magnitudes), ``nonzero_fraction``; and ``n_params``.
+    divided by their uniform share ceil(0.01 D)/D, which is 0.01 only when 100 divides D),
+    ``top10_share``, ``tail_index`` (Hill, largest 10% of the nonzero magnitudes),
+    ``nonzero_fraction``; and ``n_params``.
     """
     model, steps, G = _capture(params, rng)
     if params["source"] == "gaussian":

@@ -33,7 +33,8 @@ def _check_shape(params):
 
 @experiment(
     "topology_spectrum",
-    params={**_TOPO, "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability")},
+    params={**_TOPO,
+            "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability")},
     check=_check_shape,
 )
 def topology_spectrum(params, rng, backend):

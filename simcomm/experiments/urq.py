@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from simcomm.compress import Bernoulli, compressor_from_name
+from simcomm.compress import compressor_from_name
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag
@@ -56,7 +56,8 @@ def _vector(kind: str, d: int, seed: int) -> np.ndarray:
     params={
         **_Q,
         "d": Param("int", default=100, low=1, doc="dimension"),
-        "vector": Param("str", default="gaussian", choices=("gaussian", "sparse", "heavy", "equal"), doc="test vector v"),
+        "vector": Param("str", default="gaussian", choices=("gaussian", "sparse", "heavy", "equal"),
+                        doc="test vector v"),
         "v_seed": Param("int", default=20180618, low=0, doc="seed of the fixed test vector (same in every replicate)"),
         "draws": Param("int", default=2000, low=2, doc="quantizations of v per replicate"),
         "miscale": Param("float", default=0.0, low=-0.5, high=0.5,
@@ -111,7 +112,8 @@ def urq_quantizer(params, rng, backend):
 
 
 _PROBLEM = {
-    "problem": Param("str", default="quadratic", choices=("quadratic", "ridge", "logistic_breast_cancer", "logistic_digits"),
+    "problem": Param("str", default="quadratic",
+                     choices=("quadratic", "ridge", "logistic_breast_cancer", "logistic_digits"),
                      doc="strongly convex problem with known L, mu, f*"),
     "d": Param("int", default=50, low=1, doc="dimension (quadratic, ridge)"),
     "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness (quadratic, ridge)"),
@@ -350,7 +352,8 @@ def iag_vs_gd(params, rng, backend):
         bits = float(tr.bits[int(it)]) if reached else math.nan
         rows += [dict(metric="iterations_to_eps", value=it, method=method, note=note),
                  dict(metric="bits_to_eps", value=bits, method=method, note=note),
-                 dict(metric="final_gap_ratio", value=float(tr.f_gap[0, -1] / tr.f_gap[0, 0]), method=method, note=note)]
+                 dict(metric="final_gap_ratio", value=float(tr.f_gap[0, -1] / tr.f_gap[0, 0]), method=method,
+                      note=note)]
     return rows
 
 

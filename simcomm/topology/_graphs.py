@@ -532,7 +532,8 @@ def from_matrix(W, name: str = "custom", atol: float = 1e-10) -> Topology:
     if M.data.size and M.data.min() < -atol:
         k = int(np.argmin(M.data))
         i = int(np.searchsorted(M.indptr, k, side="right") - 1)
-        raise UserError(f"mixing matrix has a negative entry W[{i}, {M.indices[k]}] = {M.data[k]:.3g}; weights must be >= 0")
+        raise UserError(f"mixing matrix has a negative entry W[{i}, {M.indices[k]}] = {M.data[k]:.3g}; "
+                        "weights must be >= 0")
     rows = np.asarray(M.sum(axis=1)).ravel()
     cols = np.asarray(M.sum(axis=0)).ravel()
     for what, s in (("row", rows), ("column", cols)):
@@ -569,7 +570,8 @@ def from_networkx(G, *, rule: str = "metropolis", weight: str | None = None) -> 
         W = nx.to_scipy_sparse_array(G, nodelist=nodes, weight=weight, format="csr")
         return from_matrix(W, name="networkx")
     if G.is_directed():
-        raise UserError("a directed networkx graph needs weights: pass weight='weight' (the edge attribute holding W[i, j])")
+        raise UserError("a directed networkx graph needs weights: "
+                        "pass weight='weight' (the edge attribute holding W[i, j])")
     n = _check_n(len(nodes), "number of nodes")
     _check_rule(rule)
     index = {v: k for k, v in enumerate(nodes)}

@@ -31,10 +31,10 @@ def _first_row(topo: Topology) -> np.ndarray:
 
 
 def circulant_eigenvalues(topology: Topology, k: int = 0) -> np.ndarray:
-    r"""Eigenvalues :math:`\lambda_m = \sum_h w_h\, \omega^{m \cdot h}` of a circulant ``W^(k)``, shape ``topology.shape``.
+    r"""Eigenvalues :math:`\lambda_m = \sum_h w_h\, \omega^{m \cdot h}` of a circulant ``W^(k)``.
 
-    ``lam[m]`` belongs to the Fourier mode ``m`` (multi-index for a torus or hypercube);
-    ``lam[0] = 1``.
+    Shape ``topology.shape``; ``lam[m]`` belongs to the Fourier mode ``m`` (multi-index for a torus
+    or hypercube); ``lam[0] = 1``.
 
     Examples
     --------
@@ -65,7 +65,8 @@ def _rho_circulant(layer: Topology) -> float:
 def _rho_matrix(W, symmetric: bool | None = None) -> float:
     n = W.shape[0]
     if symmetric is None:
-        symmetric = (sp.csr_array(W) - sp.csr_array(W).T).count_nonzero() == 0 if sp.issparse(W) else bool(np.array_equal(W, W.T))
+        symmetric = ((sp.csr_array(W) - sp.csr_array(W).T).count_nonzero() == 0 if sp.issparse(W)
+                     else bool(np.array_equal(W, W.T)))
     if n <= _DENSE_SPECTRUM:
         D = (W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)) - 1.0 / n
         if symmetric:

@@ -31,7 +31,8 @@ def pytest_terminal_summary(terminalreporter):
     def cell(text):  # baselines such as argpartition(|x|) must not split a markdown cell
         return str(text).replace("|", "\\|")
 
-    lines += [f"| {cell(name)} | {cell(base)} | {ratio:.1f}x | {cell(target)} |" for name, base, ratio, target in _RATIOS]
+    lines += [f"| {cell(name)} | {cell(base)} | {ratio:.1f}x | {cell(target)} |"
+              for name, base, ratio, target in _RATIOS]
     terminalreporter.write_sep("-", "simcomm speed ratios (measured in this run)")
     for line in lines:
         terminalreporter.write_line(line)

@@ -59,7 +59,8 @@ def test_bench_dmsgd_step(benchmark, name):
     np.testing.assert_allclose(M_fast, M_ref, rtol=1e-14)
     del ref, M_ref
 
-    benchmark.pedantic(be.atc_shift_step, args=(X, M_fast, G, GAMMA, BETA, shifts, weights, out), rounds=5, iterations=1)
+    benchmark.pedantic(be.atc_shift_step, args=(X, M_fast, G, GAMMA, BETA, shifts, weights, out),
+                       rounds=5, iterations=1)
     if benchmark.stats is not None:
         t_fast = benchmark.stats.stats.min
     else:  # pytest-benchmark is disabled (e.g. under xdist): time the same call ourselves, best of 5

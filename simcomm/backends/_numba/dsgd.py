@@ -8,8 +8,8 @@ array (cache-resident) and combines from there, so a step reads ``X, M, G`` once
 
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
 from numba import njit, prange
 
 from simcomm.backends._numba.gossip import _axpy_row, _col_block

@@ -69,7 +69,10 @@ def row_norms(x: np.ndarray) -> np.ndarray:
 
 
 def row_absmax(x: np.ndarray) -> np.ndarray:
-    """Infinity norm of each row as float64, shape ``(rows,)``: exact, so backends agree bitwise; ``nan`` for a row holding NaN or inf."""
+    """Infinity norm of each row as float64, shape ``(rows,)``.
+
+    Exact, so backends agree bitwise; ``nan`` for a row holding NaN or inf.
+    """
     if not x.shape[1]:
         return np.zeros(x.shape[0])
     m = np.abs(x).max(axis=1).astype(np.float64)
@@ -77,7 +80,9 @@ def row_absmax(x: np.ndarray) -> np.ndarray:
 
 
 def qsgd_quantize(x: np.ndarray, norms: np.ndarray, s: int, key: int, out: np.ndarray) -> np.ndarray:
-    r"""QSGD with ``s`` levels: :math:`Q_i = \|x\|\,\mathrm{sign}(x_i)\,\ell_i/s`, :math:`\ell_i` = floor or ceil of :math:`s|x_i|/\|x\|`.
+    r"""QSGD with ``s`` levels.
+
+    :math:`Q_i = \|x\|\,\mathrm{sign}(x_i)\,\ell_i/s`, :math:`\ell_i` = floor or ceil of :math:`s|x_i|/\|x\|`.
 
     ``norms`` are the row 2-norms (float64). Rows with norm 0 map to 0. Writes into ``out`` and returns it.
     """
@@ -93,7 +98,10 @@ def qsgd_quantize(x: np.ndarray, norms: np.ndarray, s: int, key: int, out: np.nd
 
 
 def ternary_quantize(x: np.ndarray, scales: np.ndarray, key: int, out: np.ndarray) -> np.ndarray:
-    r"""Ternary (TernGrad-type): :math:`Q_i = m\,\mathrm{sign}(x_i)\,\xi_i`, :math:`\xi_i\sim\mathrm{Bern}(|x_i|/m)`, :math:`m=\|x\|_\infty`."""
+    r"""Ternary (TernGrad-type) quantization.
+
+    :math:`Q_i = m\,\mathrm{sign}(x_i)\,\xi_i`, :math:`\xi_i\sim\mathrm{Bern}(|x_i|/m)`, :math:`m=\|x\|_\infty`.
+    """
     x64 = np.asarray(x, dtype=np.float64)
     m = scales[:, None]
     safe = np.where(m > 0, m, 1.0)
