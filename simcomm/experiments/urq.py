@@ -14,6 +14,7 @@ from simcomm.compress import compressor_from_name
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag
+from simcomm.optim._async import stable_step_bracket
 
 QUANTIZER_NAMES = ("none", "qsgd", "ternary", "stochastic_round", "bernoulli", "rand_k")
 
@@ -217,29 +218,6 @@ def urq_floor(params, rng, backend):
     return [dict(metric="plateau", value=plateau, note=tr.notes()[0])]
 
 
-def _bracket_threshold(stable, lo: float, hi: float, iters: int) -> tuple[float, float]:
-    """Geometric bisection: ``(lo, hi)`` with ``stable(lo)`` true and ``stable(hi)`` false after ``iters`` halvings.
-
-    The relative width of the final bracket is ``(hi/lo) ** (2 ** -iters) - 1`` for the initial
-    ``hi/lo`` (the bracket is widened by factors of 2 first if an end is on the wrong side).
-    """
-    while not stable(lo):
-        lo, hi = lo / 2.0, lo
-        if lo < 1e-12:
-            return 0.0, hi
-    while stable(hi):
-        lo, hi = hi, hi * 2.0
-        if hi > 1e12:
-            return lo, math.inf
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        if stable(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, hi
-
-
 @experiment(
     "delay_exact",
     params={**_Q,
@@ -298,7 +276,7 @@ def delay_exact(params, rng, backend):
         # below 1e-20 of the start it has converged, whatever the windows' order
         return bool(late <= early or late <= 1e-20 * d2[0])
 
-    lo, hi = _bracket_threshold(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, params["iters"])
+    lo, hi = stable_step_bracket(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, params["iters"])
     g = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else (hi if lo == 0 else math.inf)
     return [dict(metric="gamma_max", value=g, alpha=float(q.alpha(p.d)))]
 

@@ -38,7 +38,7 @@ import numpy as np
 from simcomm._errors import UserError, closest
 from simcomm.optim._server import Monitor, Trace, check_compressor, check_gamma, check_steps, start
 
-__all__ = ["async_compressed_gd", "clock_schedules", "largest_stable_step", "DELAY_MODELS"]
+__all__ = ["async_compressed_gd", "clock_schedules", "largest_stable_step", "stable_step_bracket", "DELAY_MODELS"]
 
 #: delay models accepted by :func:`async_compressed_gd`
 DELAY_MODELS = ("constant", "uniform", "adversarial")
@@ -205,35 +205,49 @@ def _clocked(problem, compressor, gamma, steps, clock, x0, replicates, record_ev
     return mon.trace(x)
 
 
+def stable_step_bracket(stable, lo: float, hi: float, iters: int) -> tuple[float, float]:
+    """Geometric bisection: ``(lo, hi)`` with ``stable(lo)`` true and ``stable(hi)`` false after ``iters`` halvings.
+
+    The relative width of the final bracket is ``(hi/lo) ** (2 ** -iters) - 1`` for the initial
+    ``hi/lo``; the bracket is first widened by factors of 2 if an end is on the wrong side, giving up
+    below ``1e-12`` (returns ``(0.0, hi)``) and above ``1e12`` (returns ``(lo, inf)``).
+
+    Examples
+    --------
+    >>> lo, hi = stable_step_bracket(lambda g: g < 0.3, 0.01, 1.0, iters=30)
+    >>> lo < 0.3 <= hi, round(lo, 6)
+    (True, 0.3)
+    """
+    while not stable(lo):
+        lo, hi = lo / 2.0, lo
+        if lo < 1e-12:
+            return 0.0, hi
+    while stable(hi):
+        lo, hi = hi, hi * 2.0
+        if hi > 1e12:
+            return lo, math.inf
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if stable(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
 def largest_stable_step(run, lo: float, hi: float, *, iters: int = 12) -> float:
     """Bisection (geometric) for the largest ``gamma`` with ``run(gamma)`` stable.
 
     ``run(gamma) -> bool`` says whether a run at ``gamma`` was stable (did not diverge, did not grow).
-    ``lo`` must be stable and ``hi`` unstable; the bracket is widened (factors of 2) when they are not.
-    Returns the stable end of the final bracket (so the estimate errs on the low side by at most a
-    factor ``(hi/lo)**(2**-iters)``).
+    ``lo`` must be stable and ``hi`` unstable; the bracket is widened (factors of 2) when they are not
+    (:func:`stable_step_bracket`). Returns the stable end of the final bracket (so the estimate errs on
+    the low side by at most a factor ``(hi/lo)**(2**-iters)``), ``0.0`` if nothing down to ``1e-12`` is
+    stable and ``inf`` if everything up to ``1e12`` is.
 
     Examples
     --------
     >>> round(largest_stable_step(lambda g: g < 0.3, 0.01, 1.0, iters=30), 6)
     0.3
     """
-    for _ in range(60):
-        if run(lo):
-            break
-        hi, lo = lo, lo / 2
-    else:
-        return 0.0
-    for _ in range(60):
-        if not run(hi):
-            break
-        lo, hi = hi, hi * 2
-    else:
-        return math.inf
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        if run(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    lo, hi = stable_step_bracket(run, lo, hi, iters)
+    return math.inf if hi == math.inf else lo
