@@ -16,29 +16,29 @@ import time
 import numpy as np
 
 
+def _round_trip(comm, rank, buf, tag_out, tag_back):
+    """Rank 0 sends ``buf`` to rank 1 and waits for it to come back; other ranks do nothing."""
+    if rank == 0:
+        comm.Send(buf, dest=1, tag=tag_out)
+        comm.Recv(buf, source=1, tag=tag_back)
+    elif rank == 1:
+        comm.Recv(buf, source=0, tag=tag_out)
+        comm.Send(buf, dest=0, tag=tag_back)
+
+
 def _bench(comm, sizes, reps):
     rank, size = comm.Get_rank(), comm.Get_size()
     ping = []
     warm = np.zeros(8, dtype=np.uint8)
     for _ in range(50):  # establish the connection and wake both ranks before anything is timed
-        if rank == 0:
-            comm.Send(warm, dest=1, tag=0)
-            comm.Recv(warm, source=1, tag=0)
-        elif rank == 1:
-            comm.Recv(warm, source=0, tag=0)
-            comm.Send(warm, dest=0, tag=0)
+        _round_trip(comm, rank, warm, 0, 0)
     for b in sizes:
         buf = np.zeros(max(1, b), dtype=np.uint8)
         best = np.inf
         for _ in range(reps + 1):  # the first round warms up the connection
             comm.Barrier()
             t = time.perf_counter()
-            if rank == 0:
-                comm.Send(buf, dest=1, tag=1)
-                comm.Recv(buf, source=1, tag=2)
-            elif rank == 1:
-                comm.Recv(buf, source=0, tag=1)
-                comm.Send(buf, dest=0, tag=2)
+            _round_trip(comm, rank, buf, 1, 2)
             best = min(best, (time.perf_counter() - t) / 2)
         ping.append(best)
     allred = []
