@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+
 import cupy as cp
 import numpy as np
 
-__all__ = ["to_device", "like_input", "grid_1d", "ROWS_PER_LAUNCH", "small_device", "as_rows"]
+__all__ = ["like_input", "grid_1d", "col_blocks", "ROWS_PER_LAUNCH", "small_device", "as_rows"]
 
 #: CUDA's limit on gridDim.y: kernels with one block row per matrix row are launched in batches of rows
 ROWS_PER_LAUNCH = 65535
 _THREADS = 256
-
-
-def to_device(*arrays):
-    """Each array as a CuPy array (a no-op for arrays already on the device)."""
-    return tuple(cp.asarray(a) for a in arrays)
 
 
 def like_input(result, template):
@@ -28,7 +25,13 @@ def as_rows(x):
 
 
 def _sms() -> int:
-    return cp.cuda.Device().attributes["MultiProcessorCount"]
+    """Multiprocessors of the current device (queried once per device: launches ask for it on every call)."""
+    return _sms_of(cp.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=None)
+def _sms_of(device: int) -> int:
+    return cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
 
 
 def grid_1d(size: int, per_thread: int = 4) -> tuple[tuple[int], tuple[int]]:

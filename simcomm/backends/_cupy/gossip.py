@@ -24,8 +24,7 @@ def shift_mix_into(Xd, shifts, weights, out):
     """``out = sum_t w_t X[(i + h_t) mod n]`` for device arrays (``out`` must not alias ``Xd``)."""
     n = Xd.shape[0]
     d = Xd.size // max(n, 1)
-    h = small_device(np.mod(np.asarray(shifts if not isinstance(shifts, cp.ndarray) else shifts.get()), max(n, 1)),
-                     np.int64)
+    h = small_device(np.mod(cp.asnumpy(shifts), max(n, 1)), np.int64)
     w = small_device(weights, np.float64)
     if Xd.size:
         kernel("shift_mix", Xd.dtype)(_grid(n, d), (256,), (Xd, np.int64(n), np.int64(d), h, w, np.int32(h.size), out))
