@@ -1,7 +1,8 @@
 """simcomm: simulate communication-efficient distributed SGD and check the theory against it.
 
 Subpackages: :mod:`simcomm.compress`, :mod:`simcomm.models`, :mod:`simcomm.estimate`,
-:mod:`simcomm.optim`, :mod:`simcomm.topology`, :mod:`simcomm.sampling`, :mod:`simcomm.backends`.
+:mod:`simcomm.optim`, :mod:`simcomm.topology`, :mod:`simcomm.sampling`, :mod:`simcomm.network`,
+:mod:`simcomm.backends`.
 Machinery: :mod:`simcomm.spec`, :mod:`simcomm.runner`, :mod:`simcomm.claims`,
 :mod:`simcomm.plotting`, :mod:`simcomm.results`.
 
@@ -17,8 +18,8 @@ __version__ = "0.1.0"
 __all__ = ["BackendUnavailable", "SpecError", "UserError", "__version__"]
 
 #: subpackages and modules loaded on first attribute access
-_LAZY = ("backends", "checking", "claims", "compress", "estimate", "experiments", "models", "mpi", "optim",
-         "plotting", "report", "results", "runner", "sampling", "spec", "topology")
+_LAZY = ("backends", "checking", "claims", "cli", "compress", "cost", "estimate", "experiments", "models", "mpi",
+         "network", "optim", "plotting", "report", "results", "runner", "sampling", "scaling", "spec", "topology")
 
 
 def __getattr__(name: str):

@@ -315,7 +315,7 @@ _PAPER_LINES = ("-", "--", "-.", ":", (0, (5, 1.5)), (0, (3, 1, 1, 1, 1, 1)), (0
 #: default symbols for parameter names the papers write as symbols (a spec's [plot] labels wins)
 _SYMBOLS = {
     "n": "$n$", "d": "$d$", "k": "$k$", "r": "$r$", "s": "$s$", "p": "$p$", "N": "$N$", "K": "$K$",
-    "tau": r"$\tau$", "alpha": r"$\alpha$", "beta": r"$\beta$", "gamma": r"$\gamma$", "mu": r"$\mu$",
+    "tau": r"$\tau$", "alpha": r"$\alpha$", "beta": r"$\beta$", "lr": r"$\gamma$", "mu": r"$\mu$",
     "kappa": r"$\kappa$", "sigma2": r"$\sigma^2$", "sigma": r"$\sigma$", "rho": r"$\rho$", "eps": r"$\varepsilon$",
     "nnz": "nonzeros", "r_over_k": "$r/k$", "period": "refresh period", "step": "step", "hidden": "hidden units",
     "smoothing_rel": "smoothing $c$ / mean norm",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simcomm._errors import SpecError, closest
+from simcomm._errors import SpecError, closest, renamed
 from simcomm.experiments._registry import get_experiment
 
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
@@ -271,6 +271,8 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
             params[key] = value
         else:
             allowed = sorted(set(experiment.params) | {"replicates", "seed"})
+            if new := renamed(key, allowed):
+                raise SpecError(f"{origin}: '{key}' was renamed to '{new}'; write {new} = ... instead")
             raise SpecError(f"{origin}: unknown key '{key}'{closest(key, allowed)}; allowed: {', '.join(allowed)}")
 
     if quick:
@@ -355,6 +357,9 @@ def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
         for key in table.get("set", {}):
             if key not in experiment.params and key not in known:
                 allowed = sorted(set(experiment.params) | known)
+                if new := renamed(key, allowed):
+                    raise SpecError(f"{here}: 'set' names '{key}', which was renamed to '{new}'; "
+                                    f"write {new} = ... instead")
                 raise SpecError(f"{here}: 'set' names unknown parameter '{key}'{closest(key, allowed)}; "
                                 f"parameters: {', '.join(allowed)}")
         if "bound_scale" in table and not (table["bound_scale"] > 0 and table["bound_scale"] != 1):
@@ -422,15 +427,19 @@ def check_plot_columns(spec: "Spec", columns) -> None:
     """
     columns = [str(c) for c in columns]
     where = f"{spec.path} [plot]"
+
+    def hint(name):
+        new = renamed(name, columns)
+        return f" ('{name}' was renamed to '{new}')" if new else closest(name, columns)
+
     for key in ("x", "hue"):
         name = spec.plot.get(key)
         if name is not None and name not in columns:
-            raise SpecError(f"{where}: {key} = '{name}' is not a column of the results{closest(name, columns)}; "
+            raise SpecError(f"{where}: {key} = '{name}' is not a column of the results{hint(name)}; "
                             f"columns: {', '.join(c for c in columns if c not in ('value', 'replicate'))}")
     for name in spec.plot.get("labels", {}):
         if name not in columns and name != "metric":
-            raise SpecError(f"{where}: labels names '{name}', which is not a column of the results"
-                            f"{closest(name, columns)}")
+            raise SpecError(f"{where}: labels names '{name}', which is not a column of the results{hint(name)}")
 
 
 def locate(ref: str | Path) -> Path:

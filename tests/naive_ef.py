@@ -18,23 +18,23 @@ from simcomm.models._nn import minibatch_gradient
 from simcomm.optim import ef_learning_rate
 
 
-def naive_ef_sgd(model, X, y, *, n_workers, steps, lr, batch_size, compressor, k=None, r=None, theta0, rng,
+def naive_ef_sgd(model, X, y, *, n, steps, lr, batch_size, compressor, k=None, r=None, theta0, rng,
                  batch_rng, split="iid", schedule="constant"):
     """Return ``(theta, memories (n, D), comp_errors (steps, n))`` after ``steps`` updates."""
     rng = np.random.default_rng(rng)
     batch_rng = np.random.default_rng(batch_rng)
-    shards = split_workers(y, n_workers, scheme=split, rng=batch_rng)
+    shards = split_workers(y, n, scheme=split, rng=batch_rng)
     theta = np.array(theta0, dtype=np.float64)
     D = theta.size
     # error feedback written out (p = g + e, m = C(p), e' = p - m) on the public array functions
     comp = {"none": None, "top_k": lambda p: top_k(p, k), "rand_k": lambda p: rand_k(p, k, rng=rng, scale=False),
             "rtop_k": lambda p: rtop_k(p, k, r, rng=rng)}[compressor]
-    residual = [np.zeros(D) for _ in range(n_workers)]
-    errs = np.zeros((steps, n_workers))
+    residual = [np.zeros(D) for _ in range(n)]
+    errs = np.zeros((steps, n))
     for t in range(steps):
-        pos = batch_rng.random((n_workers, batch_size))  # drawn up front, as the fast path does
+        pos = batch_rng.random((n, batch_size))  # drawn up front, as the fast path does
         total = np.zeros(D)
-        for i in range(n_workers):
+        for i in range(n):
             idx = shards[i][(pos[i] * shards[i].size).astype(np.int64)]
             g = minibatch_gradient(model, theta, X, y, idx)
             if comp is None:
@@ -46,8 +46,8 @@ def naive_ef_sgd(model, X, y, *, n_workers, steps, lr, batch_size, compressor, k
             pp = float(p @ p)
             errs[t, i] = float(residual[i] @ residual[i]) / pp if pp > 0 else 0.0
             total += msg
-        theta = theta - ef_learning_rate(lr, t, steps, schedule) * total / n_workers
-    mem = np.zeros((n_workers, D)) if comp is None else np.stack(residual)
+        theta = theta - ef_learning_rate(lr, t, steps, schedule) * total / n
+    mem = np.zeros((n, D)) if comp is None else np.stack(residual)
     return theta, mem, errs
 
 

@@ -69,39 +69,39 @@ def bernoulli_naive(x: np.ndarray, p: float, key: int) -> np.ndarray:
     return out.astype(x.dtype)
 
 
-def async_naive(problem, quantizer, gamma, steps, tau, delay, rng):
+def async_naive(problem, quantizer, lr, steps, tau, delay, rng):
     """Asynchronous compressed GD keeping the FULL history (no ring buffer); one replicate.
 
     Draws from ``rng`` in the same order as :func:`simcomm.optim.async_compressed_gd`: the delays
     (uniform model), then one quantizer call per step.
     """
-    N = problem.N
+    n = problem.n
     hist = [problem.x0.astype(np.float64).copy()]
     for k in range(steps):
         cap = min(tau, k)
         if delay == "constant":
-            t = [cap] * N
+            t = [cap] * n
         elif delay == "uniform":
-            t = list(rng.integers(0, cap + 1, size=(1, N))[0])
+            t = list(rng.integers(0, cap + 1, size=(1, n))[0])
         else:
             dist = [float(((hist[k] - hist[k - j]) ** 2).sum()) for j in range(cap + 1)]
             best = max(range(cap + 1), key=lambda j: (dist[j], j))  # ties to the larger delay
-            t = [best] * N
-        G = np.stack([problem.grad(hist[k - t[i]][None, :], np.array([i]))[0] for i in range(N)])
+            t = [best] * n
+        G = np.stack([problem.grad(hist[k - t[i]][None, :], np.array([i]))[0] for i in range(n)])
         U = quantizer.apply(G, rng=rng)
-        hist.append(hist[k] - gamma * np.mean(U, axis=0))
+        hist.append(hist[k] - lr * np.mean(U, axis=0))
     return np.array(hist)
 
 
-def iag_naive(problem, quantizer, gamma, steps, order, rng):
+def iag_naive(problem, quantizer, lr, steps, order, rng):
     """Compressed IAG with an explicit table and a full recomputation of the sum every step."""
-    N = problem.N
+    n = problem.n
     x = problem.x0.astype(np.float64).copy()
-    table = quantizer.apply(problem.grad(np.repeat(x[None], N, axis=0), np.arange(N)), rng=rng).astype(np.float64)
+    table = quantizer.apply(problem.grad(np.repeat(x[None], n, axis=0), np.arange(n)), rng=rng).astype(np.float64)
     hist = [x.copy()]
     for k in range(steps):
-        i = k % N if order == "cyclic" else int(rng.integers(0, N, size=1)[0])
+        i = k % n if order == "cyclic" else int(rng.integers(0, n, size=1)[0])
         table[i] = quantizer.apply(problem.grad(x[None], np.array([i])), rng=rng)[0]
-        x = x - gamma * table.sum(axis=0) / N
+        x = x - lr * table.sum(axis=0) / n
         hist.append(x.copy())
     return np.array(hist)

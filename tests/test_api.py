@@ -27,6 +27,18 @@ def test_unknown_attribute_is_an_attribute_error():
     assert {"compress", "optim", "models", "topology"} <= set(dir(simcomm))
 
 
+def test_every_public_module_loads_lazily():
+    # a subpackage or module missing from simcomm._LAZY would raise AttributeError after ``import simcomm``
+    import simcomm
+
+    pkg = ROOT / "simcomm"
+    public = {p.parent.name for p in pkg.glob("*/__init__.py")} | {p.stem for p in pkg.glob("*.py")}
+    public = {m for m in public if not m.startswith("_")}
+    assert public == set(simcomm._LAZY)
+    for name in sorted(public):
+        assert getattr(simcomm, name).__name__ == f"simcomm.{name}"
+
+
 @pytest.mark.parametrize("internal", ["problem_rng", "node_noise_rng", "resolve_topology", "ef_compress_rows", "BLOWUP",
                                       "worker_gradients", "EF_COMPRESSORS"])
 def test_optim_internals_are_not_public(internal):
@@ -38,7 +50,7 @@ def test_optim_internals_are_not_public(internal):
 def test_every_public_name_resolves():
     import simcomm
 
-    for pkg in ("compress", "optim", "models", "topology", "sampling", "estimate"):
+    for pkg in ("compress", "optim", "models", "topology", "sampling", "estimate", "network"):
         mod = getattr(simcomm, pkg)
         missing = [n for n in mod.__all__ if not hasattr(mod, n)]
         assert not missing, f"simcomm.{pkg}.__all__ lists {missing}"
@@ -63,11 +75,11 @@ def test_every_optimiser_record_has_the_same_tidy_table():
     assert list(t.columns[:2]) == ["replicate", "step"] and len(t) == 3 * srv.steps.size
     np.testing.assert_array_equal(t["f_gap"], srv.f_gap.ravel())
     np.testing.assert_array_equal(t["bits"], np.tile(srv.bits, 3))
-    dsgd = run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, gamma=0.1, record_every=5)
+    dsgd = run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, lr=0.1, record_every=5)
     np.testing.assert_array_equal(dsgd.table()["subopt"], dsgd.subopt)
     ds = load_dataset("digits", n_samples=300, rng=0)
     m = logistic_regression(64, 10)
-    ef = ef_sgd(m, ds.X_train, ds.y_train, n_workers=2, steps=6, lr=0.1, compressor=TopK(5), rng=1, eval_every=3)
+    ef = ef_sgd(m, ds.X_train, ds.y_train, n=2, steps=6, lr=0.1, compressor=TopK(5), rng=1, eval_every=3)
     assert list(ef.table().columns) == ["step", "train_loss", "test_accuracy", "bits"]
     np.testing.assert_array_equal(ef.table()["train_loss"], ef.train_loss)
     imp = importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, eval_every=3, rng=1)

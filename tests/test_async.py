@@ -37,9 +37,9 @@ def test_tau_zero_equals_synchronous():
 
 
 def test_exact_delay_threshold_on_identity_hessian():
-    """x_{k+1} - x* = (x_k - x*) - gamma (x_{k-tau} - x*): stable iff gamma < 2 sin(pi / (2 (2 tau + 1))).
+    """x_{k+1} - x* = (x_k - x*) - lr (x_{k-tau} - x*): stable iff lr < 2 sin(pi / (2 (2 tau + 1))).
 
-    Closed form: the roots of z^{tau+1} - z^tau + gamma = 0 leave the unit circle at that gamma.
+    Closed form: the roots of z^{tau+1} - z^tau + lr = 0 leave the unit circle at that lr.
     """
     p = quadratic(1, 3, L=1.0, mu=1.0, rng=12345)
     for tau in (1, 2, 4):
@@ -92,8 +92,8 @@ def test_problems_constants():
     "call,match",
     [
         (lambda p: async_compressed_gd(p, Identity(), 0.1, 10, tau=-1), "tau >= 0"),
-        (lambda p: async_compressed_gd(p, Identity(), 0.0, 10, tau=1), "gamma > 0"),
-        (lambda p: async_compressed_gd(p, Identity(), -1.0, 10, tau=1), "gamma > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), 0.0, 10, tau=1), "lr > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), -1.0, 10, tau=1), "lr > 0"),
         (lambda p: async_compressed_gd(p, Identity(), 0.1, 10, tau=1, delay="constnat"), "did you mean 'constant'"),
         (lambda p: compressed_gd(p, Identity(), 0.1, 10, mode="all"), "workers"),
     ],
@@ -160,12 +160,12 @@ def test_clock_random_stragglers_mean_delay():
         assert tau.max() > n - 1 > tau.min()  # random order: some updates are staler than round robin
 
 
-def _clocked_oracle(p, q, gamma, steps, worker, tau, rng):
-    """Full history, one worker per server update: x_{k+1} = x_k - gamma/N Q(grad f_w(x_{k - tau_k}))."""
+def _clocked_oracle(p, q, lr, steps, worker, tau, rng):
+    """Full history, one worker per server update: x_{k+1} = x_k - lr/n Q(grad f_w(x_{k - tau_k}))."""
     hist = [p.x0.copy()]
     for k in range(steps):
         g = p.grad(hist[k - tau[k]][None, :], np.array([worker[k]]))
-        hist.append(hist[k] - gamma / p.N * q.apply(g, rng=rng, backend="numpy")[0])
+        hist.append(hist[k] - lr / p.n * q.apply(g, rng=rng, backend="numpy")[0])
     return np.array(hist)
 
 
@@ -178,10 +178,10 @@ def test_clocked_optimiser_matches_full_history_oracle():
     clock = Clock(Straggler("shifted_exp", 1e-3, 2e-3), up=1e-4)
     tr = async_compressed_gd(p, q, 0.5, 60, clock=clock, rng=np.random.default_rng(9), backend="numpy")
     rng = np.random.default_rng(9)
-    W, T = clock_schedules(clock, p.N, 60, 1, rng)
+    W, T = clock_schedules(clock, p.n, 60, 1, rng)
     hist = _clocked_oracle(p, q, 0.5, 60, W[0], T[0], rng)
     np.testing.assert_allclose(tr.dist2[0], ((hist - p.x_star) ** 2).sum(axis=1), rtol=1e-10, atol=1e-14)
-    assert T[0].max() > p.N - 1  # the schedule really had stale updates beyond round robin
+    assert T[0].max() > p.n - 1  # the schedule really had stale updates beyond round robin
     assert tr.bits[-1] == 60 * q.bits(p.d)  # one worker's message per server update
 
 

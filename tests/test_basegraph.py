@@ -160,7 +160,7 @@ def test_dsgd_and_build_accept_the_new_topologies():
 
     prob = heterogeneous_least_squares(12, 3, b=0.0, rng=0)
     for name in ("base_graph", "base", "simple_base_graph", "base_graph:k=2", "hyper_hypercube:k=2"):
-        tr = run_dsgd(prob, name, steps=60, gamma=0.1, seed=1, backend="numpy")
+        tr = run_dsgd(prob, name, steps=60, lr=0.1, seed=1, backend="numpy")
         assert tr.diverged_at is None and tr.subopt[-1] < 1e-3 * tr.subopt[0], name
     # numba and numpy gossip agree on a base-graph layer (CSR kernel)
     X = np.random.default_rng(0).standard_normal((25, 7))
@@ -231,12 +231,12 @@ def test_mpi_run_equals_simulator_on_base_graph(tmp_path):
     from tests.test_mpi import _launch
 
     n, out = 6, tmp_path / "x.npz"
-    args = ["--topology", "base_graph", "--steps", "20", "--seed", "7", "--gamma", "0.02", "--sigma", "1.0",
+    args = ["--topology", "base_graph", "--steps", "20", "--seed", "7", "--lr", "0.02", "--sigma", "1.0",
             "--b", "1.0", "--d", "4", "--out", str(out)]
     res = _launch(n, args, tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     prob = make_node_problem("least_squares", n, d=4, b=1.0, rng=problem_rng(7))
-    tr = run_dsgd(prob, "base_graph", steps=20, gamma=0.02, sigma=1.0, seed=7)
+    tr = run_dsgd(prob, "base_graph", steps=20, lr=0.02, sigma=1.0, seed=7)
     np.testing.assert_allclose(np.load(out)["x"], tr.x, rtol=0, atol=1e-12)
 
 

@@ -73,7 +73,7 @@ def test_censored_transients_are_flagged():
 
 
 def test_divergence_becomes_a_note():
-    rows = _run("dsgd_transient", n=8, horizon=50, inner=1, gamma=5.0)
+    rows = _run("dsgd_transient", n=8, horizon=50, inner=1, lr=5.0)
     t = [r for r in rows if r["metric"] == "transient"][0]
     assert t["value"] == np.inf and t["note"].startswith("diverged at step")
 

@@ -109,13 +109,13 @@ def test_counter_run_is_dsgd_with_counter_normals():
     n, d, steps, sigma, seed = 8, 4, 9, 0.5, 3
     prob = heterogeneous_least_squares(n, d, b=1.0, rng=np.random.default_rng(12345))
     topo = one_peer_exponential(n)
-    tr = run_dsgd(prob, topo, steps=steps, gamma=0.05, beta=0.8, sigma=sigma, seed=seed, noise="counter",
+    tr = run_dsgd(prob, topo, steps=steps, lr=0.05, beta=0.8, sigma=sigma, seed=seed, noise="counter",
                   backend="numpy")
     be, keys = get_backend("numpy"), counter_keys(seed, n)
     s = dsgd_init(prob.x0, n)
     for k in range(steps):
         G = be.add_counter_normals(node_gradients(prob, s.x), keys, k, sigma)
-        s = dsgd_update(s, G, topo, gamma=0.05, beta=0.8, backend="numpy")
+        s = dsgd_update(s, G, topo, lr=0.05, beta=0.8, backend="numpy")
     np.testing.assert_array_equal(tr.x, s.x)
 
 
@@ -125,7 +125,7 @@ def test_counter_run_is_dsgd_with_counter_normals():
 @pytest.mark.parametrize("topo", [exponential(8), torus(2, 4), star(8), "parallel"])  # shift, csr, csr, mean
 def test_counter_run_numba_matches_numpy(make, topo):
     prob = make()
-    kw = dict(steps=15, gamma=0.05, beta=0.5, sigma=0.3, seed=4, record_every=5, noise="counter")
+    kw = dict(steps=15, lr=0.05, beta=0.5, sigma=0.3, seed=4, record_every=5, noise="counter")
     a = run_dsgd(prob, topo, backend="numpy", **kw)
     b = run_dsgd(prob, topo, backend="numba", **kw)
     np.testing.assert_allclose(b.x, a.x, rtol=1e-10, atol=1e-12)
@@ -138,7 +138,7 @@ def test_counter_run_numba_matches_numpy(make, topo):
 @pytest.mark.parametrize("backend_name", ["numpy", "numba"])
 def test_auto_noise_is_the_stream_on_the_host(backend_name):
     prob = heterogeneous_least_squares(6, 3, b=1.0, rng=5)
-    kw = dict(steps=6, gamma=0.05, sigma=0.5, seed=2, backend=backend_name)
+    kw = dict(steps=6, lr=0.05, sigma=0.5, seed=2, backend=backend_name)
     a, b = run_dsgd(prob, "ring", **kw), run_dsgd(prob, "ring", noise="stream", **kw)
     np.testing.assert_array_equal(a.x, b.x)
     np.testing.assert_array_equal(a.consensus, b.consensus)
@@ -164,7 +164,7 @@ def _fake_device_backend():
 @pytest.mark.parametrize("topo", [one_peer_exponential(8), torus(2, 4), "parallel"])
 def test_device_branches_equal_the_host_run(topo):
     prob = diagonal_quadratic(8, 50, b=1.0, rng=3)
-    kw = dict(steps=10, gamma=0.1, beta=0.5, sigma=0.4, seed=6, record_every=3)
+    kw = dict(steps=10, lr=0.1, beta=0.5, sigma=0.4, seed=6, record_every=3)
     dev = run_dsgd(prob, topo, backend=_fake_device_backend(), **kw)  # noise="auto": counter on a device
     host = run_dsgd(prob, topo, backend="numpy", noise="counter", **kw)
     np.testing.assert_array_equal(dev.x, host.x)
@@ -175,7 +175,7 @@ def test_device_branches_equal_the_host_run(topo):
 def test_bad_noise_name_is_one_line():
     prob = heterogeneous_least_squares(4, 2, rng=0)
     with pytest.raises(UserError, match="unknown noise 'countr'.*counter") as err:
-        run_dsgd(prob, "ring", steps=2, gamma=0.1, noise="countr")
+        run_dsgd(prob, "ring", steps=2, lr=0.1, noise="countr")
     assert "\n" not in str(err.value)
 
 
@@ -229,8 +229,8 @@ def test_diagonal_bad_input():
 
 def test_diagonal_dsgd_converges_without_noise_and_heterogeneity():
     prob = make_node_problem("diagonal", 16, d=200, b=0.0, rng=np.random.default_rng(12345))
-    tr = run_dsgd(prob, "one_peer_exponential", steps=300, gamma=0.5, seed=0)
-    # contraction per step at least 1 - gamma mu = 0.95 once in consensus: 300 steps shrink it far below 1e-5
+    tr = run_dsgd(prob, "one_peer_exponential", steps=300, lr=0.5, seed=0)
+    # contraction per step at least 1 - lr mu = 0.95 once in consensus: 300 steps shrink it far below 1e-5
     assert tr.subopt[-1] < 1e-5 * tr.subopt[0]
     np.testing.assert_allclose(tr.x, np.tile(prob.x_star, (16, 1)), atol=1e-3)
 
@@ -266,8 +266,8 @@ def test_dsgd_run_records_divergence():
     from simcomm.experiments import get_experiment
 
     exp = get_experiment("dsgd_run")
-    # gamma * L = 4 > 2: gradient descent on the largest curvature diverges
-    params = exp.validate(dict(n=4, d=20, gamma=4.0, steps=200, sigma=0.0), "test")
+    # lr * L = 4 > 2: gradient descent on the largest curvature diverges
+    params = exp.validate(dict(n=4, d=20, lr=4.0, steps=200, sigma=0.0), "test")
     rows = exp.func(params, np.random.default_rng(1), None)
     sub = next(r for r in rows if r["metric"] == "subopt")
     assert sub["note"].startswith("diverged at step") and math.isnan(sub["value"])
@@ -285,7 +285,7 @@ def test_dsgd_run_records_divergence():
 @pytest.mark.parametrize("noise", ["stream", "counter"])
 def test_cupy_run_matches_numpy(make, topo, noise):
     prob = make()
-    kw = dict(steps=12, gamma=0.05, beta=0.5, sigma=0.3, seed=4, record_every=4, noise=noise)
+    kw = dict(steps=12, lr=0.05, beta=0.5, sigma=0.3, seed=4, record_every=4, noise=noise)
     a = run_dsgd(prob, topo, backend="numpy", **kw)
     b = run_dsgd(prob, topo, backend="cupy", **kw)
     assert type(b.x) is np.ndarray  # the trace comes back to the host

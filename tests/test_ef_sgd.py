@@ -44,7 +44,7 @@ def _comp(name, k, r=None):
 
 
 def _run(ds, model, compressor="top_k", k=30, r=None, **kw):
-    base = dict(n_workers=4, steps=12, lr=0.2, batch_size=8, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
+    base = dict(n=4, steps=12, lr=0.2, batch_size=8, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
                 theta0=init_params(model, rng=7), rng=11, batch_rng=13)
     base.update(kw)
     comp = _comp(compressor, k, r) if isinstance(compressor, str) else compressor
@@ -165,7 +165,7 @@ def test_matches_naive_per_worker_loop(digits, comp, schedule):
     ds, model = digits
     th0 = init_params(model, rng=7)
     tr = _run(ds, model, compressor=comp, r=90, schedule=schedule, steps=8)
-    theta, mem, errs = naive_ef_sgd(model, ds.X_train, ds.y_train, n_workers=4, steps=8, lr=0.2, batch_size=8,
+    theta, mem, errs = naive_ef_sgd(model, ds.X_train, ds.y_train, n=4, steps=8, lr=0.2, batch_size=8,
                                     compressor=comp, k=30, r=90, theta0=th0, rng=11, batch_rng=13, schedule=schedule)
     # Same selections (same uniforms, same kernels); only the order of the server's sum differs.
     np.testing.assert_allclose(tr.theta, theta, rtol=1e-10, atol=1e-12)
@@ -218,7 +218,7 @@ def test_trace_bits_and_learning(digits):
 def test_uncompressed_is_minibatch_sgd_on_the_average(digits):
     ds, model = digits
     th0 = init_params(model, rng=7)
-    tr = _run(ds, model, compressor="none", steps=1, n_workers=1)
+    tr = _run(ds, model, compressor="none", steps=1, n=1)
     from simcomm.models import split_workers
 
     br = np.random.default_rng(13)
@@ -256,7 +256,7 @@ def test_monitor_off_trains_the_same_parameters(digits):
 # --- bad input -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(n_workers=10_000), "larger than the data set"),
+    (dict(n=10_000), "larger than the data set"),
     (dict(lr=0.0), "step size"),
     (dict(lr=-1.0), "step size"),
     (dict(lr=float("nan")), "step size"),
@@ -310,7 +310,7 @@ def test_experiment_unknown_dataset_and_missing_extra(monkeypatch):
 
 
 def test_experiment_worker_count_larger_than_data():
-    e, p = _defaults("ef_sgd_sweep", n_samples=20, n_workers=64, steps=5, eval_every=5)
+    e, p = _defaults("ef_sgd_sweep", n_samples=20, n=64, steps=5, eval_every=5)
     with pytest.raises(UserError, match="larger than the data set"):
         e.func(p, np.random.default_rng(12345), "numpy")
 
@@ -318,13 +318,13 @@ def test_experiment_worker_count_larger_than_data():
 # --- experiments -----------------------------------------------------------------------------------------------
 
 def test_ef_invariant_experiment_rows():
-    e, p = _defaults("ef_invariant", n_samples=300, hidden=8, n_workers=4, steps=5, eval_every=5)
+    e, p = _defaults("ef_invariant", n_samples=300, hidden=8, n=4, steps=5, eval_every=5)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     assert {r["metric"]: r["value"] for r in rows}["invariant_gap"] == 0.0
 
 
 def test_ef_sgd_sweep_rows_and_selection():
-    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, r_max_over_k=8)
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, eval_every=5, r_max_over_k=8)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     finals = {r["method"]: r["value"] for r in rows if r["metric"] == "final_train_loss"}
     assert set(finals) == {"sgd", "top_k", "rtop_k r/k=2", "rtop_k r/k=4", "rtop_k r/k=8", "rand_k",
@@ -335,7 +335,7 @@ def test_ef_sgd_sweep_rows_and_selection():
     keys = {frozenset(k for k in r if k not in ("metric", "value", "note"))
             for r in rows if r["metric"] == "final_train_loss"}
     assert keys == {frozenset({"method"})}
-    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, select="fixed",
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, eval_every=5, select="fixed",
                      r_fixed=4)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     assert next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k") == 4.0
@@ -343,7 +343,7 @@ def test_ef_sgd_sweep_rows_and_selection():
 
 def test_no_room_makes_the_compressed_rows_nan():
     """room: decided on independent pilot streams; no room -> NaN finals with a note (ill-posed cell)."""
-    kw = dict(n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, r_max_over_k=4)
+    kw = dict(n_samples=300, hidden=8, n=4, steps=10, eval_every=5, r_max_over_k=4)
     e, p = _defaults("ef_sgd_sweep", **kw)
     base = e.func(p, np.random.default_rng(12345), "numpy")
     e, p = _defaults("ef_sgd_sweep", room=1e6, **kw)  # no top-k can trail SGD by a factor 1e6
@@ -379,7 +379,7 @@ def test_best_intermediate_keeps_the_divergence_note(monkeypatch):
         return dataclasses.replace(tr, diverged_at=7) if isinstance(kw.get("compressor"), RTopK) else tr
 
     monkeypatch.setattr(ef_exp, "ef_sgd", marked)
-    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n_workers=4, steps=10, eval_every=5, select="fixed",
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, eval_every=5, select="fixed",
                      r_fixed=4)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     best = [r for r in rows if r.get("method") == "best_intermediate" and r["metric"] == "final_train_loss"]

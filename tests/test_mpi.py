@@ -39,13 +39,13 @@ def test_mpi_equals_simulator(topology, n, tmp_path):
     from simcomm.optim._decentralized import problem_rng
 
     out = tmp_path / "x.npz"
-    args = ["--topology", topology, "--steps", "40", "--seed", "7", "--beta", "0.9", "--gamma", "0.02",
+    args = ["--topology", topology, "--steps", "40", "--seed", "7", "--beta", "0.9", "--lr", "0.02",
             "--sigma", "1.0", "--b", "1.0", "--d", "6", "--out", str(out)]
     res = _launch(n, args, tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     X = np.load(out)["x"]
     prob = make_node_problem("least_squares", n, d=6, b=1.0, rng=problem_rng(7))
-    tr = run_dsgd(prob, topology, steps=40, gamma=0.02, beta=0.9, sigma=1.0, seed=7)
+    tr = run_dsgd(prob, topology, steps=40, lr=0.02, beta=0.9, sigma=1.0, seed=7)
     assert X.shape == (n, 6)
     np.testing.assert_allclose(X, tr.x, rtol=0, atol=1e-12)
 
@@ -66,14 +66,14 @@ def test_mpi_counter_noise_equals_simulator(problem, tmp_path):
     from simcomm.optim._decentralized import problem_rng
 
     n, out = 4, tmp_path / "x.npz"
-    args = ["--topology", "one_peer_exponential", "--steps", "30", "--seed", "5", "--beta", "0.5", "--gamma", "0.05",
+    args = ["--topology", "one_peer_exponential", "--steps", "30", "--seed", "5", "--beta", "0.5", "--lr", "0.05",
             "--sigma", "1.0", "--b", "1.0", "--d", "6", "--problem", problem, "--noise", "counter", "--out", str(out)]
     res = _launch(n, args, tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     prob = make_node_problem(problem, n, d=6, b=1.0, rng=problem_rng(5))
-    tr = run_dsgd(prob, "one_peer_exponential", steps=30, gamma=0.05, beta=0.5, sigma=1.0, seed=5, noise="counter",
+    tr = run_dsgd(prob, "one_peer_exponential", steps=30, lr=0.05, beta=0.5, sigma=1.0, seed=5, noise="counter",
                   backend="numpy")
-    stream = run_dsgd(prob, "one_peer_exponential", steps=30, gamma=0.05, beta=0.5, sigma=1.0, seed=5, backend="numpy")
+    stream = run_dsgd(prob, "one_peer_exponential", steps=30, lr=0.05, beta=0.5, sigma=1.0, seed=5, backend="numpy")
     assert not np.allclose(tr.x, stream.x)  # the counter run is not the stream run under another name
     np.testing.assert_allclose(np.load(out)["x"], tr.x, rtol=0, atol=1e-12)
 
@@ -94,7 +94,7 @@ def test_mpi_records_comm_time_and_barrier_keeps_iterates(topology, tmp_path):
     t = z["comm_time"]
     assert t.shape == (12,) and np.all(np.isfinite(t)) and np.all(t > 0)
     prob = make_node_problem("least_squares", 4, d=6, b=1.0, rng=problem_rng(3))
-    np.testing.assert_allclose(z["x"], run_dsgd(prob, topology, steps=12, gamma=0.05, sigma=1.0, seed=3).x,
+    np.testing.assert_allclose(z["x"], run_dsgd(prob, topology, steps=12, lr=0.05, sigma=1.0, seed=3).x,
                                rtol=0, atol=1e-12)
     cmp = compare_dsgd_comm(out, Network(5e-6, 2e-10))
     assert cmp["topology"] == topology and cmp["n"] == 4 and cmp["d"] == 6

@@ -163,7 +163,7 @@ def test_trace_time_equals_add_time_per_group():
     rows.append(dict(metric="final", value=0.5))  # not trace rows: unchanged
     rows.append(dict(metric="comp_error", value=0.1, method="sgd", step=5, bits=float("nan")))
     net = {"alpha": 2e-5, "beta": 1e-9, "compute_shift": 1e-3, "compute_scale": 5e-4}
-    out = trace_time(rows, net, {"n_workers": 8}, rng=np.random.default_rng(3))
+    out = trace_time(rows, net, {"n": 8}, rng=np.random.default_rng(3))
     assert out[-2:] == rows[-2:] and "time" not in rows[0]
     strag = Straggler("shifted_exp", 1e-3, 5e-4)
     for m, b, p in (("sgd", 4e6, "ring_allreduce"), ("top_k", 2e4, "allgather")):

@@ -245,12 +245,12 @@ def test_paper_style_clips_log_axis_to_informative_range():
     from simcomm.spec import ClaimSpec
 
     claim = ClaimSpec(id="x.floor", paper="urq", statement="s", kind="upper", observable="plateau", bound="b:b")
-    cells = pd.DataFrame({"gamma": [0.1, 0.2, 0.1, 0.2], "sigma2": [0.0, 0.0, 10.0, 10.0],
+    cells = pd.DataFrame({"lr": [0.1, 0.2, 0.1, 0.2], "sigma2": [0.0, 0.0, 10.0, 10.0],
                           "mean": [1e-32, 3e-31, 0.2, 0.5], "ci_low": [1e-32, 2e-31, 0.1, 0.4],
                           "ci_high": [2e-32, 4e-31, 0.3, 0.6], "bound": [1e-31, 1e-30, 0.5, 1.0],
                           "n_rep": 5, "ratio": 0.5, "verdict": "holds", "note": ""})
-    j = Judgement(claim, Verdict.HOLDS, 0.5, cells, "N", ["gamma", "sigma2"])
-    fig = paper_figure(j, {"x": "gamma", "hue": "sigma2", "logy": True, "labels": {"sigma2": r"$\sigma_\star^2$"}})
+    j = Judgement(claim, Verdict.HOLDS, 0.5, cells, "N", ["lr", "sigma2"])
+    fig = paper_figure(j, {"x": "lr", "hue": "sigma2", "logy": True, "labels": {"sigma2": r"$\sigma_\star^2$"}})
     ax = fig.get_axes()[0]
     low, high = ax.get_ylim()
     assert low > 1e-3 and high >= 1.0  # not 1e-32..1
@@ -278,10 +278,10 @@ def test_report_counts_defines_ratio_and_says_diverged():
     from simcomm.spec import ClaimSpec
 
     claim = ClaimSpec(id="x.rate", paper="urq", statement="s", kind="upper", observable="gap", bound="b:b")
-    cells = pd.DataFrame({"gamma": [0.1, 0.9], "n_rep": [5, 5], "mean": [0.2, float("nan")],
+    cells = pd.DataFrame({"lr": [0.1, 0.9], "n_rep": [5, 5], "mean": [0.2, float("nan")],
                           "ci_low": [0.1, float("nan")], "ci_high": [0.3, float("nan")], "bound": [0.5, 0.5],
                           "ratio": [0.4, float("nan")], "verdict": ["holds", "inconclusive"], "note": ["", ""]})
-    j = Judgement(claim, Verdict.INCONCLUSIVE, 0.4, cells, "N", ["gamma"])
+    j = Judgement(claim, Verdict.INCONCLUSIVE, 0.4, cells, "N", ["lr"])
     text = report_markdown([j], {}, mode="quick", meta={}, committed={"x.rate": "holds"})
     head = text.split("\n## ")[0]
     assert "1 claim: **1 inconclusive**." in head

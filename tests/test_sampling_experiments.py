@@ -22,7 +22,7 @@ def test_uniform_weights_are_one_and_period_one_is_ideal():
     m = mlp((5, 6, 2))
     tu = importance_sgd(m, X, y, steps=20, lr=0.2, batch_size=8, proposal="uniform", eval_every=5, rng=1)
     assert np.all(tu.max_weight[1:] == 1.0) and np.all(tu.score_bytes == 0)
-    ts = importance_sgd(m, X, y, steps=20, lr=0.2, batch_size=8, proposal="stale", n_workers=3,
+    ts = importance_sgd(m, X, y, steps=20, lr=0.2, batch_size=8, proposal="stale", n=3,
                         schedule=staleness("period", period=1), eval_every=5, rng=1)
     np.testing.assert_allclose(ts.trace_cov["actual"], ts.trace_cov["ideal"], rtol=1e-9)
     assert np.all(ts.mean_staleness == 0) and ts.train_loss[-1] < ts.train_loss[0]
@@ -31,7 +31,7 @@ def test_uniform_weights_are_one_and_period_one_is_ideal():
 
 def test_stale_run_lies_between_ideal_and_uniform_for_small_lag():
     X, y = _toy()
-    tr = importance_sgd(mlp((5, 6, 2)), X, y, steps=30, lr=0.2, batch_size=8, proposal="stale", n_workers=2,
+    tr = importance_sgd(mlp((5, 6, 2)), X, y, steps=30, lr=0.2, batch_size=8, proposal="stale", n=2,
                         schedule=staleness("period", period=3), eval_every=1, rng=2)
     assert np.all(tr.trace_cov["ideal"] <= tr.trace_cov["actual"] * (1 + 1e-12))  # C3: ideal is the minimum
     assert np.all(tr.mean_staleness <= 2)
@@ -98,7 +98,7 @@ def _exp(name, **kw):
 
 def test_communication_counts_the_bytes_of_both_runs():
     # digits, 200 rows: 150 train after the split; D = 64*8 + 8 + 8*10 + 10 = 610 parameters
-    rows = _exp("is_communication", n_samples=200, hidden=8, steps=6, period=3, batch_size=8, n_workers=4)
+    rows = _exp("is_communication", n_samples=200, hidden=8, steps=6, period=3, batch_size=8, n=4)
     got = {r["method"]: r["value"] for r in rows if r["metric"] == "bytes_per_example"}
     up = {r["method"]: r["value"] for r in rows if r["metric"] == "uplink_bytes_per_example"}
     ratio = next(r for r in rows if r["metric"] == "bytes_ratio")
@@ -119,7 +119,7 @@ def test_communication_ratio_matches_the_theory_model():
     import theory.importance as ti
 
     for period in (1, 4):
-        rows = _exp("is_communication", n_samples=200, hidden=0, steps=8, period=period, batch_size=8, n_workers=4)
+        rows = _exp("is_communication", n_samples=200, hidden=0, steps=8, period=period, batch_size=8, n=4)
         r = next(x for x in rows if x["metric"] == "bytes_ratio")
         pred = ti.comm_bytes_ratio(r["n_train"], r["n_params"], 4, period, 8)
         assert r["value"] == pytest.approx(pred, rel=1e-12)

@@ -110,7 +110,7 @@ def test_noisy_consensus_matches_c6():
 
 
 def test_theory_values_of_the_notes():
-    # papers C6 reference values: ring 0.0147 and static exponential 0.00181 (n = 16, gamma 0.1, d = 1)
+    # papers C6 reference values: ring 0.0147 and static exponential 0.00181 (n = 16, lr 0.1, d = 1)
     assert th.noisy_consensus_error(0.1, 1.0, 1, "ring", 16) == pytest.approx(0.0147, abs=1e-4)
     assert th.noisy_consensus_error(0.1, 1.0, 1, "exponential", 32) == pytest.approx(0.00185, abs=1e-5)
     assert th.transient_iterations(8, 0.5, 1.0) == 8**3 * 0.5**4 / 0.25

@@ -76,7 +76,7 @@ def test_bits_to_eps_prediction_ranks_the_spec_lower_first():
     c, prm = spec.claim, {**spec.params}
     kw = dict(s=prm["s"], p=prm["p"])
     for problem in spec.grid["problem"]:
-        p = make_problem(problem, N=1, d=prm["d"], L=prm["L"], mu=prm["mu"], rng=0)
+        p = make_problem(problem, n=1, d=prm["d"], L=prm["L"], mu=prm["mu"], rng=0)
         pred = {q: th.bits_to_eps(q, p.d, p.L, p.mu, 1.0 / prm["eps"], **kw) for q in (c.lower, *c.higher)}
         assert min(pred, key=pred.get) == c.lower, (problem, pred)
 
@@ -98,7 +98,7 @@ def test_urq_bits_rejects_bad_quantizer_lists(bad):
 
 
 def test_delay_bisection_uses_common_random_numbers(monkeypatch):
-    # every gamma probe of the bisection must start from the same generator state (C1)
+    # every lr probe of the bisection must start from the same generator state (C1)
     import simcomm.experiments.urq as mod
 
     states, real = [], mod.async_compressed_gd
@@ -114,7 +114,7 @@ def test_delay_bisection_uses_common_random_numbers(monkeypatch):
 
 @pytest.mark.parametrize("tau", [0, 1, 2, 3, 5, 10, 32, 64])
 def test_delay_threshold_formula_matches_polynomial_roots(tau):
-    # theory.urq.delay_threshold_exact against the characteristic polynomial z^{tau+1} - z^tau + gamma L:
+    # theory.urq.delay_threshold_exact against the characteristic polynomial z^{tau+1} - z^tau + lr L:
     # bisection on the spectral radius of its roots (numpy.roots), independent of the derivation
     def radius(gl):
         c = np.zeros(tau + 2)
@@ -143,7 +143,7 @@ def test_delay_exact_measures_the_threshold():
     # the measured threshold of plain delayed GD (no quantizer) lands within the bracket + horizon error
     for tau in (0, 2):
         rows = _run("delay_exact", quantizer="none", tau=tau, iters=9)
-        g = next(r["value"] for r in rows if r["metric"] == "gamma_max")
+        g = next(r["value"] for r in rows if r["metric"] == "lr_max")
         assert g == pytest.approx(th.delay_threshold_exact(tau, 1.0), rel=0.01)
 
 

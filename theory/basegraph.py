@@ -1,6 +1,7 @@
-r"""Bounds from Takezawa, Sato, Niwa and Yamada (NeurIPS 2023), "Beyond Exponential Graph:
-Communication-Efficient Topologies for Decentralized Learning via Finite-time Convergence"
-(the Base-(k+1) graph).
+r"""Bounds for the Base-(k+1) graph of Takezawa, Sato, Niwa and Yamada (NeurIPS 2023).
+
+The paper: "Beyond Exponential Graph: Communication-Efficient Topologies for Decentralized Learning
+via Finite-time Convergence".
 
 Pure functions of scalars (math only). Notation: ``n`` nodes, at most ``k`` peers per node and step,
 base :math:`b = k + 1`, :math:`\tau` the length of the sequence (its period), :math:`J =

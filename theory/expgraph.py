@@ -1,5 +1,6 @@
-r"""Bounds from Ying, Yuan, Chen, Hu, Pan & Yin (NeurIPS 2021), "Exponential Graph is Provably
-Efficient for Decentralized Deep Training" (arXiv 2110.13363).
+r"""Bounds for exponential graphs from Ying, Yuan, Chen, Hu, Pan & Yin (NeurIPS 2021).
+
+The paper: "Exponential Graph is Provably Efficient for Decentralized Deep Training" (arXiv 2110.13363).
 
 Everything here is a pure function of scalars (math/numpy only). Provenance tags follow
 papers/exponential_graph.md: [P] the paper's text, [C] the authors' code, [N] derived here and checked
@@ -424,10 +425,10 @@ def consensus_rate(topology: str, n: int) -> float:
     kind="equal",
     provenance="N",
     paper=PAPER,
-    statement="stationary (1/n) E||x - 1 xbar^T||_F^2 of x <- W(x - gamma xi) "
-              "= gamma^2 sigma^2 d (1/n) sum_{m!=0} |l_m|^2/(1-|l_m|^2)",
+    statement="stationary (1/n) E||x - 1 xbar^T||_F^2 of x <- W(x - lr xi) "
+              "= lr^2 sigma^2 d (1/n) sum_{m!=0} |l_m|^2/(1-|l_m|^2)",
 )
-def noisy_consensus_error(gamma: float, sigma: float, d: int, topology: str, n: int) -> float:
+def noisy_consensus_error(lr: float, sigma: float, d: int, topology: str, n: int) -> float:
     r"""Stationary per-node consensus error of noisy gossip (papers C6).
 
     **Statement** (equal, [N]): for :math:`x_{k+1} = W(x_k - \gamma\xi_k)`,
@@ -443,7 +444,7 @@ def noisy_consensus_error(gamma: float, sigma: float, d: int, topology: str, n: 
 
     Parameters
     ----------
-    gamma : float
+    lr : float
         Step size, > 0.
     sigma : float
         Noise standard deviation per coordinate, >= 0.
@@ -462,7 +463,7 @@ def noisy_consensus_error(gamma: float, sigma: float, d: int, topology: str, n: 
     mag2 = np.abs(eigenvalues(topology, n)[1:]) ** 2
     if np.any(mag2 >= 1.0):
         return math.inf
-    return float(gamma**2 * sigma**2 * d * np.sum(mag2 / (1.0 - mag2)) / n)
+    return float(lr**2 * sigma**2 * d * np.sum(mag2 / (1.0 - mag2)) / n)
 
 
 @bound(

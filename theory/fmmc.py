@@ -1,5 +1,6 @@
-r"""Fastest-mixing weights: Boyd, Diaconis and Xiao, "Fastest Mixing Markov Chain on a Graph" (SIAM Review
-46(4), 2004), and a closed form for the ring derived here.
+r"""Fastest-mixing weights (Boyd, Diaconis and Xiao, 2004) and a closed form for the ring derived here.
+
+The paper: "Fastest Mixing Markov Chain on a Graph" (SIAM Review 46(4), 2004).
 
 Pure functions of scalars (math only). :math:`\rho(W) = \|W - J\|_2`; the fastest-mixing chain (FMMC)
 minimises it over symmetric nonnegative doubly stochastic ``W`` supported on a graph's edges.

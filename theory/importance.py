@@ -204,7 +204,7 @@ _BYTES = 8  # float64 scores, gradients and parameters
     statement="bytes(score workers)/bytes(gradient workers), both directions = R (N_train + W D) / (2 T W D), "
               "R = T//P + 2",
 )
-def comm_bytes_ratio(n_train: int, n_params: int, n_workers: int, period: int, steps: int) -> float:
+def comm_bytes_ratio(n_train: int, n_params: int, n: int, period: int, steps: int) -> float:
     r"""Bytes of score-computing over gradient-computing workers, both directions ([N]; equal).
 
     **Model.** Over ``T = steps`` updates with ``W`` workers and ``D = n_params`` parameters (all float64):
@@ -229,7 +229,7 @@ def comm_bytes_ratio(n_train: int, n_params: int, n_workers: int, period: int, s
     0.21
     """
     rounds = steps // period + 2
-    return rounds * (n_train + n_workers * n_params) / (2.0 * steps * n_workers * n_params)
+    return rounds * (n_train + n * n_params) / (2.0 * steps * n * n_params)
 
 
 @bound(
@@ -238,7 +238,7 @@ def comm_bytes_ratio(n_train: int, n_params: int, n_workers: int, period: int, s
     paper="is",
     statement="uplink only (no parameter broadcast): bytes(scores)/bytes(gradients) = R N_train / (T W D)",
 )
-def comm_bytes_ratio_uplink(n_train: int, n_params: int, n_workers: int, period: int, steps: int) -> float:
+def comm_bytes_ratio_uplink(n_train: int, n_params: int, n: int, period: int, steps: int) -> float:
     r"""The uplink-only ratio :math:`R N_{train}/(TWD)`, :math:`R = \lfloor T/P\rfloor + 2` ([N]; equal).
 
     The comparison before the parameter broadcast was counted; the wrong reference of
@@ -251,4 +251,4 @@ def comm_bytes_ratio_uplink(n_train: int, n_params: int, n_workers: int, period:
     0.3
     """
     rounds = steps // period + 2
-    return rounds * n_train / (steps * n_workers * n_params)
+    return rounds * n_train / (steps * n * n_params)

@@ -151,9 +151,10 @@ def sparse_allgather_crossover_n(dense_bytes: float, sparse_bytes: float, alpha:
        statement="per-step time of top-k by ring allgather over dense ring allreduce, "
                  "(n-1)(alpha + beta b_s) / (2(n-1)(alpha + beta b_d/n)); top-k pays iff it is < 1 (n < n*)")
 def sparse_allgather_time_ratio(n: int, dense_bytes: float, sparse_bytes: float, alpha: float, beta: float) -> float:
-    """Predicted allgather / allreduce time ratio at ``n`` nodes; below 1 exactly when ``n < n*``
-    (:func:`sparse_allgather_crossover_n`; [N]). The ``allgather_crossover`` experiment labels top-k
-    "predicted faster" where this is below 1.
+    """Predicted allgather / allreduce time ratio at ``n`` nodes ([N]).
+
+    It is below 1 exactly when ``n < n*`` (:func:`sparse_allgather_crossover_n`). The
+    ``allgather_crossover`` experiment labels top-k "predicted faster" where this is below 1.
 
     Examples
     --------
@@ -168,9 +169,10 @@ def sparse_allgather_time_ratio(n: int, dense_bytes: float, sparse_bytes: float,
                  "(crossover at n = 2 b_d / b_s)")
 def sparse_allgather_time_ratio_no_latency(n: int, dense_bytes: float, sparse_bytes: float, alpha: float,
                                            beta: float) -> float:
-    """Control only ([N]): :func:`sparse_allgather_time_ratio` with ``alpha = 0`` (bandwidth-only
-    reasoning), which misplaces the crossover when latency matters (allgather pays n - 1 latencies,
-    allreduce 2(n - 1)).
+    """Control only ([N]): :func:`sparse_allgather_time_ratio` with ``alpha = 0``.
+
+    Bandwidth-only reasoning misplaces the crossover when latency matters (allgather pays n - 1
+    latencies, allreduce 2(n - 1)).
 
     Examples
     --------
@@ -231,8 +233,10 @@ def ef_topk_time_ratio(rho: float, n: int, dense_bytes: float, sparse_bytes: flo
        statement="a WRONG prediction for controls: the top-k / SGD time ratio with rho = 1 (no extra steps)")
 def ef_topk_time_ratio_same_steps(rho: float, n: int, dense_bytes: float, sparse_bytes: float, alpha: float,
                                   beta: float, shift: float, scale: float = 0.0) -> float:
-    """Control only ([N]): :func:`ef_topk_time_ratio` with ``rho = 1``, i.e. assuming compression costs
-    no extra steps (the mistake behind "compressed is cheaper per step, so faster").
+    """Control only ([N]): :func:`ef_topk_time_ratio` with ``rho = 1``.
+
+    That assumes compression costs no extra steps (the mistake behind "compressed is cheaper per step,
+    so faster").
 
     Examples
     --------
@@ -323,8 +327,9 @@ def one_peer_static_time(onepeer_time: float, n: int, model_bytes: float, alpha:
 @bound(kind="equal", provenance="N", paper=PAPER,
        statement="a WRONG prediction for controls: static and one-peer steps cost the same (message count ignored)")
 def one_peer_static_time_equal_cost(onepeer_time: float) -> float:
-    """Control only ([N]): predicts the static graph's time equals the one-peer graph's, i.e. that
-    sending ``ceil(log2 n)`` messages per step costs no more than one.
+    """Control only ([N]): predicts the static graph's time equals the one-peer graph's.
+
+    That is, sending ``ceil(log2 n)`` messages per step would cost no more than one.
 
     Examples
     --------

@@ -1,5 +1,6 @@
-r"""Bounds for Barnes, Inan, Isik & Özgür (JSAIT 2020), "rTop-k: A Statistical Estimation Approach to
-Distributed SGD" (arXiv 2005.10761).
+r"""Bounds for rTop-k from Barnes, Inan, Isik & Özgür (JSAIT 2020).
+
+The paper: "rTop-k: A Statistical Estimation Approach to Distributed SGD" (arXiv 2005.10761).
 
 Everything here is a pure function of scalars (math/numpy only). Provenance tags follow
 papers/rtopk.md section 0: [P] the paper's text, [S] a secondary summary, [B] the seed summary

@@ -1,5 +1,7 @@
-r"""Bounds for Khirirat, Feyzmahdavian & Johansson (2018), "Distributed learning with compressed
-gradients" (arXiv 1806.06573): unbiased random quantizers (URQs), delayed and incremental methods.
+r"""Bounds for compressed gradients from Khirirat, Feyzmahdavian & Johansson (2018).
+
+The paper: "Distributed learning with compressed gradients" (arXiv 1806.06573): unbiased random
+quantizers (URQs), delayed and incremental methods.
 
 Everything here is a pure function of scalars (math only). The paper's full text was not available
 (papers/urq_delay.md section 0). Provenance tags:
@@ -209,7 +211,7 @@ def variance_factor_times_norm2(quantizer: str, d: int, norm2: float, s: int = 1
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="single-stream compressed GD, gamma = 1/(alpha L): per-step rate of E[f - f*] <= 1 - mu/(alpha L)")
+       statement="single-stream compressed GD, lr = 1/(alpha L): per-step rate of E[f - f*] <= 1 - mu/(alpha L)")
 def rate_strongly_convex(quantizer: str, d: int, L: float, mu: float, s: int = 1, p: float = 1.0,
                          k: int = 1) -> float:
     r"""Contraction factor of D1 at :math:`\gamma = 1/(\alpha L)`: :math:`1 - \mu/(\alpha L)` (notes D1 [N]; upper).
@@ -229,7 +231,7 @@ def rate_strongly_convex(quantizer: str, d: int, L: float, mu: float, s: int = 1
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="gamma = 1/(alpha L): (1/K) sum_{k<K} E||grad f(x_k)||^2 <= 2 alpha L (f(x_0) - f*) / K")
+       statement="lr = 1/(alpha L): (1/K) sum_{k<K} E||grad f(x_k)||^2 <= 2 alpha L (f(x_0) - f*) / K")
 def rate_nonconvex(quantizer: str, d: int, L: float, f0_gap: float, K: int, s: int = 1, p: float = 1.0,
                    k: int = 1) -> float:
     r"""Non-convex rate of D1 ([N]; upper).
@@ -249,16 +251,16 @@ def rate_nonconvex(quantizer: str, d: int, L: float, f0_gap: float, K: int, s: i
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="N workers, E||x_k - x*||^2 <= rho^k e0 "
-                 "+ 2 gamma beta sigma*^2 / (N (2 mu - gamma L^2 (1 + 2 beta/N)))")
-def floor_plateau(quantizer: str, d: int, N: int, L: float, mu: float, gamma: float, sigma2: float, e0: float,
+       statement="n workers, E||x_k - x*||^2 <= rho^k e0 "
+                 "+ 2 lr beta sigma*^2 / (n (2 mu - lr L^2 (1 + 2 beta/n)))")
+def floor_plateau(quantizer: str, d: int, n: int, L: float, mu: float, lr: float, sigma2: float, e0: float,
                   K1: int, s: int = 1, p: float = 1.0, k: int = 1) -> float:
     r"""Plateau of D2: averaged :math:`\mathbb{E}\|x_k-x^\star\|^2` over :math:`k \ge K_1` (notes D2 [N]; upper).
 
-    D2: :math:`\mathbb{E}\|x_{k+1}-x^\star\|^2 \le \rho\|x_k-x^\star\|^2 + 2\gamma^2\beta\sigma_\star^2/N` with
-    :math:`\rho = 1-2\gamma\mu+\gamma^2L^2(1+2\beta/N)`. Unrolled, for :math:`\rho < 1` and every
+    D2: :math:`\mathbb{E}\|x_{k+1}-x^\star\|^2 \le \rho\|x_k-x^\star\|^2 + 2\gamma^2\beta\sigma_\star^2/n` with
+    :math:`\rho = 1-2\gamma\mu+\gamma^2L^2(1+2\beta/n)`. Unrolled, for :math:`\rho < 1` and every
     :math:`k\ge K_1`: :math:`\mathbb{E}\|x_k-x^\star\|^2 \le \rho^{K_1}e_0 + F`,
-    :math:`F = 2\gamma\beta\sigma_\star^2/(N(2\mu-\gamma L^2(1+2\beta/N)))` the floor; with identical data
+    :math:`F = 2\gamma\beta\sigma_\star^2/(N(2\mu-\gamma L^2(1+2\beta/n)))` the floor; with identical data
     (:math:`\sigma_\star = 0`) only the vanishing transient :math:`\rho^{K_1}e_0` is left. ``inf`` when
     :math:`\rho \ge 1` (no guarantee).
 
@@ -268,15 +270,15 @@ def floor_plateau(quantizer: str, d: int, N: int, L: float, mu: float, gamma: fl
     0.117647
     """
     b = beta(quantizer, d, s=s, p=p, k=k)
-    rho = 1.0 - 2.0 * gamma * mu + gamma**2 * L**2 * (1.0 + 2.0 * b / N)
+    rho = 1.0 - 2.0 * lr * mu + lr**2 * L**2 * (1.0 + 2.0 * b / n)
     if not rho < 1.0:
         return math.inf
-    floor = 2.0 * gamma * b * sigma2 / (N * (2.0 * mu - gamma * L**2 * (1.0 + 2.0 * b / N)))
+    floor = 2.0 * lr * b * sigma2 / (n * (2.0 * mu - lr * L**2 * (1.0 + 2.0 * b / n)))
     return rho**K1 * e0 + floor
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="uncompressed GD at gamma = 1/L: per-step rate of f - f* <= 1 - mu/L")
+       statement="uncompressed GD at lr = 1/L: per-step rate of f - f* <= 1 - mu/L")
 def gd_rate_strongly_convex(L: float, mu: float) -> float:
     r"""Rate of plain gradient descent at :math:`\gamma = 1/L`: :math:`1 - \mu/L` (D1, :math:`\alpha = 1` [N]; upper).
 
@@ -293,7 +295,7 @@ def gd_rate_strongly_convex(L: float, mu: float) -> float:
 
 
 @bound(kind="upper", provenance="N", paper=PAPER,
-       statement="uncompressed GD at gamma = 1/L: (1/K) sum_{k<K} ||grad f(x_k)||^2 <= 2 L (f(x_0) - f*) / K")
+       statement="uncompressed GD at lr = 1/L: (1/K) sum_{k<K} ||grad f(x_k)||^2 <= 2 L (f(x_0) - f*) / K")
 def gd_rate_nonconvex(L: float, f0_gap: float, K: int) -> float:
     r"""Non-convex rate of plain GD at :math:`\gamma = 1/L`: :math:`2L(f(x_0)-f^\star)/K` ([N]; upper).
 
@@ -310,7 +312,7 @@ def gd_rate_nonconvex(L: float, f0_gap: float, K: int) -> float:
 
 @bound(kind="upper", provenance="N", paper=PAPER,
        statement="D2 with identical workers (sigma* = 0): E||x_k - x*||^2 <= rho^k e0 for k >= K1, no floor")
-def floor_plateau_identical(quantizer: str, d: int, N: int, L: float, mu: float, gamma: float, e0: float, K1: int,
+def floor_plateau_identical(quantizer: str, d: int, n: int, L: float, mu: float, lr: float, e0: float, K1: int,
                             s: int = 1, p: float = 1.0, k: int = 1) -> float:
     r""":func:`floor_plateau` at :math:`\sigma_\star = 0`: the transient :math:`\rho^{K_1}e_0` only (D2 [N]; upper).
 
@@ -323,7 +325,7 @@ def floor_plateau_identical(quantizer: str, d: int, N: int, L: float, mu: float,
     >>> round(floor_plateau_identical("none", 10, 4, 1.0, 0.5, 0.1, 1.0, 10), 6)   # rho = 0.91: 0.91**10
     0.389416
     """
-    return floor_plateau(quantizer, d, N, L, mu, gamma, 0.0, e0, K1, s=s, p=p, k=k)
+    return floor_plateau(quantizer, d, n, L, mu, lr, 0.0, e0, K1, s=s, p=p, k=k)
 
 
 @bound(kind="lower", provenance="B", paper=PAPER,
@@ -346,8 +348,8 @@ def delay_stepsize(tau: int, L: float) -> float:
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,
-       statement="delayed GD x_{k+1} = x_k - gamma grad f(x_{k-tau}) on a quadratic with largest curvature L "
-                 "is stable iff gamma L < 2 sin(pi/(2(2 tau + 1)))")
+       statement="delayed GD x_{k+1} = x_k - lr grad f(x_{k-tau}) on a quadratic with largest curvature L "
+                 "is stable iff lr L < 2 sin(pi/(2(2 tau + 1)))")
 def delay_threshold_exact(tau: int, L: float) -> float:
     r"""Exact stability threshold of delayed GD on a quadratic: :math:`2\sin(\pi/(2(2\tau+1)))/L` ([N]; equal).
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from simcomm._errors import SpecError, closest
+from simcomm._errors import SpecError, closest, renamed
 
 __all__ = ["Param", "Experiment", "experiment", "EXPERIMENTS", "get_experiment"]
 
@@ -98,6 +98,8 @@ class Experiment:
         out = {}
         for key, value in params.items():
             if key not in self.params:
+                if new := renamed(key, self.params):
+                    raise SpecError(f"{where}: '{key}' was renamed to '{new}'; write {new} = ... instead")
                 raise SpecError(
                     f"{where}: unknown parameter '{key}' for experiment '{self.name}'"
                     f"{closest(key, self.params)}; allowed: {', '.join(sorted(self.params))}"

@@ -169,14 +169,14 @@ def _dsgd_cost(p):
     "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),
     "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum"),
     "sigma": Param("float", default=1.0, low=0.0, low_open=True, doc="gradient noise std per coordinate"),
-    "gamma": Param("float", default=0.02, low=0.0, low_open=True, doc="constant step size"),
+    "lr": Param("float", default=0.02, low=0.0, low_open=True, doc="constant step size"),
     "messages": Param("int", default=1000, low=10, doc="messages per node = one-peer exponential's step count"),
     "tail": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="fraction of each run averaged"),
     "compare_with": Param("str", default="one_peer_exponential",
                           choices=("one_peer_exponential", "ring", "exponential"),
                           doc="the topology the Base graph is compared with"),
-    "base_gamma_scale": Param("float", default=1.0, low=0.0, low_open=True,
-                              doc="negative control: the Base side's step size is gamma times this"),
+    "base_lr_scale": Param("float", default=1.0, low=0.0, low_open=True,
+                              doc="negative control: the Base side's step size is lr times this"),
 })
 def basegraph_dsgd(params, rng, backend):
     r"""DSGD, Base-(k+1) graph vs one-peer exponential graph, same messages per node, same noise.
@@ -205,8 +205,8 @@ def basegraph_dsgd(params, rng, backend):
     for name, topo in topos.items():
         per = messages_per_step(topo, n)
         steps = messages_budget_steps(per, budget)
-        gamma = params["gamma"] * (params["base_gamma_scale"] if name == "base_graph" else 1.0)
-        tr = run_dsgd(prob, topo, steps=steps, gamma=gamma, sigma=params["sigma"], seed=seed,
+        lr = params["lr"] * (params["base_lr_scale"] if name == "base_graph" else 1.0)
+        tr = run_dsgd(prob, topo, steps=steps, lr=lr, sigma=params["sigma"], seed=seed,
                       schedule="constant", backend=backend)
         note = tr.note
         start = int(math.floor((1.0 - params["tail"]) * (len(tr.steps) - 1)))

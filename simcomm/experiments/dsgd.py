@@ -97,21 +97,21 @@ _COMMON = {
     "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),
     "b": Param("float", default=0.0, low=0.0, doc="heterogeneity at the optimum (0: every f_i minimised at x*)"),
     "sigma": Param("float", default=1.0, low=0.0, low_open=True, doc="gradient noise std per coordinate"),
-    "gamma": Param("float", default=0.01, low=0.0, low_open=True,
-                   doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k)"),
+    "lr": Param("float", default=0.01, low=0.0, low_open=True,
+                   doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k)"),
     "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
     "inner": Param("int", default=2, low=1, doc="noise seeds averaged inside one replicate"),
 }
 
 
-def _curves(prob, topologies, *, steps, gamma, beta, sigma, inner, seed0, x0, schedule, k0, backend):
+def _curves(prob, topologies, *, steps, lr, beta, sigma, inner, seed0, x0, schedule, k0, backend):
     """Mean over ``inner`` seeds of e_k (node gradient norm), per topology, with divergence notes."""
     out, notes = {}, {}
     for topo in topologies:
         acc = np.zeros(steps + 1)
         note = ""
         for s in range(inner):
-            tr = run_dsgd(prob, topo, steps=steps, gamma=gamma, beta=beta, sigma=sigma, seed=seed0 + s,
+            tr = run_dsgd(prob, topo, steps=steps, lr=lr, beta=beta, sigma=sigma, seed=seed0 + s,
                           schedule=schedule, k0=k0, x0=x0, backend=backend)
             if tr.diverged_at is not None:
                 note = tr.note
@@ -127,8 +127,8 @@ def _transient_rows(params, rng, topologies, backend):
     n = params["n"]
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
-    gamma = params["gamma"] * math.sqrt(n)
-    curves, notes = _curves(prob, ("parallel",) + tuple(topologies), steps=params["horizon"], gamma=gamma,
+    lr = params["lr"] * math.sqrt(n)
+    curves, notes = _curves(prob, ("parallel",) + tuple(topologies), steps=params["horizon"], lr=lr,
                             beta=params["beta"], sigma=params["sigma"], inner=params["inner"], seed0=seed0,
                             x0=prob.x_star, schedule="inv_sqrt", k0=1.0, backend=backend)
     r_par = running_mean(curves["parallel"])
@@ -225,7 +225,7 @@ def _tracking_runs(params, rng, n, topologies, backend):
         acc_c = np.zeros(params["steps"] + 1)
         note = ""
         for s in range(params["inner"]):
-            tr = run_dsgd(prob, topo, steps=params["steps"], gamma=params["gamma"] * math.sqrt(n), beta=params["beta"],
+            tr = run_dsgd(prob, topo, steps=params["steps"], lr=params["lr"] * math.sqrt(n), beta=params["beta"],
                           sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"],
                           backend=backend)
             if tr.diverged_at is not None:
@@ -253,12 +253,12 @@ _TRACK = {
     **_COMMON,
     "steps": Param("int", default=2000, low=10, doc="iterations T"),
     "k0": Param("float", default=100.0, low=0.0, low_open=True,
-                doc="decay scale of gamma_k = gamma sqrt(n)/sqrt(1+k/k0)"),
+                doc="decay scale of lr_k = lr sqrt(n)/sqrt(1+k/k0)"),
     "early": Param("int", default=50, low=1, doc="tracking is measured from this step on"),
 }
 _TRACK["beta"] = Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="momentum (DmSGD)")
-_TRACK["gamma"] = Param("float", default=0.002, low=0.0, low_open=True,
-                        doc="step constant: gamma_k = gamma sqrt(n)/sqrt(1+k/k0)")
+_TRACK["lr"] = Param("float", default=0.002, low=0.0, low_open=True,
+                        doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k/k0)")
 
 
 @experiment("dsgd_tracking", params={
@@ -414,7 +414,7 @@ def _run_cost(p):
     "topology": Param("str", default="one_peer_exponential", choices=TOPOLOGIES + ("parallel",),
                       doc="gossip topology, or parallel (W = J)"),
     "steps": Param("int", default=20, low=1, doc="iterations T"),
-    "gamma": Param("float", default=0.1, low=0.0, low_open=True, doc="constant step size"),
+    "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="constant step size"),
     "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
     "sigma": Param("float", default=1.0, low=0.0, doc="gradient noise std per coordinate (0: exact gradients)"),
     "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum"),
@@ -443,7 +443,7 @@ def dsgd_run(params, rng, backend):
     prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng, backend=backend)
     seed = int(rng.integers(2**62))
     t1 = time.perf_counter()
-    tr = run_dsgd(prob, params["topology"], steps=params["steps"], gamma=params["gamma"], beta=params["beta"],
+    tr = run_dsgd(prob, params["topology"], steps=params["steps"], lr=params["lr"], beta=params["beta"],
                   sigma=params["sigma"], seed=seed, record_every=params["record_every"], backend=backend,
                   noise=params["noise"])
     t2 = time.perf_counter()

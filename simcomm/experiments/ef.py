@@ -44,7 +44,7 @@ _DATA = {
 
 _TRAIN = {
     **_DATA,
-    "n_workers": Param("int", default=16, low=1, doc="workers (each sends one sparse message per step)"),
+    "n": Param("int", default=16, low=1, doc="workers (each sends one sparse message per step)"),
     "steps": Param("int", default=300, low=1, doc="step budget, the same for every compressor"),
     "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="base step size (the same for every compressor)"),
     "schedule": Param("str", default="constant", choices=EF_SCHEDULES, doc="step-size schedule"),
@@ -99,7 +99,7 @@ def ef_invariant(params, rng, backend):
             np.put_along_axis(c, info.idx, info.vals, axis=1)
         gap[0] = max(gap[0], float(np.max(np.abs(p - (c + new.memory)))))
 
-    tr = ef_sgd(model, ds.X_train, ds.y_train, n_workers=params["n_workers"], steps=params["steps"], lr=params["lr"],
+    tr = ef_sgd(model, ds.X_train, ds.y_train, n=params["n"], steps=params["steps"], lr=params["lr"],
                 batch_size=params["batch_size"], compressor=_ef_compressor(params["method"], k,
                                                                            min(D, params["r_over_k"] * k)),
                 schedule=params["schedule"], split=params["split"],
@@ -169,7 +169,7 @@ def ef_sgd_sweep(params, rng, backend):
     rs = [v for v in _sweep(params["r_max_over_k"]) if v * k < D]
     pilot_rng, eval_rng = rng.spawn(2)
     room_rng, pilot_rng = pilot_rng.spawn(2)
-    common = dict(n_workers=params["n_workers"], steps=params["steps"], lr=params["lr"],
+    common = dict(n=params["n"], steps=params["steps"], lr=params["lr"],
                   batch_size=params["batch_size"], schedule=params["schedule"], split=params["split"],
                   eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, backend=backend)
     X, y = ds.X_train, ds.y_train

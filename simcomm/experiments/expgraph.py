@@ -140,7 +140,7 @@ def gossip_consensus(params, rng, backend):
         "topology": Param("str", default="ring", choices=_STATIC, doc="static topology"),
         "n": Param("int", default=16, low=2, doc="number of nodes"),
         "d": Param("int", default=16, low=1, doc="dimension (independent coordinates per node)"),
-        "gamma": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
+        "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
         "sigma": Param("float", default=1.0, low=0.0, doc="noise standard deviation per coordinate"),
         "burn_in": Param("int", default=1000, low=0, doc="steps discarded before averaging"),
         "steps": Param("int", default=4000, low=1, doc="steps averaged after burn-in"),
@@ -150,14 +150,14 @@ def gossip_consensus(params, rng, backend):
     check=_check_shape,
 )
 def noisy_consensus(params, rng, backend):
-    """Time-averaged stationary consensus error of x <- W (x - gamma xi), xi ~ N(0, sigma^2) (papers C6).
+    """Time-averaged stationary consensus error of x <- W (x - lr xi), xi ~ N(0, sigma^2) (papers C6).
 
     Starts at x = 0 (``lazy``: mixes with (I + W)/2); ``consensus_error`` is the mean over the last
     ``steps`` iterations of (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
     """
     n, d = params["n"], params["d"]
     topo = build(params["topology"], n, rng=rng)
-    gamma, sigma = params["gamma"], params["sigma"]
+    lr, sigma = params["lr"], params["sigma"]
     burn, steps = params["burn_in"], params["steps"]
     x = np.zeros((n, d))
     total, k, chunk = 0.0, 0, 256
@@ -165,7 +165,7 @@ def noisy_consensus(params, rng, backend):
         m = min(chunk, burn + steps - k)
         noise = rng.standard_normal((m, n, d))  # drawn in chunks: fewer generator calls, same stream
         for j in range(m):
-            y = x - (gamma * sigma) * noise[j]
+            y = x - (lr * sigma) * noise[j]
             x = 0.5 * (y + mix(topo, y, k, backend=backend)) if params["lazy"] else mix(topo, y, k, backend=backend)
             if k >= burn:
                 dev = x - x.mean(axis=0)

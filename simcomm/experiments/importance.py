@@ -247,7 +247,7 @@ _TRAIN = {
     "steps": Param("int", default=200, low=1, doc="master updates"),
     "lr": Param("float", default=0.05, low=0.0, low_open=True, doc="step size (the same for every proposal)"),
     "batch_size": Param("int", default=32, low=1, doc="minibatch size M"),
-    "n_workers": Param("int", default=4, low=1, doc="workers computing scores"),
+    "n": Param("int", default=4, low=1, doc="workers computing scores"),
     "mode": Param("str", default="period", choices=("period", "delay"), doc="worker refresh schedule"),
     "period": Param("int", default=10, low=1, doc="refresh period P in master steps (mode = period)"),
     "mean_delay": Param("float", default=10.0, low=1.0, doc="mean job duration in master steps (mode = delay)"),
@@ -261,7 +261,7 @@ def _run(params, ds, model, proposal, theta0, rng):
     c = params["smoothing_rel"] * float(per_example_grad_norms(model, theta0, X, y).mean())
     return importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal=proposal,
-        smoothing=c, n_workers=params["n_workers"],
+        smoothing=c, n=params["n"],
         schedule=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
         eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, theta0=theta0, rng=rng,
     )
@@ -329,10 +329,10 @@ def is_training(params, rng, backend):
     return rows
 
 
-def _gradient_sending_bytes(model: MLP, X, y, *, steps, lr, batch_size, n_workers, theta0, rng):
+def _gradient_sending_bytes(model: MLP, X, y, *, steps, lr, batch_size, n, theta0, rng):
     """Data-parallel SGD baseline: each step, every worker sends the gradient of its share of the minibatch.
 
-    The minibatch of ``batch_size`` uniform draws is split as evenly as possible among ``n_workers``;
+    The minibatch of ``batch_size`` uniform draws is split as evenly as possible among ``n``;
     a worker with a non-empty share sends its (weighted) gradient, and the bytes of every message
     actually sent are counted (``ndarray.nbytes``), as the importance-sampling run counts its scores.
     Returns the total bytes sent and the final parameters.
@@ -342,7 +342,7 @@ def _gradient_sending_bytes(model: MLP, X, y, *, steps, lr, batch_size, n_worker
     for _ in range(steps):
         idx = rng.integers(0, X.shape[0], size=batch_size)
         total = np.zeros_like(theta)
-        for share in np.array_split(idx, n_workers):
+        for share in np.array_split(idx, n):
             if share.size == 0:
                 continue
             msg = weighted_gradient(model, theta, X[share], y[share], np.full(share.size, 1.0 / batch_size))
@@ -356,7 +356,7 @@ def _gradient_sending_bytes(model: MLP, X, y, *, steps, lr, batch_size, n_worker
     "is_communication",
     params={
         **{k: _DATA[k] for k in ("dataset", "n_samples", "hidden", "depth")},
-        **{k: _TRAIN[k] for k in ("steps", "lr", "batch_size", "n_workers", "period")},
+        **{k: _TRAIN[k] for k in ("steps", "lr", "batch_size", "n", "period")},
     },
 )
 def is_communication(params, rng, backend):
@@ -382,16 +382,16 @@ def is_communication(params, rng, backend):
     used = params["steps"] * params["batch_size"]
     tr = importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal="stale",
-        n_workers=params["n_workers"], schedule=staleness("period", period=params["period"]),
+        n=params["n"], schedule=staleness("period", period=params["period"]),
         eval_every=params["steps"], theta0=theta0, rng=r_is,
     )
     sent, _ = _gradient_sending_bytes(model, X, y, steps=params["steps"], lr=params["lr"],
-                                      batch_size=params["batch_size"], n_workers=params["n_workers"],
+                                      batch_size=params["batch_size"], n=params["n"],
                                       theta0=theta0, rng=r_grad)
     n_train, D = X.shape[0], model.n_params
     score_up = float(tr.score_bytes[-1])
     rounds = score_up / (BYTES_PER_FLOAT * n_train)
-    score_down = rounds * params["n_workers"] * BYTES_PER_FLOAT * D
+    score_down = rounds * params["n"] * BYTES_PER_FLOAT * D
     score_total, grad_total = score_up + score_down, 2.0 * float(sent)
     return [dict(metric="bytes_per_example", value=score_total / used, method="score"),
             dict(metric="bytes_per_example", value=grad_total / used, method="gradient"),

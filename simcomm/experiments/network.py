@@ -55,8 +55,10 @@ def _k(params) -> int:
     },
 )
 def payload_bits(params, rng, backend):
-    """One message of a standard Gaussian vector, encoded: ``encoded_bits`` (8 x payload bytes) and, for
-    sparse cases, ``index_bits`` (the bits of the index section alone: payload minus header and values).
+    """One message of a standard Gaussian vector, encoded: ``encoded_bits`` and ``index_bits``.
+
+    ``encoded_bits`` is 8 x the payload bytes; for sparse cases ``index_bits`` is the bits of the index
+    section alone (payload minus header and values).
 
     The row carries ``header_bits`` (a format constant) for the bound; ``k = max(1, round(density d))``.
     Every message is decoded again and compared; a mismatch is reported in ``note``.
@@ -165,7 +167,7 @@ def _hit(step, loss, target):
     "compression_pays",
     params={
         "dataset": Param("str", default="digits", choices=("digits", "mnist", "breast_cancer"), doc="packaged data"),
-        "n_workers": Param("int", default=8, low=2, doc="workers (synchronous data parallel)"),
+        "n": Param("int", default=8, low=2, doc="workers (synchronous data parallel)"),
         "k": Param("int", default=1, low=1, doc="coordinates each worker sends (EF top-k)"),
         "lr": Param("float", default=0.5, low=0.0, low_open=True, doc="step size (both methods)"),
         "batch_size": Param("int", default=16, low=1, doc="examples per worker and step"),
@@ -204,10 +206,10 @@ def compression_pays(params, rng, backend):
     data_rng, pilot_rng, eval_rng, straggle_rng = rng.spawn(4)
     ds = load_dataset(params["dataset"], rng=data_rng)
     model = mlp((ds.X_train.shape[1], ds.n_classes))
-    D, n, k, T = model.n_params, params["n_workers"], params["k"], params["steps"]
+    D, n, k, T = model.n_params, params["n"], params["k"], params["steps"]
     if k > D:
         raise SpecError(f"compression_pays: k = {k} exceeds the model's D = {D} parameters; use k <= {D}")
-    common = dict(n_workers=n, steps=T, lr=params["lr"], batch_size=params["batch_size"],
+    common = dict(n=n, steps=T, lr=params["lr"], batch_size=params["batch_size"],
                   eval_every=params["eval_every"], backend=backend)
     net = Network(params["alpha"], params["beta"])
     straggler = Straggler("shifted_exp", params["compute_shift"], params["compute_scale"]) \
@@ -264,7 +266,7 @@ def compression_pays(params, rng, backend):
         "b": Param("float", default=1.0, low=0.0, doc="heterogeneity of the local problems"),
         "sigma": Param("float", default=1.0, low=0.0, doc="gradient noise"),
         "momentum": Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="DmSGD momentum"),
-        "gamma": Param("float", default=0.002, low=0.0, low_open=True, doc="gamma_k = gamma sqrt(n)/sqrt(1+k/k0)"),
+        "lr": Param("float", default=0.002, low=0.0, low_open=True, doc="lr_k = lr sqrt(n)/sqrt(1+k/k0)"),
         "k0": Param("float", default=100.0, low=0.0, low_open=True, doc="step-size decay scale"),
         "steps": Param("int", default=800, low=1, doc="horizon"),
         "inner": Param("int", default=4, low=1, doc="noise seeds averaged into one loss curve per graph"),
@@ -306,7 +308,7 @@ def one_peer_time(params, rng, backend):
         topo = build(name, n)
         s = 0.0
         for j in range(params["inner"]):
-            tr = run_dsgd(prob, name, steps=T, gamma=params["gamma"] * math.sqrt(n), beta=params["momentum"],
+            tr = run_dsgd(prob, name, steps=T, lr=params["lr"] * math.sqrt(n), beta=params["momentum"],
                           sigma=params["sigma"], seed=seed + j, schedule="inv_sqrt", k0=params["k0"],
                           backend=backend)
             s = s + tr.subopt / params["inner"]

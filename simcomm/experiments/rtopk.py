@@ -1,5 +1,6 @@
-"""Experiments for Barnes, Inan, Isik & Özgür (2020), "rTop-k: A Statistical Estimation Approach to
-Distributed SGD".
+"""Experiments for rTop-k (Barnes, Inan, Isik & Özgür, 2020).
+
+The paper: "rTop-k: A Statistical Estimation Approach to Distributed SGD".
 
 Operator level: the raw squared error of top-k, rand-k and rTop-k on sparse skewed vectors, with the
 measured norms the bounds of ``theory.rtopk`` take as row columns (``norm2``, ``topr_norm2``).

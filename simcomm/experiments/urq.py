@@ -152,14 +152,14 @@ _QUAD = {**_PROBLEM, "problem": Param("str", default="quadratic", choices=("quad
     check=_check_problem,
 )
 def urq_rate(params, rng, backend):
-    """Single-stream compressed GD at gamma = 1/(alpha L) (D1): the per-step rate of f - f*.
+    """Single-stream compressed GD at lr = 1/(alpha L) (D1): the per-step rate of f - f*.
 
     ``rate`` = ((f(x_K) - f*)/(f(x_0) - f*))**(1/K), with K = ln(1/target)/(mu/(alpha L)) so the
     bound predicts a gap ratio ``target``; ``alpha`` uses the worst-case beta(d).
     """
     q = _quantizer(params)
-    p = make_problem(params["problem"], N=1, d=params["d"], L=params["L"], mu=params["mu"], rotate=True, rng=rng) \
-        if params["problem"] == "quadratic" else make_problem(params["problem"], N=1, d=params["d"], L=params["L"],
+    p = make_problem(params["problem"], n=1, d=params["d"], L=params["L"], mu=params["mu"], rotate=True, rng=rng) \
+        if params["problem"] == "quadratic" else make_problem(params["problem"], n=1, d=params["d"], L=params["L"],
                                                               mu=params["mu"], rng=rng)
     a = q.alpha(p.d)
     K = max(1, math.ceil(math.log(1.0 / params["target"]) * a * p.L / p.mu))
@@ -182,12 +182,12 @@ def urq_rate(params, rng, backend):
     check=lambda prm: _check_nonconvex(prm),
 )
 def urq_nonconvex(params, rng, backend):
-    """Single-stream compressed GD at gamma = 1/(alpha L) on a smooth non-convex sum (D1, non-convex).
+    """Single-stream compressed GD at lr = 1/(alpha L) on a smooth non-convex sum (D1, non-convex).
 
     ``avg_grad_norm2`` = (1/K) sum_{k<K} |grad f(x_k)|^2.
     """
     q = _quantizer(params)
-    p = make_problem("nonconvex", N=1, d=params["d"], L=params["L"], f0_gap=params["f0_gap"], rng=rng)
+    p = make_problem("nonconvex", n=1, d=params["d"], L=params["L"], f0_gap=params["f0_gap"], rng=rng)
     a = q.alpha(p.d)
     tr = compressed_gd(p, q, 1.0 / (a * p.L), params["K"], mode="aggregate", record_every=params["K"],
                        track_grad=True, rng=rng, backend=backend)
@@ -198,22 +198,22 @@ def urq_nonconvex(params, rng, backend):
     "urq_floor",
     params={**_Q,
             "d": Param("int", default=20, low=1, doc="dimension"),
-            "N": Param("int", default=8, low=1, doc="workers"),
+            "n": Param("int", default=8, low=1, doc="workers"),
             "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness of every f_i"),
             "mu": Param("float", default=0.5, low=0.0, low_open=True, doc="strong convexity"),
-            "gamma": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
-            "sigma2": Param("float", default=1.0, low=0.0, doc="(1/N) sum |grad f_i(x*)|^2 (0: identical workers)"),
+            "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
+            "sigma2": Param("float", default=1.0, low=0.0, doc="(1/n) sum |grad f_i(x*)|^2 (0: identical workers)"),
             "e0": Param("float", default=1.0, low=0.0, low_open=True, doc="|x0 - x*|^2"),
             "K1": Param("int", default=400, low=0, doc="first iteration of the plateau average"),
             "K": Param("int", default=1000, low=1, doc="last iteration")},
     check=lambda prm: _check_floor(prm),
 )
 def urq_floor(params, rng, backend):
-    """N workers quantize local gradients (D2): plateau = mean of |x_k - x*|^2 over K1 <= k <= K."""
+    """n workers quantize local gradients (D2): plateau = mean of |x_k - x*|^2 over K1 <= k <= K."""
     q = _quantizer(params)
-    p = make_problem("quadratic", N=params["N"], d=params["d"], L=params["L"], mu=params["mu"],
+    p = make_problem("quadratic", n=params["n"], d=params["d"], L=params["L"], mu=params["mu"],
                      sigma2=params["sigma2"], e0=params["e0"], rotate=True, rng=rng)
-    tr = compressed_gd(p, q, params["gamma"], params["K"], mode="workers", rng=rng, backend=backend)
+    tr = compressed_gd(p, q, params["lr"], params["K"], mode="workers", rng=rng, backend=backend)
     plateau = float(tr.dist2[0, params["K1"]:].mean())
     return [dict(metric="plateau", value=plateau, note=tr.notes()[0])]
 
@@ -237,7 +237,7 @@ def delay_exact(params, rng, backend):
 
     Runs :func:`simcomm.optim.async_compressed_gd` with one worker and a CONSTANT delay ``tau``,
     :math:`x_{k+1} = x_k - \gamma Q(\nabla f(x_{k-\tau}))`, on a diagonal quadratic with spectrum in
-    ``[mu, L]``. A probe ``gamma`` is stable when the run does not diverge and the mean of
+    ``[mu, L]``. A probe ``lr`` is stable when the run does not diverge and the mean of
     :math:`\|x_k - x^\star\|^2` over the last 10% of the ``K = steps + steps_per_tau * tau``
     iterations is at most its mean over iterations ``[0.4 K, 0.5 K)``: once the slowest mode dominates
     this is the sign of its growth rate, so the test does not depend on the start (unlike comparing with
@@ -247,23 +247,23 @@ def delay_exact(params, rng, backend):
     so ``K`` of several hundred ``tau`` resolves a relative step error well below the bisection's.
 
     Every probe replays the SAME random stream (common random numbers: same quantizer noise), so
-    stability is monotone in gamma up to the dynamics. The initial bracket is
+    stability is monotone in lr up to the dynamics. The initial bracket is
     ``[0.1/(L (tau + 1)), 4/L]``; after ``iters`` halvings its relative width is
     ``(40 (tau + 1)) ** (2 ** -iters) - 1`` (0.2% at tau = 0 to 0.4% at tau = 64 for iters = 11).
 
-    Rows: ``gamma_max`` = geometric midpoint of the final bracket (problem units); ``alpha`` (the URQ's
+    Rows: ``lr_max`` = geometric midpoint of the final bracket (problem units); ``alpha`` (the URQ's
     second-moment factor, worst case over d) is a column for bounds that need it.
     """
     q = _quantizer(params)
     tau = params["tau"]
     # diagonal Hessian: Bernoulli keeps act on eigen-coordinates, the setting of the 2/(alpha L) limit
-    p = make_problem("quadratic", N=1, d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
+    p = make_problem("quadratic", n=1, d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
     K = params["steps"] + params["steps_per_tau"] * tau
     every = max(1, K // 100)
     stream = int(rng.integers(2**63))
 
-    def stable(gamma):
-        tr = async_compressed_gd(p, q, gamma, K, tau=tau, delay="constant", record_every=every,
+    def stable(lr):
+        tr = async_compressed_gd(p, q, lr, K, tau=tau, delay="constant", record_every=every,
                                  rng=np.random.default_rng(stream), backend=backend)
         if tr.diverged_at[0] >= 0:
             return False
@@ -278,18 +278,18 @@ def delay_exact(params, rng, backend):
 
     lo, hi = stable_step_bracket(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, params["iters"])
     g = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else (hi if lo == 0 else math.inf)
-    return [dict(metric="gamma_max", value=g, alpha=float(q.alpha(p.d)))]
+    return [dict(metric="lr_max", value=g, alpha=float(q.alpha(p.d)))]
 
 
 def _b_step(alpha, L, tau):
-    # the seed summary's condition [B] with L -> alpha L: gamma = 2 / [alpha L (1 + sqrt(1 + 8 tau (tau+1)))]
+    # the seed summary's condition [B] with L -> alpha L: lr = 2 / [alpha L (1 + sqrt(1 + 8 tau (tau+1)))]
     return 2.0 / (alpha * L * (1.0 + math.sqrt(1.0 + 8.0 * tau * (tau + 1))))
 
 
 @experiment(
     "iag_vs_gd",
     params={**_Q, **_PROBLEM,
-            "N": Param("int", default=8, low=1, doc="workers"),
+            "n": Param("int", default=8, low=1, doc="workers"),
             "eps": Param("float", default=1e-2, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) / (f(x0) - f*)"),
             "max_steps": Param("int", default=20000, low=1, doc="iteration budget per method"),
@@ -299,18 +299,18 @@ def _b_step(alpha, L, tau):
 def iag_vs_gd(params, rng, backend):
     """Iterations and uplink bits to reach (f - f*) <= eps (f(x0) - f*): sync compressed GD vs compressed IAG.
 
-    Step sizes: GD gamma = 1/(alpha L) (D1); IAG (cyclic and random order) the seed summary's condition
-    with tau = N - 1 and L -> alpha L. tau = N - 1 is the staleness of cyclic order only: random order
+    Step sizes: GD lr = 1/(alpha L) (D1); IAG (cyclic and random order) the seed summary's condition
+    with tau = n - 1 and L -> alpha L. tau = n - 1 is the staleness of cyclic order only: random order
     has unbounded staleness, so its run uses the same step OUTSIDE the condition (a step the
     condition does not cover, reported for comparison). Not reaching eps within ``max_steps``
     gives ``nan`` with a note (so an order claim cannot pass on it).
     """
     q = _quantizer(params)
-    N = params["N"]
+    n = params["n"]
     kw = dict(rotate=True) if params["problem"] == "quadratic" else {}
     if params["problem"] == "quadratic":
         kw["sigma2"] = 1.0
-    p = make_problem(params["problem"], N=N, d=params["d"], L=params["L"], mu=params["mu"],
+    p = make_problem(params["problem"], n=n, d=params["d"], L=params["L"], mu=params["mu"],
                      heterogeneous=params["heterogeneous"], rng=rng, **kw)
     a = q.alpha(p.d)
     K = params["max_steps"]
@@ -319,8 +319,8 @@ def iag_vs_gd(params, rng, backend):
     kw = dict(stop_gap=stop, rng=rng, backend=backend)
     runs = {
         "gd": lambda: compressed_gd(p, q, 1.0 / (a * p.L), K, mode="workers", **kw),
-        "iag_cyclic": lambda: compressed_iag(p, q, _b_step(a, p.L, N - 1), K, order="cyclic", **kw),
-        "iag_random": lambda: compressed_iag(p, q, _b_step(a, p.L, N - 1), K, order="random", **kw),
+        "iag_cyclic": lambda: compressed_iag(p, q, _b_step(a, p.L, n - 1), K, order="cyclic", **kw),
+        "iag_random": lambda: compressed_iag(p, q, _b_step(a, p.L, n - 1), K, order="random", **kw),
     }
     for method, run in runs.items():
         tr = run()
@@ -358,14 +358,14 @@ def _check_bits(params):
     check=_check_bits,
 )
 def urq_bits(params, rng, backend):
-    """Bits to reach (f - f*) <= eps (f(x0) - f*) with single-stream compressed GD at gamma = 1/(alpha L).
+    """Bits to reach (f - f*) <= eps (f(x0) - f*) with single-stream compressed GD at lr = 1/(alpha L).
 
     Every quantizer of ``quantizers`` runs in this ONE cell on the same problem and the same random
     stream (common random numbers), so rows with different ``quantizer`` values are paired per
     replicate. Metrics: ``bits_to_eps`` and ``iterations_to_eps``, one row each per quantizer. The D1
     prediction K(eps) b(Q) is ``theory.urq.bits_to_eps`` (simcomm does not import theory).
     """
-    p = make_problem(params["problem"], N=1, d=params["d"], L=params["L"], mu=params["mu"], rng=rng)
+    p = make_problem(params["problem"], n=1, d=params["d"], L=params["L"], mu=params["mu"], rng=rng)
     stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
     stream = int(rng.integers(2**63))
     rows = []

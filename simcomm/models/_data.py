@@ -132,15 +132,15 @@ def load_dataset(name: str, *, test_fraction: float = 0.2, n_samples: int | None
     )
 
 
-def split_workers(y: np.ndarray, n_workers: int, *, scheme: str = "iid", rng=None) -> list[np.ndarray]:
-    """Split example indices ``0..len(y)-1`` across ``n_workers`` workers.
+def split_workers(y: np.ndarray, n: int, *, scheme: str = "iid", rng=None) -> list[np.ndarray]:
+    """Split example indices ``0..len(y)-1`` across ``n`` workers.
 
     Parameters
     ----------
     y : numpy.ndarray
-        Labels, shape ``(n,)``.
-    n_workers : int
-        Number of workers, ``1 <= n_workers <= n``.
+        Labels, shape ``(n_examples,)``.
+    n : int
+        Number of workers, ``1 <= n <= n_examples``.
     scheme : {"iid", "label"}, default "iid"
         ``"iid"``: a random permutation cut into near-equal shards. ``"label"``: indices sorted by
         label (ties in random order), then cut into contiguous shards, so each worker sees few classes.
@@ -150,7 +150,7 @@ def split_workers(y: np.ndarray, n_workers: int, *, scheme: str = "iid", rng=Non
     Returns
     -------
     list of numpy.ndarray
-        ``n_workers`` disjoint int64 index arrays covering every index once; sizes differ by at most 1.
+        ``n`` disjoint int64 index arrays covering every index once; sizes differ by at most 1.
 
     Examples
     --------
@@ -159,14 +159,14 @@ def split_workers(y: np.ndarray, n_workers: int, *, scheme: str = "iid", rng=Non
     [[0, 0], [1, 1], [2, 2]]
     """
     y = np.asarray(y)
-    n = y.shape[0]
-    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
-        raise UserError(f"n_workers = {n_workers!r} must be a positive integer")
-    if n_workers > n:
-        raise UserError(f"n_workers = {n_workers} is larger than the data set ({n} examples); use at most {n}")
+    n_examples = y.shape[0]
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise UserError(f"n = {n!r} must be a positive integer")
+    if n > n_examples:
+        raise UserError(f"n = {n} is larger than the data set ({n_examples} examples); use at most {n_examples}")
     if scheme not in ("iid", "label"):
         raise UserError(f"unknown split scheme '{scheme}'{closest(scheme, ('iid', 'label'))}; use 'iid' or 'label'")
-    perm = np.random.default_rng(rng).permutation(n)
+    perm = np.random.default_rng(rng).permutation(n_examples)
     if scheme == "label":
         perm = perm[np.argsort(y[perm], kind="stable")]
-    return [s.astype(np.int64) for s in np.array_split(perm, n_workers)]
+    return [s.astype(np.int64) for s in np.array_split(perm, n)]

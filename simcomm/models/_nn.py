@@ -306,15 +306,15 @@ def per_example_grad_norms(model: MLP, theta: np.ndarray, X, y) -> np.ndarray:
     layers = unflatten(model, theta)
     hs, pre = mlp_forward(layers, X)
     sq = np.zeros(X.shape[0])
-    lam = model.l2
+    l2 = model.l2
     for li, delta in mlp_backward(layers, pre, _output_delta(pre[-1], y)):
         W, b = layers[li]
         d2 = np.einsum("no,no->n", delta, delta)
         h2 = np.einsum("ni,ni->n", hs[li], hs[li])
         sq += d2 * (h2 + 1.0)
-        if lam:
-            # cross term 2*lam*<h delta^T, W> = 2*lam*delta.(hW) and hW = a - b: no extra matmul
-            sq += 2.0 * lam * np.einsum("no,no->n", delta, pre[li] - b) + lam * lam * float(np.vdot(W, W))
+        if l2:
+            # cross term 2*l2*<h delta^T, W> = 2*l2*delta.(hW) and hW = a - b: no extra matmul
+            sq += 2.0 * l2 * np.einsum("no,no->n", delta, pre[li] - b) + l2 * l2 * float(np.vdot(W, W))
     return np.sqrt(np.maximum(sq, 0.0))
 
 

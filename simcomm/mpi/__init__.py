@@ -7,7 +7,7 @@ momentum buffer and data. Per step, rank ``i``
 1. computes its stochastic gradient (same data, same per-node noise stream
    ``SeedSequence(seed, spawn_key=(NOISE_KEY, i))`` as the simulator; with ``--noise counter`` the
    counter normals keyed by that stream's first draw, as ``run_dsgd(noise="counter")``),
-2. adapts: ``m <- beta m + g``, ``y <- x - gamma_k m`` (the simulator's two roundings),
+2. adapts: ``m <- beta m + g``, ``y <- x - lr_k m`` (the simulator's two roundings),
 3. exchanges ``y`` with its neighbours by point-to-point messages (``Sendrecv`` per offset for
    circulant graphs, ``Isend``/``Irecv`` for sparse ones) and combines
    ``x <- sum_j W_ij y_j`` in the simulator's summation order.
@@ -64,7 +64,7 @@ def _plan(layer, rank: int):
     return "csr", terms, sends
 
 
-def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float = 0.0, sigma: float = 0.0,
+def run_rank(comm, *, topology, problem, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0,
              seed: int = 0, schedule: str = "constant", k0: float = 10.0, noise: str = "auto", comm_times=None,
              barrier: bool = False):
     """Run DmSGD for the node of this rank; return ``(x, m)`` of this rank after ``steps`` steps.
@@ -78,10 +78,10 @@ def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float =
     """
     from simcomm.backends._numpy.noise import add_counter_normals
     from simcomm.models._decentralized import node_gradients, node_slice
-    from simcomm.optim._decentralized import _noise_kind, check_hyper, node_noise_rng, step_size
+    from simcomm.optim._decentralized import check_hyper, node_noise_rng, noise_kind, step_size
 
-    check_hyper(gamma, beta)
-    kind = _noise_kind(noise, np)
+    check_hyper(lr, beta)
+    kind = noise_kind(noise, np)
     rank, size = comm.Get_rank(), comm.Get_size()
     local = node_slice(problem, rank, rank + 1)
     noise = node_noise_rng(seed, rank) if sigma > 0 else None
@@ -108,7 +108,7 @@ def run_rank(comm, *, topology, problem, steps: int, gamma: float, beta: float =
             g += sigma * noise.standard_normal(x.size)
         np.multiply(m, beta, out=m)
         m += g
-        y = np.multiply(m, step_size(gamma, k, schedule, k0))
+        y = np.multiply(m, step_size(lr, k, schedule, k0))
         np.subtract(x, y, out=y)
         spent = 0.0
         if barrier:
@@ -181,12 +181,12 @@ def main(argv=None) -> int:
             raise UserError(f"the topology has n={n} nodes but mpiexec started {size} ranks; "
                             f"run mpiexec -n {n} (one rank per node)")
         topo = resolve_topology(args.topology, n)
-        step_size(args.gamma, 0, args.schedule, args.k0)
+        step_size(args.lr, 0, args.schedule, args.k0)
         if args.sigma < 0:
             raise UserError(f"noise sigma must be >= 0, got {args.sigma}")
         problem = make_node_problem(args.problem, n, d=args.d, b=args.b, split=args.split, rng=problem_rng(args.seed))
         times = np.zeros(max(int(args.steps), 0))
-        x, m = run_rank(comm, topology=topo, problem=problem, steps=args.steps, gamma=args.gamma, beta=args.beta,
+        x, m = run_rank(comm, topology=topo, problem=problem, steps=args.steps, lr=args.lr, beta=args.beta,
                         sigma=args.sigma, seed=args.seed, schedule=args.schedule, k0=args.k0, noise=args.noise,
                         comm_times=times, barrier=args.barrier)
     except UserError as exc:

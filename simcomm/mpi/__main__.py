@@ -26,7 +26,7 @@ def parse(argv=None) -> argparse.Namespace:
     d.add_argument("--d", type=int, default=10, help="dimension (least_squares, diagonal) or features (logistic)")
     d.add_argument("--b", type=float, default=1.0, help="heterogeneity at the optimum (least_squares, diagonal)")
     d.add_argument("--split", default="iid", help="iid or label (logistic, digits)")
-    d.add_argument("--gamma", type=float, default=0.05, help="step size (> 0)")
+    d.add_argument("--lr", type=float, default=0.05, help="step size (> 0)")
     d.add_argument("--beta", type=float, default=0.0, help="momentum in [0, 1)")
     d.add_argument("--sigma", type=float, default=1.0, help="gradient noise std per coordinate")
     d.add_argument("--schedule", default="constant", help="constant or inv_sqrt")

@@ -552,9 +552,9 @@ def trace_time(rows: list[dict], network: dict, params: dict, *, rng) -> list[di
     Settings come from the cell's ``params`` first (an experiment that declares ``alpha``, ``beta``,
     ``compute_shift`` or ``compute_scale`` sweeps them), then from ``network``. The pattern is the
     row's ``pattern`` column, else ``network["pattern"]``, else ``"allgather"`` (valid for any message:
-    compressed messages in general do not sum). The nodes are the row's or the cell's ``n_workers``
-    (else ``n``); ``gossip`` takes the cell's ``topology``. Rows that are not trace rows, or a cell
-    without a node count, are returned unchanged.
+    compressed messages in general do not sum). The nodes are the row's or the cell's ``n``; ``gossip``
+    takes the cell's ``topology``. Rows that are not trace rows, or a cell without a node count, are
+    returned unchanged.
 
     Parameters
     ----------
@@ -583,7 +583,7 @@ def trace_time(rows: list[dict], network: dict, params: dict, *, rng) -> list[di
         return params.get(key, network.get(key, default))
 
     def nodes(row):
-        for key in ("n_workers", "n"):
+        for key in ("n",):
             for src in (row, params):
                 if isinstance(src.get(key), (int, np.integer)) and not isinstance(src.get(key), bool):
                     return int(src[key])

@@ -1,6 +1,6 @@
 r"""Asynchronous compressed gradient descent with bounded delay :math:`\tau` (notes ``urq_delay.md`` A2).
 
-.. math:: x_{k+1} = x_k - \gamma\,\frac1N\sum_{i=1}^N Q_i\bigl(\nabla f_i(x_{k-\tau_i(k)})\bigr),
+.. math:: x_{k+1} = x_k - \gamma\,\frac1n\sum_{i=1}^n Q_i\bigl(\nabla f_i(x_{k-\tau_i(k)})\bigr),
           \qquad 0 \le \tau_i(k) \le \min(\tau, k).
 
 The master keeps a ring buffer of the last :math:`\tau + 1` iterates (memory :math:`O(\tau d)` per
@@ -16,11 +16,11 @@ With a ``clock`` (:class:`simcomm.network.Clock`) the delays are not drawn: ever
 own clock (per-node compute times from the clock's straggler distribution), the server applies each
 update on arrival, and a step of the trace is one server update from one worker :math:`w_k`,
 
-.. math:: x_{k+1} = x_k - \frac{\gamma}{N}\,Q\bigl(\nabla f_{w_k}(x_{k-\tau_k})\bigr),
+.. math:: x_{k+1} = x_k - \frac{\gamma}{n}\,Q\bigl(\nabla f_{w_k}(x_{k-\tau_k})\bigr),
 
 :math:`\tau_k` the number of server updates between the worker's read and its write
-(:meth:`simcomm.network.Clock.schedule`). The factor :math:`1/N` keeps :math:`\gamma`'s meaning: a
-round of :math:`N` updates (one from each worker at equal speeds) moves as far as one averaged step.
+(:meth:`simcomm.network.Clock.schedule`). The factor :math:`1/n` keeps :math:`\gamma`'s meaning: a
+round of :math:`n` updates (one from each worker at equal speeds) moves as far as one averaged step.
 The ring buffer then holds the largest delay of the run plus one iterates.
 
 Stability thresholds are compared with the seed summary's sufficient condition
@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError, closest
-from simcomm.optim._server import Monitor, Trace, check_compressor, check_gamma, check_steps, start
+from simcomm.optim._server import Monitor, Trace, check_compressor, check_lr, check_steps, start
 
 __all__ = ["async_compressed_gd", "clock_schedules", "largest_stable_step", "stable_step_bracket", "DELAY_MODELS"]
 
@@ -59,22 +59,22 @@ def check_delay(delay: str) -> str:
     return delay
 
 
-def delays(delay: str, k: int, tau: int, R: int, N: int, buf: np.ndarray, slot: int, rng) -> np.ndarray:
-    r"""Delays :math:`\tau_i(k)` of shape ``(R, N)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
+def delays(delay: str, k: int, tau: int, R: int, n: int, buf: np.ndarray, slot: int, rng) -> np.ndarray:
+    r"""Delays :math:`\tau_i(k)` of shape ``(R, n)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
     cap = min(tau, k)
     if delay == "constant":
-        return np.full((R, N), cap)
+        return np.full((R, n), cap)
     if delay == "uniform":
-        return rng.integers(0, cap + 1, size=(R, N))
+        return rng.integers(0, cap + 1, size=(R, n))
     # adversarial: farthest buffered iterate among x_{k-cap}..x_k, ties to the larger delay
     t = np.arange(cap + 1)
     slots = (slot - t) % buf.shape[1]
     dist = ((buf[:, slots, :] - buf[:, slot : slot + 1, :]) ** 2).sum(axis=2)  # (R, cap+1)
     worst = cap - dist[:, ::-1].argmax(axis=1)
-    return np.repeat(worst[:, None], N, axis=1)
+    return np.repeat(worst[:, None], n, axis=1)
 
 
-def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: int | None = None,
+def async_compressed_gd(problem, compressor, lr: float, steps: int, *, tau: int | None = None,
                         delay: str | None = None, clock=None, x0=None, replicates: int = 1, record_every: int = 1,
                         track_grad: bool = False, stop_gap=None, rng=None, backend=None) -> Trace:
     r"""Asynchronous compressed gradient descent with delays bounded by ``tau``.
@@ -83,7 +83,7 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
     ----------
     problem : simcomm.models.Problem
     compressor : simcomm.compress.Compressor
-    gamma : float
+    lr : float
         Step size, ``> 0``.
     steps : int
         Number of master iterations.
@@ -106,24 +106,24 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
     Raises
     ------
     UserError
-        ``tau < 0``, ``gamma <= 0``, an unknown delay model, or ``tau``/``delay`` given with ``clock``.
+        ``tau < 0``, ``lr <= 0``, an unknown delay model, or ``tau``/``delay`` given with ``clock``.
 
     Examples
     --------
     >>> from simcomm.models import quadratic
     >>> from simcomm.compress import Identity
-    >>> p = quadratic(2, 5, L=1.0, mu=1.0, rng=0)      # H = I: x_{k+1} = x_k - gamma (x_{k-tau} - x*)
+    >>> p = quadratic(2, 5, L=1.0, mu=1.0, rng=0)      # H = I: x_{k+1} = x_k - lr (x_{k-tau} - x*)
     >>> async_compressed_gd(p, Identity(), 1.5, 200, tau=1).notes()   # 1.5 > 1 = threshold
     ['diverged at step 46']
     """
     compressor = check_compressor(compressor)
-    gamma = check_gamma(gamma)
+    lr = check_lr(lr)
     steps = check_steps(steps)
     if clock is not None:
         if tau is not None or delay is not None:
             raise UserError("async_compressed_gd: with a clock the delays come from the workers' clocks; "
                             "drop tau and delay (or drop clock to draw delays from a delay model)")
-        return _clocked(problem, compressor, gamma, steps, clock, x0, replicates, record_every, track_grad, stop_gap,
+        return _clocked(problem, compressor, lr, steps, clock, x0, replicates, record_every, track_grad, stop_gap,
                         np.random.default_rng(rng), backend)
     if tau is None:
         raise UserError("async_compressed_gd: give the delay bound tau (an integer >= 0) or a clock "
@@ -132,10 +132,10 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
     delay = check_delay("constant" if delay is None else delay)
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
-    R, N, d = x.shape[0], problem.N, problem.d
+    R, n, d = x.shape[0], problem.n, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    per_step = N * compressor.bits(d)
-    idx = np.tile(np.arange(N), R)
+    per_step = n * compressor.bits(d)
+    idx = np.tile(np.arange(n), R)
     rows = np.arange(R)[:, None]
     B = tau + 1
     buf = np.empty((R, B, d))  # ring buffer: slot k % B holds x_k
@@ -143,11 +143,11 @@ def async_compressed_gd(problem, compressor, gamma: float, steps: int, *, tau: i
     buf[:, 0] = x
     for k in range(steps):
         slot = k % B
-        t = delays(delay, k, tau, R, N, buf, slot, rng)
-        X = buf[rows, (slot - t) % B]  # (R, N, d): worker i sees x_{k - tau_i(k)}
-        G = problem.grad(X.reshape(R * N, d), idx)
-        U = compressor.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
-        x = x - gamma * mon.alive[:, None] * U
+        t = delays(delay, k, tau, R, n, buf, slot, rng)
+        X = buf[rows, (slot - t) % B]  # (R, n, d): worker i sees x_{k - tau_i(k)}
+        G = problem.grad(X.reshape(R * n, d), idx)
+        U = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d).mean(axis=1)
+        x = x - lr * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
         if mon.done:
             break
@@ -177,12 +177,12 @@ def clock_schedules(clock, n: int, steps: int, replicates: int, rng):
     return W, T
 
 
-def _clocked(problem, compressor, gamma, steps, clock, x0, replicates, record_every, track_grad, stop_gap, rng,
+def _clocked(problem, compressor, lr, steps, clock, x0, replicates, record_every, track_grad, stop_gap, rng,
              backend) -> Trace:
     """One worker's update per server step, with the clock's delays (module docstring)."""
     x = start(problem, x0, replicates)
-    R, N, d = x.shape[0], problem.N, problem.d
-    worker, tau = clock_schedules(clock, N, steps, R, rng)
+    R, n, d = x.shape[0], problem.n, problem.d
+    worker, tau = clock_schedules(clock, n, steps, R, rng)
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     per_step = compressor.bits(d)  # one worker's message per server update
     B = int(tau.max(initial=0)) + 1
@@ -195,7 +195,7 @@ def _clocked(problem, compressor, gamma, steps, clock, x0, replicates, record_ev
         X = buf[rows, (slot - tau[:, k]) % B]  # (R, d): replicate r's worker read x_{k - tau_k}
         G = problem.grad(X, worker[:, k])
         U = compressor.apply(G, rng=rng, backend=backend)
-        x = x - (gamma / N) * mon.alive[:, None] * U
+        x = x - (lr / n) * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
         if mon.done:
             break
@@ -236,9 +236,9 @@ def stable_step_bracket(stable, lo: float, hi: float, iters: int) -> tuple[float
 
 
 def largest_stable_step(run, lo: float, hi: float, *, iters: int = 12) -> float:
-    """Bisection (geometric) for the largest ``gamma`` with ``run(gamma)`` stable.
+    """Bisection (geometric) for the largest ``lr`` with ``run(lr)`` stable.
 
-    ``run(gamma) -> bool`` says whether a run at ``gamma`` was stable (did not diverge, did not grow).
+    ``run(lr) -> bool`` says whether a run at ``lr`` was stable (did not diverge, did not grow).
     ``lo`` must be stable and ``hi`` unstable; the bracket is widened (factors of 2) when they are not
     (:func:`stable_step_bracket`). Returns the stable end of the final bracket (so the estimate errs on
     the low side by at most a factor ``(hi/lo)**(2**-iters)``), ``0.0`` if nothing down to ``1e-12`` is

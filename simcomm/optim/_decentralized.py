@@ -5,7 +5,7 @@ BlueFog's ``DistributedAdaptThenCombineOptimizer``)::
 
     g_i = grad f_i(x_i) + sigma * xi_i          # local stochastic gradient
     m_i = beta * m_i + g_i                      # local momentum buffer, NOT averaged
-    y_i = x_i - gamma_k * m_i                   # adapt
+    y_i = x_i - lr_k * m_i                   # adapt
     x_i = sum_j W^(k)_ij y_j                    # combine (static W, or one-peer W^(k))
 
 DSGD is ``beta = 0``. Parallel SGD is the same with :math:`W = J` (every node ends each step at the
@@ -66,7 +66,7 @@ __all__ = [
 
 NOISE_KEY = 1
 DATA_KEY = 0
-#: Step-size schedules: ``constant`` (gamma) and ``inv_sqrt`` (gamma / sqrt(1 + k / k0)).
+#: Step-size schedules: ``constant`` (lr) and ``inv_sqrt`` (lr / sqrt(1 + k / k0)).
 SCHEDULES = ("constant", "inv_sqrt")
 #: Gradient-noise generators of :func:`run_dsgd` (module doc): ``auto`` is ``stream`` on a host backend,
 #: ``counter`` on a device backend.
@@ -235,10 +235,10 @@ def _bytes_per_message(topo, n: int, d: int) -> float:
 # --------------------------------------------------------------------------- init / update
 
 
-def check_hyper(gamma, beta) -> None:
-    """Raise a one-line :class:`~simcomm.UserError` unless ``gamma > 0`` is finite and ``0 <= beta < 1``."""
-    if not (isinstance(gamma, (int, float, np.floating)) and math.isfinite(gamma) and gamma > 0):
-        raise UserError(f"step size gamma must be a finite number > 0, got {gamma!r}")
+def check_hyper(lr, beta) -> None:
+    """Raise a one-line :class:`~simcomm.UserError` unless ``lr > 0`` is finite and ``0 <= beta < 1``."""
+    if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr > 0):
+        raise UserError(f"step size lr must be a finite number > 0, got {lr!r}")
     if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta < 1.0):
         raise UserError(f"momentum beta must lie in [0, 1), got {beta!r}")
 
@@ -268,21 +268,21 @@ def dsgd_init(x0, n: int, xp=np) -> DSGDState:
     return DSGDState(xp.tile(xp.asarray(x0), (int(n), 1)), xp.zeros((int(n), x0.size)), 0)
 
 
-def _apply(plan, X, M, G, gamma, beta, out, be):
+def _apply(plan, X, M, G, lr, beta, out, be):
     if plan[0] == "shift":
-        return be.atc_shift_step(X, M, G, gamma, beta, plan[1], plan[2], out)
+        return be.atc_shift_step(X, M, G, lr, beta, plan[1], plan[2], out)
     if plan[0] == "csr":
-        return be.atc_csr_step(X, M, G, gamma, beta, plan[1], plan[2], plan[3], out)
+        return be.atc_csr_step(X, M, G, lr, beta, plan[1], plan[2], plan[3], out)
     # W = J: adapt, then every node takes the average
     xp = array_namespace(X)
     xp.multiply(M, beta, out=M)
     M += G
-    Y = X - gamma * M
+    Y = X - lr * M
     out[...] = Y.mean(axis=0)
     return out
 
 
-def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float = 0.0, backend=None) -> DSGDState:
+def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0.0, backend=None) -> DSGDState:
     r"""One DmSGD step (pure: returns a new state, leaves ``state`` unchanged).
 
     Parameters
@@ -292,7 +292,7 @@ def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float 
         Stochastic gradients at ``state.x``, one row per node (moved to the namespace of ``state.x``).
     topology : Topology, str or ndarray
         Layer ``state.k % period`` is used for a time-varying topology; ``"parallel"`` is W = J.
-    gamma : float
+    lr : float
         Step size, ``> 0``.
     beta : float
         Momentum in ``[0, 1)`` (0: DSGD).
@@ -304,14 +304,14 @@ def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float 
     >>> import numpy as np
     >>> from simcomm.topology import one_peer_exponential
     >>> s = dsgd_init(np.zeros(1), 4)
-    >>> s = dsgd_update(s, np.arange(4.0)[:, None], one_peer_exponential(4), gamma=1.0)
-    >>> s = dsgd_update(s, np.zeros((4, 1)), one_peer_exponential(4), gamma=1.0)
+    >>> s = dsgd_update(s, np.arange(4.0)[:, None], one_peer_exponential(4), lr=1.0)
+    >>> s = dsgd_update(s, np.zeros((4, 1)), one_peer_exponential(4), lr=1.0)
     >>> s.x.ravel()   # two one-peer layers average exactly (n = 4): -mean(0..3)
     array([-1.5, -1.5, -1.5, -1.5])
     """
     from simcomm.backends import get_backend
 
-    check_hyper(gamma, beta)
+    check_hyper(lr, beta)
     n, d = state.x.shape
     topo = resolve_topology(topology, n)
     xp = array_namespace(state.x)
@@ -321,7 +321,7 @@ def dsgd_update(state: DSGDState, grads, topology, *, gamma: float, beta: float 
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
     M = state.m.copy()
     out = xp.empty_like(state.x)
-    _apply(plans[state.k % len(plans)], xp.ascontiguousarray(state.x), M, G, float(gamma), float(beta), out,
+    _apply(plans[state.k % len(plans)], xp.ascontiguousarray(state.x), M, G, float(lr), float(beta), out,
            get_backend(backend))
     return DSGDState(out, M, state.k + 1)
 
@@ -370,8 +370,8 @@ def problem_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(DATA_KEY,)))
 
 
-def step_size(gamma: float, k: int, schedule: str = "constant", k0: float = 10.0) -> float:
-    r"""Step size at iteration ``k``: ``gamma`` or :math:`\gamma/\sqrt{1 + k/k_0}` (``inv_sqrt``).
+def step_size(lr: float, k: int, schedule: str = "constant", k0: float = 10.0) -> float:
+    r"""Step size at iteration ``k``: ``lr`` (``constant``) or :math:`\mathrm{lr}/\sqrt{1 + k/k_0}` (``inv_sqrt``).
 
     ``inv_sqrt`` lets one run stand for the family of tuned constant steps :math:`\gamma \propto
     1/\sqrt{T}` used in the rate of papers C3 (its running average at ``T`` behaves like a run of
@@ -383,9 +383,9 @@ def step_size(gamma: float, k: int, schedule: str = "constant", k0: float = 10.0
     0.05
     """
     if schedule == "constant":
-        return float(gamma)
+        return float(lr)
     if schedule == "inv_sqrt":
-        return float(gamma) / math.sqrt(1.0 + k / k0)
+        return float(lr) / math.sqrt(1.0 + k / k0)
     raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; "
                     f"use one of {', '.join(SCHEDULES)}")
 
@@ -428,7 +428,7 @@ class _CounterNoise:
         self.be.add_counter_normals(G, self.keys, k, sigma)
 
 
-def _noise_kind(noise: str, xp) -> str:
+def noise_kind(noise: str, xp) -> str:
     if noise not in NOISES:
         raise UserError(f"unknown noise '{noise}'{closest(noise, NOISES)}; use one of {', '.join(NOISES)}")
     if noise == "auto":
@@ -453,7 +453,7 @@ def _measure(problem, X):
     return cons, float(g @ g), float(xp.sum(G * G) / X.shape[0]), suboptimality(problem, xbar)
 
 
-def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
+def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
              schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
              x0=None, backend=None, noise: str = "auto") -> DSGDTrace:
     r"""Run DmSGD (or parallel SGD with ``topology="parallel"``) on a :class:`~simcomm.models.NodeProblem`.
@@ -467,7 +467,7 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
         (W = J), or a doubly stochastic matrix.
     steps : int
         Iterations ``T``.
-    gamma : float
+    lr : float
         (Initial) step size, ``> 0``.
     beta : float
         Momentum in ``[0, 1)``.
@@ -503,13 +503,13 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
     --------
     >>> from simcomm.models import heterogeneous_least_squares
     >>> prob = heterogeneous_least_squares(8, 4, b=0.0, rng=0)   # b = 0: DSGD converges exactly
-    >>> tr = run_dsgd(prob, "exponential", steps=200, gamma=0.1, seed=1)
+    >>> tr = run_dsgd(prob, "exponential", steps=200, lr=0.1, seed=1)
     >>> bool(tr.subopt[-1] < 1e-6 * tr.subopt[0]), float(tr.messages[-1])   # tau = 3 messages per step
     (True, 600.0)
     """
     from simcomm.backends import get_backend
 
-    check_hyper(gamma, beta)
+    check_hyper(lr, beta)
     steps = int(steps)
     if steps < 0:
         raise UserError(f"steps must be >= 0, got {steps}")
@@ -517,12 +517,12 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
         raise UserError(f"noise sigma must be a finite number >= 0, got {sigma!r}")
     if record_every < 1:
         raise UserError(f"record_every must be >= 1, got {record_every}")
-    step_size(gamma, 0, schedule, k0)  # validates the schedule name
+    step_size(lr, 0, schedule, k0)  # validates the schedule name
     from simcomm.models._decentralized import node_gradients, problem_to
 
     be = get_backend(backend)
     xp = namespace_of_backend(be)
-    kind = _noise_kind(noise, xp)
+    kind = noise_kind(noise, xp)
     n, d = problem.n, problem.d
     topo = resolve_topology(topology, n)
     plans = _plans(topo, xp)
@@ -550,7 +550,7 @@ def run_dsgd(problem, topology, *, steps: int, gamma: float, beta: float = 0.0, 
             G = node_gradients(problem, X, out=G)
             if draw is not None:
                 draw.add(G, k, sigma)
-            out = _apply(plans[k % len(plans)], X, M, G, step_size(gamma, k, schedule, k0), float(beta), out, be)
+            out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0), float(beta), out, be)
             X, out = out, X
             if j < T and rec[j] == k + 1:
                 c, g, gi, s = _measure(problem, X)

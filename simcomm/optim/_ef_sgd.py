@@ -132,8 +132,8 @@ def ef_learning_rate(lr: float, step: int, steps: int, schedule: str = "constant
                     f"choose one of {', '.join(EF_SCHEDULES)}")
 
 
-def ef_init(theta0, n_workers: int) -> EFState:
-    """Zero memories for ``n_workers`` workers around the parameters ``theta0``.
+def ef_init(theta0, n: int) -> EFState:
+    """Zero memories for ``n`` workers around the parameters ``theta0``.
 
     Examples
     --------
@@ -143,7 +143,7 @@ def ef_init(theta0, n_workers: int) -> EFState:
     """
     xp = array_namespace(theta0)  # a device (CuPy) theta0 keeps the whole state on the device
     theta0 = xp.asarray(theta0, dtype=np.float64)
-    return EFState(theta0.copy(), xp.zeros((int(n_workers), theta0.shape[0])), 0)
+    return EFState(theta0.copy(), xp.zeros((int(n), theta0.shape[0])), 0)
 
 
 def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compressor, rng,
@@ -297,19 +297,19 @@ def _progress(enabled: bool, total: int, label: str):
     return bar, task
 
 
-def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_size: int = 32,
+def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int = 32,
            compressor: Compressor, schedule: str = "constant",
            split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, theta0=None,
            rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> EFTrace:
-    r"""Train ``model`` with ``n_workers`` workers running error-feedback SGD (see the module docstring).
+    r"""Train ``model`` with ``n`` workers running error-feedback SGD (see the module docstring).
 
     Parameters
     ----------
     model : MLP
     X, y : numpy.ndarray
         Training features ``(N, d)`` and labels ``(N,)``; split across workers by ``split``.
-    n_workers : int
-        Workers, ``1 <= n_workers <= N``.
+    n : int
+        Workers, ``1 <= n <= N``.
     steps : int
         Updates (the same budget for every compressor).
     lr : float
@@ -356,7 +356,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     >>> from simcomm.compress import RTopK
     >>> from simcomm.models import load_dataset, logistic_regression
     >>> ds = load_dataset("digits", rng=0); m = logistic_regression(64, 10)
-    >>> tr = ef_sgd(m, ds.X_train, ds.y_train, n_workers=4, steps=50, lr=0.5, compressor=RTopK(20, 80),
+    >>> tr = ef_sgd(m, ds.X_train, ds.y_train, n=4, steps=50, lr=0.5, compressor=RTopK(20, 80),
     ...             rng=1, X_test=ds.X_test, y_test=ds.y_test)
     >>> bool(tr.train_loss[-1] < tr.train_loss[0]), int(tr.bits[-1]) == 50 * tr.bits_per_step
     (True, True)
@@ -365,10 +365,10 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     batch_rng = rng if batch_rng is None else np.random.default_rng(batch_rng)
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
-        raise UserError(f"n_workers = {n_workers!r} must be a positive integer")
-    if n_workers > X.shape[0]:
-        raise UserError(f"n_workers = {n_workers} is larger than the data set ({X.shape[0]} training examples); "
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise UserError(f"n = {n!r} must be a positive integer")
+    if n > X.shape[0]:
+        raise UserError(f"n = {n} is larger than the data set ({X.shape[0]} training examples); "
                         f"use at most {X.shape[0]}")
     lr = _check_lr(lr)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
@@ -384,7 +384,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
         raise UserError(f"eval_every = {eval_every!r} must be an integer >= 0 (0 turns the monitor off)")
     eval_every = int(eval_every)
     theta0 = init_params(model, rng=rng) if theta0 is None else np.asarray(theta0, dtype=np.float64)
-    pad, lens = _padded_shards(split_workers(y, n_workers, scheme=split, rng=batch_rng))
+    pad, lens = _padded_shards(split_workers(y, n, scheme=split, rng=batch_rng))
     bps = compressor.bits(D)
 
     def monitor(theta):
@@ -392,14 +392,14 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
         ta = accuracy(model, theta, X_test, y_test) if X_test is not None else math.nan
         return tl, ta
 
-    state = ef_init(theta0, n_workers)
+    state = ef_init(theta0, n)
     be = get_backend(backend)
     # Without an on_step observer nothing outside keeps G or an old memory, so the loop reuses two
     # (n, D) buffers: the gradients, and the memory that p = g + m overwrites in place (no new arrays per
     # step, and no cold buffer to stream P into).
     reuse = on_step is None
     g_buf = np.empty_like(state.memory) if reuse else None
-    rows = np.arange(n_workers)[:, None]
+    rows = np.arange(n)[:, None]
     if eval_every:
         ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
     else:
@@ -409,7 +409,7 @@ def ef_sgd(model: MLP, X, y, *, n_workers: int, steps: int, lr: float, batch_siz
     bar = _progress(progress, steps, f"EF-SGD {compressor.label}")
     try:
         for t in range(steps):
-            pos = (batch_rng.random((n_workers, batch_size)) * lens[:, None]).astype(np.int64)
+            pos = (batch_rng.random((n, batch_size)) * lens[:, None]).astype(np.int64)
             bidx = pad[rows, pos]
             G = worker_gradients(model, state.theta, X[bidx], y[bidx], out=g_buf)
             new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor,

@@ -3,11 +3,11 @@ r"""Compressed incremental aggregated gradient (IAG) (notes ``urq_delay.md`` A3)
 The master keeps the last quantized gradient of every worker, :math:`u_i`, initialised with
 :math:`u_i = Q_i(\nabla f_i(x_0))`. At step :math:`k` one worker :math:`i_k` communicates:
 
-.. math:: u_{i_k} \leftarrow Q_{i_k}(\nabla f_{i_k}(x_k)),\qquad x_{k+1} = x_k - \gamma\,\frac1N\sum_i u_i,
+.. math:: u_{i_k} \leftarrow Q_{i_k}(\nabla f_{i_k}(x_k)),\qquad x_{k+1} = x_k - \gamma\,\frac1n\sum_i u_i,
 
-with :math:`i_k = k \bmod N` (``order="cyclic"``, staleness at most :math:`N-1`) or uniform at random
+with :math:`i_k = k \bmod n` (``order="cyclic"``, staleness at most :math:`n-1`) or uniform at random
 (``order="random"``, unbounded staleness). The sum :math:`\sum_i u_i` is updated in place
-(:math:`O(d)` per step) and recomputed from the table every ``N`` steps so rounding does not drift.
+(:math:`O(d)` per step) and recomputed from the table every ``n`` steps so rounding does not drift.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.optim._server import Monitor, Trace, check_compressor, check_gamma, check_steps, start
+from simcomm.optim._server import Monitor, Trace, check_compressor, check_lr, check_steps, start
 
 __all__ = ["compressed_iag", "IAG_ORDERS"]
 
@@ -23,7 +23,7 @@ __all__ = ["compressed_iag", "IAG_ORDERS"]
 IAG_ORDERS = ("cyclic", "random")
 
 
-def compressed_iag(problem, compressor, gamma: float, steps: int, *, order: str = "cyclic", x0=None,
+def compressed_iag(problem, compressor, lr: float, steps: int, *, order: str = "cyclic", x0=None,
                    replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                    backend=None) -> Trace:
     r"""Compressed IAG: one worker refreshes its quantized gradient per step.
@@ -32,10 +32,10 @@ def compressed_iag(problem, compressor, gamma: float, steps: int, *, order: str 
     ----------
     problem : simcomm.models.Problem
     compressor : simcomm.compress.Compressor
-    gamma : float
+    lr : float
         Step size, ``> 0``.
     steps : int
-        Number of master iterations (each carries one message, plus ``N`` messages at start).
+        Number of master iterations (each carries one message, plus ``n`` messages at start).
     order : {"cyclic", "random"}
         Which worker communicates at each step.
     x0, replicates, record_every, track_grad, stop_gap, rng, backend
@@ -44,7 +44,7 @@ def compressed_iag(problem, compressor, gamma: float, steps: int, *, order: str 
     Returns
     -------
     Trace
-        ``bits`` counts the ``N`` initial messages and one message per step.
+        ``bits`` counts the ``n`` initial messages and one message per step.
 
     Examples
     --------
@@ -56,30 +56,30 @@ def compressed_iag(problem, compressor, gamma: float, steps: int, *, order: str 
     True
     """
     compressor = check_compressor(compressor)
-    gamma = check_gamma(gamma)
+    lr = check_lr(lr)
     steps = check_steps(steps)
     if order not in IAG_ORDERS:
         raise UserError(f"order = {order!r} is not allowed; use 'cyclic' or 'random'")
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
-    R, N, d = x.shape[0], problem.N, problem.d
+    R, n, d = x.shape[0], problem.n, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     b = compressor.bits(d)
     rows = np.arange(R)
     # table of the last quantized gradient of every worker, all computed at x0
-    U = compressor.apply(problem.grad(np.repeat(x, N, axis=0), np.tile(np.arange(N), R)), rng=rng,
-                        backend=backend).reshape(R, N, d).astype(np.float64)
+    U = compressor.apply(problem.grad(np.repeat(x, n, axis=0), np.tile(np.arange(n), R)), rng=rng,
+                        backend=backend).reshape(R, n, d).astype(np.float64)
     S = U.sum(axis=1)
-    x = mon.check(0, x, N * b)
+    x = mon.check(0, x, n * b)
     for k in range(steps):
-        i = np.full(R, k % N) if order == "cyclic" else rng.integers(0, N, size=R)
+        i = np.full(R, k % n) if order == "cyclic" else rng.integers(0, n, size=R)
         q = np.asarray(compressor.apply(problem.grad(x, i), rng=rng, backend=backend), dtype=np.float64)
         S += q - U[rows, i]
         U[rows, i] = q
-        if (k + 1) % N == 0:
+        if (k + 1) % n == 0:
             S = U.sum(axis=1)
-        x = x - gamma * mon.alive[:, None] * (S / N)
-        x = mon.check(k + 1, x, (N + k + 1) * b)
+        x = x - lr * mon.alive[:, None] * (S / n)
+        x = mon.check(k + 1, x, (n + k + 1) * b)
         if mon.done:
             break
         if not mon.alive.all():  # frozen replicates: keep their table finite

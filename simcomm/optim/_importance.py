@@ -102,7 +102,7 @@ def importance_sgd(
     batch_size: int,
     proposal: str = "stale",
     smoothing: float = 0.0,
-    n_workers: int = 1,
+    n: int = 1,
     schedule: Staleness = Staleness(),
     eval_every: int = 10,
     X_test=None,
@@ -125,10 +125,10 @@ def importance_sgd(
         :math:`M` draws per update, ``1 <= M <= N``.
     proposal : {"uniform", "ideal", "smoothed", "stale"}
         ``uniform`` = plain SGD; ``ideal`` = fresh norms every step; ``smoothed`` = fresh norms + ``smoothing``;
-        ``stale`` = norms from ``n_workers`` workers refreshed by ``schedule``, + ``smoothing``.
+        ``stale`` = norms from ``n`` workers refreshed by ``schedule``, + ``smoothing``.
     smoothing : float, default 0.0
         Additive constant :math:`c \ge 0` (``smoothed`` and ``stale``).
-    n_workers : int, default 1
+    n : int, default 1
         Workers computing scores (``stale``); the examples are split iid among them.
     schedule : Staleness
         Refresh schedule of the workers (``stale``), see :func:`simcomm.sampling.staleness`.
@@ -164,9 +164,10 @@ def importance_sgd(
         raise UserError(f"smoothing = {smoothing} must be a finite number >= 0 (it is added to every score)")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    n = X.shape[0]
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n:
-        raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {n} (the training set size)")
+    n_train = X.shape[0]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n_train:
+        raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {n_train} "
+                        "(the training set size)")
     rng = np.random.default_rng(rng)
     theta = init_params(model, rng=rng) if theta0 is None else np.array(theta0, dtype=np.float64)
 
@@ -176,9 +177,9 @@ def importance_sgd(
     c = smoothing if proposal in ("smoothed", "stale") else 0.0
     state = None
     if proposal == "stale":
-        shards = split_workers(y, n_workers, scheme="iid", rng=rng)
+        shards = split_workers(y, n, scheme="iid", rng=rng)
         state = stale_init(norms_at(theta), shards)
-    q_unif = uniform_proposal(n)
+    q_unif = uniform_proposal(n_train)
 
     rec = {k: [] for k in ("step", "loss", "acc", "unif", "ideal", "actual", "wmax", "stale", "bytes")}
     wmax = np.nan  # no draw before step 0

@@ -3,7 +3,7 @@ r"""Compressed gradient descent on a parameter server, synchronous (notes ``urq_
 ``mode="workers"`` (A1 with the average normalisation of D2): every worker sends an independently
 quantized local gradient and the master averages,
 
-.. math:: x_{k+1} = x_k - \gamma\,\frac1N\sum_{i=1}^N Q_i(\nabla f_i(x_k)).
+.. math:: x_{k+1} = x_k - \gamma\,\frac1n\sum_{i=1}^n Q_i(\nabla f_i(x_k)).
 
 ``mode="aggregate"`` (D1, one compressed stream): :math:`x_{k+1} = x_k - \gamma\,Q(\nabla f(x_k))`.
 
@@ -89,13 +89,13 @@ def check_compressor(compressor) -> Compressor:
     return compressor
 
 
-def check_gamma(gamma) -> float:
-    """Validate a step size (``gamma > 0``, finite)."""
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating, np.integer)) or not (
-        gamma > 0 and math.isfinite(gamma)
+def check_lr(lr) -> float:
+    """Validate a step size (``lr > 0``, finite)."""
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating, np.integer)) or not (
+        lr > 0 and math.isfinite(lr)
     ):
-        raise UserError(f"gamma = {gamma!r} is not allowed; use a finite step size gamma > 0")
-    return float(gamma)
+        raise UserError(f"lr = {lr!r} is not allowed; use a finite step size lr > 0")
+    return float(lr)
 
 
 def check_steps(steps) -> int:
@@ -174,7 +174,7 @@ def start(problem, x0, replicates: int) -> np.ndarray:
     return np.array(np.broadcast_to(x0, (replicates, problem.d)), dtype=np.float64)
 
 
-def compressed_gd(problem, compressor, gamma: float, steps: int, *, mode: str = "workers", x0=None,
+def compressed_gd(problem, compressor, lr: float, steps: int, *, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                   backend=None) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
@@ -182,15 +182,15 @@ def compressed_gd(problem, compressor, gamma: float, steps: int, *, mode: str = 
     Parameters
     ----------
     problem : simcomm.models.Problem
-        :math:`f = \frac1N\sum_i f_i` with known :math:`x^\star`, :math:`f^\star`.
+        :math:`f = \frac1n\sum_i f_i` with known :math:`x^\star`, :math:`f^\star`.
     compressor : simcomm.compress.Compressor
         The URQ applied to each message (:class:`~simcomm.compress.Identity` for exact gradients).
-    gamma : float
+    lr : float
         Step size, ``> 0``.
     steps : int
         Number of iterations ``K``.
     mode : {"workers", "aggregate"}
-        ``"workers"``: N quantized local gradients, averaged (A1/D2); ``"aggregate"``: one quantized
+        ``"workers"``: n quantized local gradients, averaged (A1/D2); ``"aggregate"``: one quantized
         full gradient per step (D1).
     x0 : array_like, optional
         Start (default ``problem.x0``), broadcast to every replicate.
@@ -222,24 +222,24 @@ def compressed_gd(problem, compressor, gamma: float, steps: int, *, mode: str = 
     (True, [''])
     """
     compressor = check_compressor(compressor)
-    gamma = check_gamma(gamma)
+    lr = check_lr(lr)
     steps = check_steps(steps)
     if mode not in ("workers", "aggregate"):
         raise UserError(f"mode = {mode!r} is not allowed; use 'workers' or 'aggregate'")
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
-    R, N, d = x.shape[0], problem.N, problem.d
+    R, n, d = x.shape[0], problem.n, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    per_step = (N if mode == "workers" else 1) * compressor.bits(d)
-    idx = np.tile(np.arange(N), R)
+    per_step = (n if mode == "workers" else 1) * compressor.bits(d)
+    idx = np.tile(np.arange(n), R)
     x = mon.check(0, x, 0.0)
     for k in range(steps):
         if mode == "workers":
-            G = problem.grad(np.repeat(x, N, axis=0), idx)  # (R*N, d): worker i's gradient at x_k
-            U = compressor.apply(G, rng=rng, backend=backend).reshape(R, N, d).mean(axis=1)
+            G = problem.grad(np.repeat(x, n, axis=0), idx)  # (R*n, d): worker i's gradient at x_k
+            U = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d).mean(axis=1)
         else:
             U = compressor.apply(problem.full_grad(x), rng=rng, backend=backend)
-        x = x - gamma * mon.alive[:, None] * U
+        x = x - lr * mon.alive[:, None] * U
         x = mon.check(k + 1, x, (k + 1) * per_step)
         if mon.done:
             break

@@ -71,7 +71,7 @@ def test_bench_dmsgd_step(benchmark, name):
             t_fast = min(t_fast, time.perf_counter() - t)
     floor = 5 * X.nbytes / _copy_bandwidth(X)
     benchmark.extra_info["ratio"] = t_dense / t_fast
-    benchmark.extra_info["baseline"] = "numpy dense step: M = beta M + G; W @ (X - gamma M) (BLAS gemm)"
+    benchmark.extra_info["baseline"] = "numpy dense step: M = beta M + G; W @ (X - lr M) (BLAS gemm)"
     benchmark.extra_info["floor_ratio"] = t_fast / floor
     benchmark.extra_info["memory_bytes"] = 4 * X.nbytes + 8 * 32768 * 2
     benchmark.extra_info["n_d"] = [N, D]

@@ -56,7 +56,7 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
     steps = math.ceil(X.shape[0] / (N_WORKERS * B))  # one pass over the training set
 
     def run(eval_every):
-        return ef_sgd(model, X, y, n_workers=N_WORKERS, steps=steps, lr=0.1, batch_size=B, compressor=TopK(k),
+        return ef_sgd(model, X, y, n=N_WORKERS, steps=steps, lr=0.1, batch_size=B, compressor=TopK(k),
                       theta0=theta0, rng=1, batch_rng=2, eval_every=eval_every).theta
 
     def baseline():

@@ -5,7 +5,7 @@ faster than a straightforward numpy implementation (norms, floor, ``rng.random``
 and within 3x of the memory-bandwidth floor: (bytes in + bytes out) / copy bandwidth, i.e. the time
 of ``np.copyto`` of the same array measured in the same test (``floor_ratio`` = time / floor, timed
 with a preallocated ``out=`` like the copy's destination; the allocating call's ratio is shown too). A
-10,000-step asynchronous run with tau = 32, N = 16, d = 1,000 takes seconds; its baseline is the
+10,000-step asynchronous run with tau = 32, n = 16, d = 1,000 takes seconds; its baseline is the
 full-history per-worker loop of ``tests/naive_quantize.py`` (timed on 500 steps, scaled by 20).
 """
 
@@ -89,7 +89,7 @@ def test_bench_quantize_vs_numpy(benchmark, case, method):
 
 
 def test_bench_async_run(benchmark):
-    """10,000 steps, tau = 32, N = 16, d = 1,000, QSGD s = 4, constant delay."""
+    """10,000 steps, tau = 32, n = 16, d = 1,000, QSGD s = 4, constant delay."""
     p = quadratic(16, 1000, L=1.0, mu=0.01, sigma2=1.0, rng=12345)
     q = QSGD(4)
     async_compressed_gd(p, q, 0.01, 50, tau=32, rng=0)  # compile

@@ -1,6 +1,6 @@
 r"""Decentralized SGD kernels on the GPU: the adapt-then-combine momentum step in two fused passes.
 
-Pass 1 (adapt) reads ``X, M, G`` once and writes ``M`` and ``Y = X - gamma M``; pass 2 mixes ``Y``
+Pass 1 (adapt) reads ``X, M, G`` once and writes ``M`` and ``Y = X - lr M``; pass 2 mixes ``Y``
 into ``out``. Same update and summation order as :mod:`simcomm.backends._numpy.dsgd`, no fused
 multiply-add, so device arrays give numpy's values bit for bit. Host arrays are copied to the device
 and back (``M`` and ``out`` are updated in place), which is correct but slow: keep the state on the
@@ -19,14 +19,14 @@ from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 __all__ = ["atc_shift_step", "atc_csr_step"]
 
 
-def _adapt(X, M, G, gamma, beta):
+def _adapt(X, M, G, lr, beta):
     """``(Md, Y)`` on the device; ``Md`` is ``M`` itself when ``M`` is a contiguous device array."""
     Xd, Gd = cp.ascontiguousarray(cp.asarray(X)), cp.ascontiguousarray(cp.asarray(G, dtype=X.dtype))
     Md = M if isinstance(M, cp.ndarray) and M.flags.c_contiguous else cp.ascontiguousarray(cp.asarray(M))
     Y = cp.empty_like(Xd)
     t = Xd.dtype.type
     if Xd.size:
-        kernel("adapt", Xd.dtype)(*grid_1d(Xd.size), (Xd, Md, Gd, np.int64(Xd.size), t(gamma), t(beta), Y))
+        kernel("adapt", Xd.dtype)(*grid_1d(Xd.size), (Xd, Md, Gd, np.int64(Xd.size), t(lr), t(beta), Y))
     if Md is not M:
         M[...] = Md if isinstance(M, cp.ndarray) else cp.asnumpy(Md)
     return Y
@@ -42,13 +42,13 @@ def _store(res, out):
     return out
 
 
-def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
+def atc_shift_step(X, M, G, lr, beta, shifts, weights, out):
     """ATC momentum step with a 1-D circulant ``W`` (see the numpy reference)."""
-    Y = _adapt(X, M, G, gamma, beta)
+    Y = _adapt(X, M, G, lr, beta)
     return _store(shift_mix_into(Y, shifts, weights, _target(out, Y)), out)
 
 
-def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
+def atc_csr_step(X, M, G, lr, beta, indptr, indices, data, out):
     """ATC momentum step with a CSR ``W`` (see the numpy reference)."""
-    Y = _adapt(X, M, G, gamma, beta)
+    Y = _adapt(X, M, G, lr, beta)
     return _store(csr_mix_into(indptr, indices, data, Y, _target(out, Y)), out)

@@ -22,35 +22,35 @@ def _scratch(n: int, block: int, dtype) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _adapt_block(X, M, G, gamma, beta, c0, c1, Y):
-    """Columns c0:c1 of every node: m <- beta m + g (in place), y <- x - gamma m into the scratch Y."""
+def _adapt_block(X, M, G, lr, beta, c0, c1, Y):
+    """Columns c0:c1 of every node: m <- beta m + g (in place), y <- x - lr m into the scratch Y."""
     for i in range(X.shape[0]):
         # 1-D contiguous views let LLVM vectorise the loops (2-D indexing did not)
         xi, mi, gi, yi = X[i, c0:c1], M[i, c0:c1], G[i, c0:c1], Y[i]
         for c in range(c1 - c0):
             mm = beta * mi[c] + gi[c]
             mi[c] = mm
-            yi[c] = xi[c] - gamma * mm
+            yi[c] = xi[c] - lr * mm
 
 
 @njit(cache=True, inline="always")
-def _adapted_slab(X, M, G, gamma, beta, block, scratch, b):
+def _adapted_slab(X, M, G, lr, beta, block, scratch, b):
     """Columns ``c0:c1`` of slab ``b``, adapted into this thread's scratch ``Y``: ``(c0, c1, Y)``."""
     c0 = b * block
     c1 = min(X.shape[1], c0 + block)
     # per-thread scratch allocated once by the caller: a fresh 256 KiB array per block would be
     # an mmap + page faults every time
     Y = scratch[numba.get_thread_id()]
-    _adapt_block(X, M, G, gamma, beta, c0, c1, Y)
+    _adapt_block(X, M, G, lr, beta, c0, c1, Y)
     return c0, c1, Y
 
 
 # The combine is the gossip kernels' row update (_axpy_row: first term written as 0.0 + w y, then
 # accumulated in the listed order), applied to the cache-resident adapted slab instead of X.
 @njit(cache=True, inline="always")
-def _shift_block(X, M, G, gamma, beta, shifts, weights, out, block, scratch, b):
+def _shift_block(X, M, G, lr, beta, shifts, weights, out, block, scratch, b):
     n = X.shape[0]
-    c0, c1, Y = _adapted_slab(X, M, G, gamma, beta, block, scratch, b)
+    c0, c1, Y = _adapted_slab(X, M, G, lr, beta, block, scratch, b)
     for i in range(n):
         oi = out[i, c0:c1]
         for t in range(shifts.shape[0]):
@@ -58,8 +58,8 @@ def _shift_block(X, M, G, gamma, beta, shifts, weights, out, block, scratch, b):
 
 
 @njit(cache=True, inline="always")
-def _csr_block(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch, b):
-    c0, c1, Y = _adapted_slab(X, M, G, gamma, beta, block, scratch, b)
+def _csr_block(X, M, G, lr, beta, indptr, indices, data, out, block, scratch, b):
+    c0, c1, Y = _adapted_slab(X, M, G, lr, beta, block, scratch, b)
     for i in range(X.shape[0]):
         oi = out[i, c0:c1]
         if indptr[i] == indptr[i + 1]:  # a node with no in-neighbour (not doubly stochastic, but defined)
@@ -74,37 +74,37 @@ def _csr_block(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch,
 # signature, not by the parallel flag, so one body compiled twice made the threaded driver load the
 # serial machine code (half the speed) or the reverse (a segfault).
 @njit(cache=True, parallel=True)
-def _atc_shift_par(X, M, G, gamma, beta, shifts, weights, out, block, scratch):
+def _atc_shift_par(X, M, G, lr, beta, shifts, weights, out, block, scratch):
     for b in prange((X.shape[1] + block - 1) // block):
-        _shift_block(X, M, G, gamma, beta, shifts, weights, out, block, scratch, b)
+        _shift_block(X, M, G, lr, beta, shifts, weights, out, block, scratch, b)
     return out
 
 
 @njit(cache=True)
-def _atc_shift_ser(X, M, G, gamma, beta, shifts, weights, out, block, scratch):
+def _atc_shift_ser(X, M, G, lr, beta, shifts, weights, out, block, scratch):
     for b in range((X.shape[1] + block - 1) // block):
-        _shift_block(X, M, G, gamma, beta, shifts, weights, out, block, scratch, b)
+        _shift_block(X, M, G, lr, beta, shifts, weights, out, block, scratch, b)
     return out
 
 
 @njit(cache=True, parallel=True)
-def _atc_csr_par(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch):
+def _atc_csr_par(X, M, G, lr, beta, indptr, indices, data, out, block, scratch):
     for b in prange((X.shape[1] + block - 1) // block):
-        _csr_block(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch, b)
+        _csr_block(X, M, G, lr, beta, indptr, indices, data, out, block, scratch, b)
     return out
 
 
 @njit(cache=True)
-def _atc_csr_ser(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch):
+def _atc_csr_ser(X, M, G, lr, beta, indptr, indices, data, out, block, scratch):
     for b in range((X.shape[1] + block - 1) // block):
-        _csr_block(X, M, G, gamma, beta, indptr, indices, data, out, block, scratch, b)
+        _csr_block(X, M, G, lr, beta, indptr, indices, data, out, block, scratch, b)
     return out
 
 
 _PARALLEL_MIN = 1 << 18  # elements n*d from which the threaded kernel is used
 
 
-def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
+def atc_shift_step(X, M, G, lr, beta, shifts, weights, out):
     r"""ATC momentum step with a 1-D circulant ``W``; see the numpy backend.
 
     Examples
@@ -124,10 +124,10 @@ def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
         return out
     kernel = _atc_shift_par if n * d >= _PARALLEL_MIN else _atc_shift_ser
     blk = _col_block(n, d)  # a (n, blk) slab is 256 KiB of float64, about an L2 cache
-    return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), sh, w, out, blk, _scratch(n, blk, X.dtype))
+    return kernel(X, M, G, X.dtype.type(lr), X.dtype.type(beta), sh, w, out, blk, _scratch(n, blk, X.dtype))
 
 
-def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
+def atc_csr_step(X, M, G, lr, beta, indptr, indices, data, out):
     r"""ATC momentum step with a CSR ``W``; see the numpy backend.
 
     Examples
@@ -142,5 +142,5 @@ def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
     w = np.asarray(data, dtype=np.float64).astype(X.dtype)
     kernel = _atc_csr_par if n * d >= _PARALLEL_MIN else _atc_csr_ser
     blk = _col_block(n, d)  # a (n, blk) slab is 256 KiB of float64, about an L2 cache
-    return kernel(X, M, G, X.dtype.type(gamma), X.dtype.type(beta), np.asarray(indptr, dtype=np.int64),
+    return kernel(X, M, G, X.dtype.type(lr), X.dtype.type(beta), np.asarray(indptr, dtype=np.int64),
                     np.asarray(indices, dtype=np.int64), w, out, blk, _scratch(n, blk, X.dtype))

@@ -3,7 +3,7 @@ r"""Decentralized SGD kernels, numpy reference: one fused adapt-then-combine (AT
 With local momentum (papers/exponential_graph.md (d)), for every node ``i``::
 
     m_i <- beta * m_i + g_i          # local buffer, NOT averaged
-    y_i <- x_i - gamma * m_i         # adapt
+    y_i <- x_i - lr * m_i         # adapt
     x_i <- sum_j W_ij y_j            # combine
 
 The combine sums the neighbours in the order the mixing weights are listed and starts from 0.0,
@@ -21,23 +21,23 @@ from simcomm.backends._numpy.gossip import csr_mix, shift_mix
 __all__ = ["atc_shift_step", "atc_csr_step"]
 
 
-def _adapt(X, M, G, gamma, beta):
-    # m <- beta m + g (in place), y <- x - gamma m; the same two roundings as the numba kernel
+def _adapt(X, M, G, lr, beta):
+    # m <- beta m + g (in place), y <- x - lr m; the same two roundings as the numba kernel
     np.multiply(M, beta, out=M)
     M += G
-    Y = np.multiply(M, gamma)
+    Y = np.multiply(M, lr)
     np.subtract(X, Y, out=Y)
     return Y
 
 
-def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
+def atc_shift_step(X, M, G, lr, beta, shifts, weights, out):
     r"""ATC momentum step with a 1-D circulant ``W`` (``W[i, i + h_t] = w_t``); see the module doc.
 
     Parameters
     ----------
     X, M, G : ndarray, shape (n, d)
         Iterates, momentum buffers (updated in place) and stochastic gradients, one row per node.
-    gamma, beta : float
+    lr, beta : float
         Step size and momentum.
     shifts : ndarray of int64, shape (m,)
         Offsets :math:`h_t` (reduced mod n), self offset included.
@@ -57,11 +57,11 @@ def atc_shift_step(X, M, G, gamma, beta, shifts, weights, out):
     >>> atc_shift_step(X, M, G, 0.5, 0.0, np.array([0, 1]), np.array([0.5, 0.5]), np.empty((4, 1))).ravel()
     array([0., 1., 2., 1.])
     """
-    out[...] = shift_mix(_adapt(X, M, G, gamma, beta), shifts, weights)
+    out[...] = shift_mix(_adapt(X, M, G, lr, beta), shifts, weights)
     return out
 
 
-def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
+def atc_csr_step(X, M, G, lr, beta, indptr, indices, data, out):
     r"""ATC momentum step with a CSR ``W``; see :func:`atc_shift_step`.
 
     Examples
@@ -72,5 +72,5 @@ def atc_csr_step(X, M, G, gamma, beta, indptr, indices, data, out):
     ...              np.empty((2, 1))).ravel()
     array([0., 0.])
     """
-    out[...] = csr_mix(indptr, indices, data, _adapt(X, M, G, gamma, beta))
+    out[...] = csr_mix(indptr, indices, data, _adapt(X, M, G, lr, beta))
     return out
