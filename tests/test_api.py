@@ -140,3 +140,6 @@ def test_trace_attribute_errors_notes_and_first_below():
     assert list(tr.table().columns) == ["replicate", "step", "f_gap"]
     with pytest.raises(AttributeError):
         tr.step = np.array([0])  # frozen
+    assert {"f_gap", "grad2_mean", "table"} <= set(dir(tr))
+    assert repr(tr) == ("Trace(3 recorded steps, 2 replicate(s), records: f_gap; info: grad2_mean; "
+                        "diverged_at: [-1, 7])")

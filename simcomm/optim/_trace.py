@@ -96,7 +96,8 @@ class Trace:
     Notes
     -----
     ``tr.name`` reads ``tr.records[name]``, else ``tr.info[name]``; an unknown name raises an
-    ``AttributeError`` that lists what the trace holds.
+    ``AttributeError`` that lists what the trace holds. The dataclass is frozen (its fields cannot be
+    reassigned); the arrays and dicts it holds are the optimiser's own, not copies.
 
     Examples
     --------
@@ -106,6 +107,8 @@ class Trace:
     (np.float64(0.5), np.float64(1.5), '', array([10.]))
     >>> tr.table().columns.tolist()
     ['replicate', 'step', 'f_gap']
+    >>> tr
+    Trace(2 recorded steps, 1 replicate(s), records: f_gap; info: grad2_mean; diverged_at: [-1])
     """
 
     step: np.ndarray
@@ -127,6 +130,15 @@ class Trace:
         raise AttributeError(f"Trace has no record or info '{name}'; records: {', '.join(d.get('records', {}))}"
                              f"; info: {', '.join(d.get('info', {})) or '(none)'}; fields: step, records, x, "
                              "diverged_at, info")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.records) | set(self.info))
+
+    def __repr__(self) -> str:
+        # a summary: the arrays of a long run would fill the screen
+        return (f"Trace({self.step.size} recorded steps, {self.replicates} replicate(s), records: "
+                f"{', '.join(self.records) or '(none)'}; info: {', '.join(self.info) or '(none)'}; "
+                f"diverged_at: {np.asarray(self.diverged_at).tolist()})")
 
     @property
     def replicates(self) -> int:
