@@ -63,7 +63,7 @@ def test_python_walkthrough_runs():
 
 
 def test_every_optimiser_record_has_the_same_tidy_table():
-    # one view of the four trace types: long format, ``step`` first, values equal to the trace's arrays
+    # one Trace type, one view: long format, ``step`` first, values equal to the trace's arrays
     import numpy as np
 
     from simcomm.compress import QSGD, TopK
@@ -72,7 +72,7 @@ def test_every_optimiser_record_has_the_same_tidy_table():
 
     srv = compressed_gd(quadratic(4, 6, rng=0), QSGD(2), 0.5, 10, replicates=3, record_every=5, rng=1)
     t = srv.table()
-    assert list(t.columns[:2]) == ["replicate", "step"] and len(t) == 3 * srv.steps.size
+    assert list(t.columns[:2]) == ["replicate", "step"] and len(t) == 3 * srv.step.size
     np.testing.assert_array_equal(t["f_gap"], srv.f_gap.ravel())
     np.testing.assert_array_equal(t["bits"], np.tile(srv.bits, 3))
     dsgd = run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, lr=0.1, record_every=5)
@@ -86,3 +86,72 @@ def test_every_optimiser_record_has_the_same_tidy_table():
     it = imp.table()
     assert it.columns[0] == "step" and len(it) == imp.step.size
     np.testing.assert_array_equal(it["train_loss"], imp.train_loss)
+
+
+def test_every_optimiser_returns_the_one_trace_type():
+    # the six optimisers return simcomm.optim.Trace with the same fields: step, records, x, diverged_at
+    # (one int per replicate, -1 = no divergence) and info; the old per-optimiser types are gone
+    import pickle
+
+    import numpy as np
+
+    import simcomm.optim as so
+    from simcomm.compress import QSGD, Identity, TopK
+    from simcomm.models import heterogeneous_least_squares, load_dataset, logistic_regression, quadratic
+
+    for gone in ("DSGDTrace", "EFTrace", "ISTrace"):
+        assert gone not in so.__all__ and not hasattr(so, gone)
+    p = quadratic(4, 6, rng=0)
+    ds = load_dataset("digits", n_samples=300, rng=0)
+    m = logistic_regression(64, 10)
+    runs = {
+        "compressed_gd": so.compressed_gd(p, QSGD(2), 0.5, 10, replicates=3, record_every=5, track_grad=True, rng=1),
+        "async": so.async_compressed_gd(p, QSGD(2), 0.5, 10, tau=2, replicates=2, rng=1),
+        "iag": so.compressed_iag(p, Identity(), 0.2, 10, rng=1),
+        "dsgd": so.run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, lr=0.1, record_every=5),
+        "ef": so.ef_sgd(m, ds.X_train, ds.y_train, n=2, steps=6, lr=0.1, compressor=TopK(5), rng=1,
+                        eval_every=3),
+        "is": so.importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, eval_every=3, rng=1),
+    }
+    R = {"compressed_gd": 3, "async": 2}
+    for name, tr in runs.items():
+        assert type(tr) is so.Trace, name
+        assert tr.diverged_at.dtype.kind == "i" and tr.diverged_at.tolist() == [-1] * R.get(name, 1), name
+        assert tr.replicates == R.get(name, 1) and not tr.diverged.any() and tr.notes() == [""] * tr.replicates
+        T = tr.step.size
+        assert T >= 2 and all(np.shape(v)[-1] == T for v in tr.records.values()), name
+        for k, v in tr.records.items():  # attribute access reads the same array
+            assert getattr(tr, k) is v
+        back = pickle.loads(pickle.dumps(tr))  # the runner's worker processes ship traces
+        np.testing.assert_array_equal(back.step, tr.step)
+        assert list(back.records) == list(tr.records)
+    assert runs["compressed_gd"].x.shape == (3, p.d) and runs["dsgd"].x.shape == (4, 3)
+    assert runs["compressed_gd"].grad2_mean.shape == (3,) and np.isfinite(runs["compressed_gd"].grad2_mean).all()
+    ef = runs["ef"]
+    assert ef.comp_error.shape == (6,) and ef.bits_per_step == TopK(5).bits(m.n_params)
+    assert ef.x.shape == (m.n_params,) and runs["is"].x.shape == (m.n_params,)
+    assert {"trace_cov_uniform", "trace_cov_ideal", "trace_cov_actual"} <= set(runs["is"].records)
+
+
+def test_trace_attribute_errors_notes_and_first_below():
+    import numpy as np
+
+    from simcomm.optim import Trace
+
+    tr = Trace(np.array([0, 5, 10]), {"f_gap": np.array([[3.0, 1.0, 0.5], [3.0, 2.0, np.inf]])}, np.zeros((2, 1)),
+               np.array([-1, 7]), {"grad2_mean": np.array([1.0, np.inf])})
+    with pytest.raises(AttributeError, match="no record or info 'dist2'; records: f_gap; info: grad2_mean"):
+        tr.dist2  # noqa: B018
+    assert not hasattr(tr, "theta") and not hasattr(tr, "steps")  # the old names are gone, not aliased
+    assert tr.notes() == ["", "diverged at step 7"] and tr.note == "replicate 1 diverged at step 7"
+    assert tr.diverged.tolist() == [False, True]
+    np.testing.assert_array_equal(tr.first_below(1.0), [5.0, np.nan])
+    one = Trace(np.array([0, 4]), {"subopt": np.array([2.0, 0.1])}, diverged_at=np.array([-1]))
+    assert one.note == "" and one.first_below(0.5, "subopt").tolist() == [4.0]
+    assert list(one.table().columns) == ["step", "subopt"]  # 1-D records: no replicate column
+    assert list(tr.table().columns) == ["replicate", "step", "f_gap"]
+    with pytest.raises(AttributeError):
+        tr.step = np.array([0])  # frozen
+    assert {"f_gap", "grad2_mean", "table"} <= set(dir(tr))
+    assert repr(tr) == ("Trace(3 recorded steps, 2 replicate(s), records: f_gap; info: grad2_mean; "
+                        "diverged_at: [-1, 7])")

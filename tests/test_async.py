@@ -73,7 +73,7 @@ def test_largest_stable_step_bisection():
 def test_stop_gap_truncates_trace():
     p = quadratic(1, 5, L=1.0, mu=0.5, rng=12345)
     tr = compressed_gd(p, Identity(), 1.0, 1000, stop_gap=1e-6)
-    assert tr.steps[-1] < 1000 and tr.f_gap[0, -1] <= 1e-6 < tr.f_gap[0, -2]
+    assert tr.step[-1] < 1000 and tr.f_gap[0, -1] <= 1e-6 < tr.f_gap[0, -2]
 
 
 def test_problems_constants():

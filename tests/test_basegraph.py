@@ -161,7 +161,7 @@ def test_dsgd_and_build_accept_the_new_topologies():
     prob = heterogeneous_least_squares(12, 3, b=0.0, rng=0)
     for name in ("base_graph", "base", "simple_base_graph", "base_graph:k=2", "hyper_hypercube:k=2"):
         tr = run_dsgd(prob, name, steps=60, lr=0.1, seed=1, backend="numpy")
-        assert tr.diverged_at is None and tr.subopt[-1] < 1e-3 * tr.subopt[0], name
+        assert tr.diverged_at.tolist() == [-1] and tr.subopt[-1] < 1e-3 * tr.subopt[0], name
     # numba and numpy gossip agree on a base-graph layer (CSR kernel)
     X = np.random.default_rng(0).standard_normal((25, 7))
     topo = build("base", 25, k=2)

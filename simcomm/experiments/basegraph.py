@@ -209,7 +209,7 @@ def basegraph_dsgd(params, rng, backend):
         tr = run_dsgd(prob, topo, steps=steps, lr=lr, sigma=params["sigma"], seed=seed,
                       schedule="constant", backend=backend)
         note = tr.note
-        start = int(math.floor((1.0 - params["tail"]) * (len(tr.steps) - 1)))
+        start = int(math.floor((1.0 - params["tail"]) * (len(tr.step) - 1)))
         with np.errstate(invalid="ignore"):
             cons = float(np.mean(np.sqrt(n * tr.consensus[start:])))
             loss = float(np.mean(tr.subopt[start:]))

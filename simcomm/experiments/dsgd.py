@@ -113,7 +113,7 @@ def _curves(prob, topologies, *, steps, lr, beta, sigma, inner, seed0, x0, sched
         for s in range(inner):
             tr = run_dsgd(prob, topo, steps=steps, lr=lr, beta=beta, sigma=sigma, seed=seed0 + s,
                           schedule=schedule, k0=k0, x0=x0, backend=backend)
-            if tr.diverged_at is not None:
+            if tr.diverged[0]:
                 note = tr.note
                 acc[:] = np.inf
                 break
@@ -228,7 +228,7 @@ def _tracking_runs(params, rng, n, topologies, backend):
             tr = run_dsgd(prob, topo, steps=params["steps"], lr=params["lr"] * math.sqrt(n), beta=params["beta"],
                           sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"],
                           backend=backend)
-            if tr.diverged_at is not None:
+            if tr.diverged[0]:
                 note = tr.note
                 acc_e[:] = np.inf
                 acc_s[:] = np.inf

@@ -104,7 +104,7 @@ def ef_invariant(params, rng, backend):
                                                                            min(D, params["r_over_k"] * k)),
                 schedule=params["schedule"], split=params["split"],
                 eval_every=params["eval_every"], rng=rng, backend=backend, on_step=check)
-    note = {} if tr.diverged_at is None else {"note": f"diverged at step {tr.diverged_at}"}
+    note = {"note": tr.note} if tr.diverged[0] else {}
     return [dict(metric="invariant_gap", value=gap[0], **note),
             dict(metric="final_train_loss", value=float(tr.train_loss[-1]), **note)]
 
@@ -219,7 +219,7 @@ def ef_sgd_sweep(params, rng, backend):
         for a, b in zip(edges[:-1], edges[1:]):
             rows.append(dict(metric="comp_error", value=float(np.nanmean(tr.comp_error[a:b])), method=name,
                              r_over_k=rr, step=int(b)))
-        note = {} if tr.diverged_at is None else {"note": f"{name} diverged at step {tr.diverged_at}"}
+        note = {"note": f"{name} {tr.note}"} if tr.diverged[0] else {}
         loss, acc = float(tr.train_loss[-1]), float(tr.test_accuracy[-1])
         if no_room and name != "sgd":
             loss = acc = math.nan

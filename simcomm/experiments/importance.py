@@ -287,8 +287,8 @@ def is_staleness(params, rng, backend):
     rows = []
     for name, key in (("uniform", "uniform"), ("ideal", "ideal"), ("stale", "actual")):
         rows += [dict(metric="sqrt_trace_cov", value=float(np.sqrt(v)), proposal=name, step=int(s))
-                 for s, v in zip(tr.step, tr.trace_cov[key])]
-    t_u, t_i, t_a = tr.trace_cov["uniform"], tr.trace_cov["ideal"], tr.trace_cov["actual"]
+                 for s, v in zip(tr.step, tr.records[f"trace_cov_{key}"])]
+    t_u, t_i, t_a = tr.trace_cov_uniform, tr.trace_cov_ideal, tr.trace_cov_actual
     pos = (t_a - t_i) / (t_u - t_i)
     rows += [dict(metric="stale_position", value=float(p), step=int(s)) for s, p in zip(tr.step, pos)]
     rows += [dict(metric="mean_staleness", value=float(v), step=int(s)) for s, v in zip(tr.step, tr.mean_staleness)]
@@ -363,7 +363,7 @@ def is_communication(params, rng, backend):
     """Bytes exchanged with the workers, both directions, counted in two simulated runs from one theta0.
 
     ``score``: importance-sampled SGD (:func:`simcomm.optim.importance_sgd`, stale proposal, workers
-    refreshing every ``period`` steps). Uplink: its counter ``ISTrace.score_bytes`` (scores actually
+    refreshing every ``period`` steps). Uplink: its counter ``Trace.score_bytes`` (scores actually
     delivered, the initial pass included); downlink: each refresh round every worker fetches the
     parameters, and the rounds are the delivered scores over ``n_train`` (every worker rescores its whole
     shard in each round of the period schedule). ``gradient``: data-parallel SGD whose workers send the

@@ -317,7 +317,7 @@ def one_peer_time(params, rng, backend):
         step_t = params["compute"] + comm[np.arange(T) % per]
         cum = np.concatenate([[0.0], np.cumsum(step_t)])
         hit = np.flatnonzero(np.isfinite(s) & (s <= params["target_rel"] * s[0]))
-        steps = int(tr.steps[hit[0]]) if hit.size else T
+        steps = int(tr.step[hit[0]]) if hit.size else T
         out[name] = (float(cum[steps]), steps, not hit.size)
     (t_s, s_s, c_s), (t_o, s_o, c_o) = out["exponential"], out["one_peer_exponential"]
     note = {"note": "target missed (censored at the horizon)"} if (c_s or c_o) else {}

@@ -270,8 +270,8 @@ def delay_exact(params, rng, backend):
         d2 = tr.dist2[0]
         if not np.isfinite(d2).all():
             return False
-        early = d2[(tr.steps >= 0.4 * K) & (tr.steps < 0.5 * K)].mean()
-        late = d2[tr.steps >= K - K // 10].mean()
+        early = d2[(tr.step >= 0.4 * K) & (tr.step < 0.5 * K)].mean()
+        late = d2[tr.step >= K - K // 10].mean()
         # a run that decayed to rounding level (|x - x*|^2 ~ 1e-28 |x_0 - x*|^2 here) only jitters:
         # below 1e-20 of the start it has converged, whatever the windows' order
         return bool(late <= early or late <= 1e-20 * d2[0])

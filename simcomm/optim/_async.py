@@ -36,7 +36,8 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError, closest
-from simcomm.optim._server import Monitor, Trace, check_compressor, check_lr, check_steps, start
+from simcomm.optim._server import Monitor, check_compressor, check_lr, check_steps, start
+from simcomm.optim._trace import Trace
 
 __all__ = ["async_compressed_gd", "clock_schedules", "largest_stable_step", "stable_step_bracket", "DELAY_MODELS"]
 
@@ -102,6 +103,8 @@ def async_compressed_gd(problem, compressor, lr: float, steps: int, *, tau: int 
     Returns
     -------
     Trace
+        As :func:`~simcomm.optim.compressed_gd`'s (``records`` ``f_gap``, ``dist2``, ``grad2``, ``bits``;
+        ``info["grad2_mean"]``).
 
     Raises
     ------

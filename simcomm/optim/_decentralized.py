@@ -44,11 +44,11 @@ import numpy as np
 
 from simcomm._errors import UserError, closest
 from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
+from simcomm.optim._trace import Trace, diverged_at_step
 
 __all__ = [
     "check_hyper",
     "DSGDState",
-    "DSGDTrace",
     "dsgd_init",
     "dsgd_update",
     "run_dsgd",
@@ -87,54 +87,6 @@ class DSGDState(NamedTuple):
     x: np.ndarray
     m: np.ndarray
     k: int
-
-
-class DSGDTrace(NamedTuple):
-    r"""Per-step measurements of one run (recorded at ``steps``; NaN after a divergence).
-
-    Attributes
-    ----------
-    steps : ndarray of int
-        Iterations ``k`` at which the state was measured (``0`` is the start).
-    consensus : ndarray
-        :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`.
-    grad_norm_sq : ndarray
-        :math:`\|\nabla f(\bar x)\|^2`.
-    node_grad_norm_sq : ndarray
-        :math:`\frac1n\sum_i\|\nabla f(x_i)\|^2`: the global gradient at the models the nodes hold.
-    subopt : ndarray
-        :math:`f(\bar x) - f^\star`.
-    messages : ndarray
-        Cumulative messages sent per node (mean over nodes) after ``steps[j]`` iterations.
-    bytes : ndarray
-        Cumulative bytes sent per node (mean over nodes), float64 payloads.
-    diverged_at : int or None
-        First measured step at which the state was non-finite or blew up; ``None`` if it did not.
-    x : ndarray, shape (n, d)
-        Final iterates (non-finite after a divergence).
-    """
-
-    steps: np.ndarray
-    consensus: np.ndarray
-    grad_norm_sq: np.ndarray
-    node_grad_norm_sq: np.ndarray
-    subopt: np.ndarray
-    messages: np.ndarray
-    bytes: np.ndarray
-    diverged_at: int | None
-    x: np.ndarray
-
-    def table(self):
-        """Long-format pandas DataFrame: ``step`` and one column per recorded quantity."""
-        from simcomm.optim._table import tidy
-
-        return tidy(self.steps, {k: getattr(self, k) for k in ("consensus", "grad_norm_sq", "node_grad_norm_sq",
-                                                                "subopt", "messages", "bytes")})
-
-    @property
-    def note(self) -> str:
-        """``"diverged at step t"`` or ``""`` (the runner's ``note`` column)."""
-        return "" if self.diverged_at is None else f"diverged at step {self.diverged_at}"
 
 
 # --------------------------------------------------------------------------- topology plumbing
@@ -455,7 +407,7 @@ def _measure(problem, X):
 
 def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
              schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
-             x0=None, backend=None, noise: str = "auto") -> DSGDTrace:
+             x0=None, backend=None, noise: str = "auto") -> Trace:
     r"""Run DmSGD (or parallel SGD with ``topology="parallel"``) on a :class:`~simcomm.models.NodeProblem`.
 
     Parameters
@@ -497,7 +449,14 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
 
     Returns
     -------
-    DSGDTrace
+    Trace
+        ``records``, each of shape ``(T,)`` (NaN after a divergence): ``consensus``
+        :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, ``grad_norm_sq`` :math:`\|\nabla f(\bar x)\|^2`,
+        ``node_grad_norm_sq`` :math:`\frac1n\sum_i\|\nabla f(x_i)\|^2` (the global gradient at the models
+        the nodes hold), ``subopt`` :math:`f(\bar x) - f^\star`, ``messages`` and ``bytes`` (cumulative,
+        per node, mean over nodes; float64 payloads). ``x``: the nodes' final iterates ``(n, d)``
+        (non-finite after a divergence). ``diverged_at``: ``[t]``, the first measured step at which the
+        state was non-finite or blew up, or ``[-1]``.
 
     Examples
     --------
@@ -559,4 +518,6 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
                     break
                 cons[j], gns[j], ngs[j], sub[j] = c, g, gi, s
                 j += 1
-    return DSGDTrace(np.asarray(rec), cons, gns, ngs, sub, msgs, msgs * bpm, diverged, to_host(X))
+    records = {"consensus": cons, "grad_norm_sq": gns, "node_grad_norm_sq": ngs, "subopt": sub, "messages": msgs,
+               "bytes": msgs * bpm}
+    return Trace(np.asarray(rec), records, to_host(X), diverged_at_step(diverged))

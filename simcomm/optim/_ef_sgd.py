@@ -31,7 +31,6 @@ machine without downloads; this module reproduces the comparison on scikit-learn
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -42,9 +41,10 @@ from simcomm.backends._xp import array_namespace, backend_for
 from simcomm.compress import Compressor, Identity, RandK, Sparsifier
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, init_params, loss, worker_gradients
+from simcomm.optim._trace import Trace, diverged_at_step
 
 __all__ = [
-    "EF_SCHEDULES", "EFState", "EFStepInfo", "EFTrace",
+    "EF_SCHEDULES", "EFState", "EFStepInfo",
     "ef_init", "ef_update", "ef_sgd", "ef_learning_rate",
 ]
 
@@ -240,44 +240,6 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     return EFState(theta, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
 
 
-@dataclass(frozen=True)
-class EFTrace:
-    r"""Training record of :func:`ef_sgd`.
-
-    Attributes
-    ----------
-    step : numpy.ndarray
-        Steps at which the monitor ran (0 = before any update, the last is ``steps``).
-    train_loss, test_accuracy : numpy.ndarray
-        Full training loss and test accuracy there (NaN when there is no test set, or after divergence).
-    bits : numpy.ndarray
-        Bits one worker has sent up to that step.
-    comp_error : numpy.ndarray, shape (steps,)
-        Mean over workers of :math:`\|p_i - C(p_i)\|^2/\|p_i\|^2` at every step (0 for SGD).
-    theta : numpy.ndarray
-        Final parameters.
-    diverged_at : int or None
-        First step whose loss was not finite.
-    bits_per_step : int
-        Bits one worker sends per step.
-    """
-
-    step: np.ndarray
-    train_loss: np.ndarray
-    test_accuracy: np.ndarray
-    bits: np.ndarray
-    comp_error: np.ndarray
-    theta: np.ndarray
-    diverged_at: int | None
-    bits_per_step: int
-
-    def table(self):
-        """Long-format pandas DataFrame: ``step``, ``train_loss``, ``test_accuracy``, ``bits``."""
-        from simcomm.optim._table import tidy
-
-        return tidy(self.step, {"train_loss": self.train_loss, "test_accuracy": self.test_accuracy, "bits": self.bits})
-
-
 def _padded_shards(shards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     lens = np.array([s.size for s in shards])
     pad = np.zeros((len(shards), int(lens.max())), dtype=np.int64)
@@ -300,7 +262,7 @@ def _progress(enabled: bool, total: int, label: str):
 def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int = 32,
            compressor: Compressor, schedule: str = "constant",
            split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, theta0=None,
-           rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> EFTrace:
+           rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> Trace:
     r"""Train ``model`` with ``n`` workers running error-feedback SGD (see the module docstring).
 
     Parameters
@@ -324,7 +286,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         How examples are divided among workers (:func:`simcomm.models.split_workers`).
     eval_every : int, optional
         Monitor period (default: about 20 points). ``0`` turns the monitor off: no loss or accuracy is
-        evaluated, so the trace's ``step``, ``train_loss``, ``test_accuracy`` and ``bits`` are empty
+        evaluated, so the trace's ``step`` and records (``train_loss``, ``test_accuracy``, ``bits``) are empty
         unless the run diverges (detected from a non-finite ``p`` or ``theta``).
     X_test, y_test : numpy.ndarray, optional
         Test set for the accuracy.
@@ -343,7 +305,14 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
 
     Returns
     -------
-    EFTrace
+    Trace
+        ``step``: the steps at which the monitor ran (0 = before any update, the last is ``steps``).
+        ``records``: ``train_loss`` and ``test_accuracy`` (full training loss and test accuracy there;
+        NaN when there is no test set, or after divergence), ``bits`` (bits one worker has sent up to
+        that step). ``x``: the final parameters ``(D,)``. ``diverged_at``: ``[t]``, the first step whose
+        loss (or, monitor off, ``p`` or ``theta``) was not finite, or ``[-1]``. ``info``:
+        ``bits_per_step`` (bits one worker sends per step) and ``comp_error`` (shape ``(steps,)``, mean
+        over workers of :math:`\|p_i - C(p_i)\|^2/\|p_i\|^2` at every step; 0 for SGD).
 
     Raises
     ------
@@ -444,4 +413,5 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         ev_loss.append(math.inf)
         ev_acc.append(math.nan)
     ev_step = np.array(ev_step, dtype=np.int64)
-    return EFTrace(ev_step, np.array(ev_loss), np.array(ev_acc), ev_step * bps, cerr, state.theta, diverged, bps)
+    records = {"train_loss": np.array(ev_loss), "test_accuracy": np.array(ev_acc), "bits": ev_step * bps}
+    return Trace(ev_step, records, state.theta, diverged_at_step(diverged), {"bits_per_step": bps, "comp_error": cerr})

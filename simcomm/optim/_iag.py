@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.optim._server import Monitor, Trace, check_compressor, check_lr, check_steps, start
+from simcomm.optim._server import Monitor, check_compressor, check_lr, check_steps, start
+from simcomm.optim._trace import Trace
 
 __all__ = ["compressed_iag", "IAG_ORDERS"]
 
@@ -44,7 +45,8 @@ def compressed_iag(problem, compressor, lr: float, steps: int, *, order: str = "
     Returns
     -------
     Trace
-        ``bits`` counts the ``n`` initial messages and one message per step.
+        As :func:`~simcomm.optim.compressed_gd`'s; ``records["bits"]`` counts the ``n`` initial messages
+        and one message per step.
 
     Examples
     --------

@@ -19,18 +19,17 @@ worker would send a full gradient (``8 * n_params`` bytes) per minibatch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from simcomm._errors import UserError, closest
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
+from simcomm.optim._trace import Trace, diverged_at_step
 from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
 from simcomm.sampling._stale import Staleness, stale_init, stale_update
 from simcomm.sampling._variance import trace_cov, trace_cov_ideal
 
-__all__ = ["ISTrace", "importance_sgd", "PROPOSALS", "BYTES_PER_FLOAT", "bytes_per_example"]
+__all__ = ["importance_sgd", "PROPOSALS", "BYTES_PER_FLOAT", "bytes_per_example"]
 
 #: Proposals accepted by :func:`importance_sgd`.
 PROPOSALS = ("uniform", "ideal", "smoothed", "stale")
@@ -50,48 +49,6 @@ def bytes_per_example(model: MLP) -> dict:
     return {"score": BYTES_PER_FLOAT, "gradient": BYTES_PER_FLOAT * model.n_params}
 
 
-@dataclass(frozen=True)
-class ISTrace:
-    """Training record of :func:`importance_sgd` (one entry per evaluation step).
-
-    Attributes
-    ----------
-    step : numpy.ndarray
-        Master steps at which the monitor ran (0 = before any update).
-    train_loss, test_accuracy : numpy.ndarray
-        Full training loss and test accuracy at ``theta_step``.
-    trace_cov : dict of str to numpy.ndarray
-        Exact Tr Cov of the minibatch estimator at ``theta_step`` for ``"uniform"``, ``"ideal"`` and
-        ``"actual"`` (the proposal the master samples from at that step).
-    max_weight : numpy.ndarray
-        Largest importance weight drawn since the previous evaluation.
-    mean_staleness : numpy.ndarray
-        Mean over examples of ``step - (step of the parameters its score was computed at)``.
-    score_bytes : numpy.ndarray
-        Cumulative bytes of scores sent by all workers.
-    theta : numpy.ndarray
-        Final parameters.
-    """
-
-    step: np.ndarray
-    train_loss: np.ndarray
-    test_accuracy: np.ndarray
-    trace_cov: dict = field(default_factory=dict)
-    max_weight: np.ndarray = None
-    mean_staleness: np.ndarray = None
-    score_bytes: np.ndarray = None
-    theta: np.ndarray = None
-
-    def table(self):
-        """Long-format pandas DataFrame: ``step``, loss, accuracy, weights, staleness, bytes, ``trace_cov_*``."""
-        from simcomm.optim._table import tidy
-
-        cols = {"train_loss": self.train_loss, "test_accuracy": self.test_accuracy, "max_weight": self.max_weight,
-                "mean_staleness": self.mean_staleness, "score_bytes": self.score_bytes}
-        cols |= {f"trace_cov_{k}": v for k, v in self.trace_cov.items()}
-        return tidy(self.step, {k: v for k, v in cols.items() if v is not None})
-
-
 def importance_sgd(
     model: MLP,
     X,
@@ -109,7 +66,7 @@ def importance_sgd(
     y_test=None,
     theta0=None,
     rng=None,
-) -> ISTrace:
+) -> Trace:
     r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
 
     Parameters
@@ -142,7 +99,17 @@ def importance_sgd(
 
     Returns
     -------
-    ISTrace
+    Trace
+        One entry per evaluation step. ``step``: master steps at which the monitor ran (0 = before any
+        update). ``records``: ``train_loss``, ``test_accuracy`` (full training loss and test accuracy at
+        ``theta_step``), ``max_weight`` (largest importance weight drawn since the previous evaluation),
+        ``mean_staleness`` (mean over examples of ``step`` minus the step of the parameters its score
+        was computed at), ``score_bytes`` (cumulative bytes of scores sent by all workers), and
+        ``trace_cov_uniform``, ``trace_cov_ideal``, ``trace_cov_actual`` (exact Tr Cov of the minibatch
+        estimator at ``theta_step`` under the uniform, the ideal and the actual proposal, the one the
+        master samples from at that step). ``x``: the final parameters. ``diverged_at``: ``[t]`` when
+        the parameters stopped being finite after step ``t - 1`` (the last record, at ``t``, is then
+        NaN), else ``[-1]``.
 
     Examples
     --------
@@ -216,7 +183,8 @@ def importance_sgd(
         theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], mb.weights / batch_size)
         if not np.all(np.isfinite(theta)):
             break
-    if np.all(np.isfinite(theta)):
+    diverged = None if np.all(np.isfinite(theta)) else t + 1
+    if diverged is None:
         # final evaluation at theta_steps with the proposal the master would use next
         monitor(steps, current_q(steps), state)
     else:
@@ -224,13 +192,7 @@ def importance_sgd(
         for k in rec:
             rec[k].append(t + 1 if k == "step" else (wmax if k == "wmax" else np.nan))
     r = {k: np.asarray(v, dtype=float) for k, v in rec.items()}
-    return ISTrace(
-        step=r["step"].astype(np.int64),
-        train_loss=r["loss"],
-        test_accuracy=r["acc"],
-        trace_cov={"uniform": r["unif"], "ideal": r["ideal"], "actual": r["actual"]},
-        max_weight=r["wmax"],
-        mean_staleness=r["stale"],
-        score_bytes=r["bytes"],
-        theta=theta,
-    )
+    records = {"train_loss": r["loss"], "test_accuracy": r["acc"], "max_weight": r["wmax"],
+               "mean_staleness": r["stale"], "score_bytes": r["bytes"], "trace_cov_uniform": r["unif"],
+               "trace_cov_ideal": r["ideal"], "trace_cov_actual": r["actual"]}
+    return Trace(r["step"].astype(np.int64), records, theta, diverged_at_step(diverged))

@@ -17,68 +17,17 @@ records are ``inf``.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from simcomm._errors import UserError
 from simcomm.compress import Compressor
+from simcomm.optim._trace import Trace
 
-__all__ = ["Trace", "compressed_gd", "BLOWUP"]
+__all__ = ["compressed_gd", "BLOWUP"]
 
 #: a replicate has diverged when its squared distance to x* exceeds BLOWUP * max(initial, 1)
 BLOWUP = 1e8
-
-
-class Trace(NamedTuple):
-    r"""What an optimiser run recorded.
-
-    Attributes
-    ----------
-    steps : numpy.ndarray, shape (T,)
-        Iteration indices ``k`` at which the quantities below were recorded (``0`` and the last included).
-    f_gap : numpy.ndarray, shape (R, T)
-        :math:`f(x_k) - f^\star`.
-    dist2 : numpy.ndarray, shape (R, T)
-        :math:`\|x_k - x^\star\|^2`.
-    grad2 : numpy.ndarray, shape (R, T)
-        :math:`\|\nabla f(x_k)\|^2`.
-    grad2_mean : numpy.ndarray, shape (R,)
-        :math:`\frac1K\sum_{k<K}\|\nabla f(x_k)\|^2` over every step (not only recorded ones).
-    bits : numpy.ndarray, shape (T,)
-        Cumulative uplink bits (all workers) sent before iterate ``k`` was formed, per replicate.
-    diverged_at : numpy.ndarray of int, shape (R,)
-        Step at which each replicate diverged, ``-1`` if it did not.
-    x : numpy.ndarray, shape (R, d)
-        Final iterates (``x0`` for diverged replicates).
-    """
-
-    steps: np.ndarray
-    f_gap: np.ndarray
-    dist2: np.ndarray
-    grad2: np.ndarray
-    grad2_mean: np.ndarray
-    bits: np.ndarray
-    diverged_at: np.ndarray
-    x: np.ndarray
-
-    def table(self):
-        """Long-format pandas DataFrame: ``replicate``, ``step``, ``f_gap``, ``dist2``, ``grad2``, ``bits``."""
-        from simcomm.optim._table import tidy
-
-        return tidy(self.steps, {"f_gap": self.f_gap, "dist2": self.dist2, "grad2": self.grad2, "bits": self.bits},
-                    replicates=True)
-
-    def notes(self) -> list[str]:
-        """Per replicate: ``"diverged at step t"`` or ``""``."""
-        return [f"diverged at step {t}" if t >= 0 else "" for t in self.diverged_at]
-
-    def first_below(self, eps: float, field: str = "f_gap") -> np.ndarray:
-        """Per replicate, the first recorded step with ``field <= eps`` (``nan`` if never)."""
-        v = getattr(self, field)
-        hit = v <= eps
-        first = np.where(hit.any(axis=1), self.steps[hit.argmax(axis=1)], np.nan)
-        return first.astype(float)
 
 
 def check_compressor(compressor) -> Compressor:
@@ -160,8 +109,9 @@ class Monitor:
         j = self._j  # records made (fewer than planned after an early stop)
         K = self.steps_[j - 1]
         g2m = np.where(self.alive, self.g2sum / max(K, 1), np.inf) if self.track_grad else np.full(self.R, np.nan)
-        return Trace(self.steps_[:j], self.f_gap[:, :j], self.dist2[:, :j], self.grad2[:, :j], g2m, self.bits[:j],
-                     self.diverged_at, x)
+        records = {"f_gap": self.f_gap[:, :j], "dist2": self.dist2[:, :j], "grad2": self.grad2[:, :j],
+                   "bits": self.bits[:j]}
+        return Trace(self.steps_[:j], records, x, self.diverged_at, {"grad2_mean": g2m})
 
 
 def start(problem, x0, replicates: int) -> np.ndarray:
@@ -199,7 +149,7 @@ def compressed_gd(problem, compressor, lr: float, steps: int, *, mode: str = "wo
     record_every : int
         Record the trace every this many steps (and at 0 and ``steps``).
     track_grad : bool
-        Accumulate :math:`\|\nabla f(x_k)\|^2` at every step (for ``Trace.grad2_mean``).
+        Accumulate :math:`\|\nabla f(x_k)\|^2` at every step (for ``info["grad2_mean"]``).
     stop_gap : float, optional
         Stop at the first recorded step where every replicate has :math:`f(x_k) - f^\star \le` ``stop_gap``
         (or has diverged); the trace then ends there.
@@ -210,7 +160,12 @@ def compressed_gd(problem, compressor, lr: float, steps: int, *, mode: str = "wo
     Returns
     -------
     Trace
-        Ends early (at the step of the last divergence) when every replicate has diverged.
+        ``records``: ``f_gap`` :math:`f(x_k) - f^\star`, ``dist2`` :math:`\|x_k - x^\star\|^2` and
+        ``grad2`` :math:`\|\nabla f(x_k)\|^2`, each ``(R, T)``; ``bits`` ``(T,)``, the cumulative uplink
+        bits (all workers) sent before iterate ``k`` was formed, per replicate. ``x``: final iterates
+        ``(R, d)`` (``x0`` for diverged replicates). ``info["grad2_mean"]`` ``(R,)``:
+        :math:`\frac1K\sum_{k<K}\|\nabla f(x_k)\|^2` over every step with ``track_grad`` (``nan``
+        without). Ends early (at the step of the last divergence) when every replicate has diverged.
 
     Examples
     --------
