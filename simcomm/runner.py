@@ -29,8 +29,16 @@ __all__ = ["run", "run_many", "run_cell", "cell_id", "cell_key", "code_version",
 Map = Callable[[Callable, Iterable], Iterable]
 
 
-def cell_id(params: dict) -> int:
-    """Stable 32-bit id of a cell, from its parameters (used as the first spawn key)."""
+def cell_id(params: dict, experiment=None) -> int:
+    """Stable 32-bit id of a cell, from its parameters (used as the first spawn key).
+
+    With ``experiment`` (an :class:`~simcomm.experiments.Experiment`), a renamed parameter counts under
+    its former name (:attr:`Param.former <simcomm.experiments.Param>`): renaming a parameter changes no
+    random stream, so results computed before the rename are reproduced bit for bit.
+    """
+    if experiment is not None:
+        declared = experiment.params
+        params = {(declared[k].former or k) if k in declared else k: v for k, v in params.items()}
     return int(content_hash(params)[:8], 16)
 
 
@@ -98,7 +106,7 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
         import numba
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    cid = cell_id(params)
+    cid = cell_id(params, exp)
     rows = []
     # One BLAS thread per cell: cells are the unit of parallelism, and multithreaded BLAS on small
     # matrices is slower (and oversubscribes the cores when several cells run at once).
@@ -257,8 +265,9 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         table = pd.DataFrame(rows)
         meta = dict(
             spec=spec.to_dict(), spec_hash=spec.hash, seed=spec.seed,
-            spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params)",
-            cells=[{"params": p, "cell_id": cell_id(p)} for p in spec.cells()],
+            spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params), "
+                      "renamed parameters under their former names",
+            cells=[{"params": p, "cell_id": cell_id(p, get_experiment(spec.experiment))} for p in spec.cells()],
             backend=backend, executor=executor, versions=versions(), git_commit=git_commit(),
             code_version=code_version(get_experiment(spec.experiment).func.__module__),
         )

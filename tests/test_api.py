@@ -70,7 +70,7 @@ def test_every_optimiser_record_has_the_same_tidy_table():
     from simcomm.models import heterogeneous_least_squares, load_dataset, logistic_regression, quadratic
     from simcomm.optim import compressed_gd, ef_sgd, importance_sgd, run_dsgd
 
-    srv = compressed_gd(quadratic(4, 6, rng=0), QSGD(2), 0.5, 10, replicates=3, record_every=5, rng=1)
+    srv = compressed_gd(quadratic(4, 6, rng=0), QSGD(2), lr=0.5, steps=10, replicates=3, record_every=5, rng=1)
     t = srv.table()
     assert list(t.columns[:2]) == ["replicate", "step"] and len(t) == 3 * srv.step.size
     np.testing.assert_array_equal(t["f_gap"], srv.f_gap.ravel())
@@ -105,9 +105,10 @@ def test_every_optimiser_returns_the_one_trace_type():
     ds = load_dataset("digits", n_samples=300, rng=0)
     m = logistic_regression(64, 10)
     runs = {
-        "compressed_gd": so.compressed_gd(p, QSGD(2), 0.5, 10, replicates=3, record_every=5, track_grad=True, rng=1),
-        "async": so.async_compressed_gd(p, QSGD(2), 0.5, 10, tau=2, replicates=2, rng=1),
-        "iag": so.compressed_iag(p, Identity(), 0.2, 10, rng=1),
+        "compressed_gd": so.compressed_gd(p, QSGD(2), lr=0.5, steps=10, replicates=3, record_every=5, track_grad=True,
+                                          rng=1),
+        "async": so.async_compressed_gd(p, QSGD(2), lr=0.5, steps=10, tau=2, replicates=2, rng=1),
+        "iag": so.compressed_iag(p, Identity(), lr=0.2, steps=10, rng=1),
         "dsgd": so.run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, lr=0.1, record_every=5),
         "ef": so.ef_sgd(m, ds.X_train, ds.y_train, n=2, steps=6, lr=0.1, compressor=TopK(5), rng=1,
                         eval_every=3),

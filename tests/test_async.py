@@ -20,7 +20,7 @@ def test_ring_buffer_matches_full_history_oracle(delay, tau):
     p = quadratic(3, 6, L=1.0, mu=0.2, sigma2=0.5, rotate=True, rng=12345)
     q = QSGD(2)
     steps = 25
-    tr = async_compressed_gd(p, q, 0.3, steps, tau=tau, delay=delay, rng=np.random.default_rng(12345),
+    tr = async_compressed_gd(p, q, lr=0.3, steps=steps, tau=tau, delay=delay, rng=np.random.default_rng(12345),
                              backend="numpy")
     hist = async_naive(p, q, 0.3, steps, tau, delay, np.random.default_rng(12345))
     want = ((hist - p.x_star) ** 2).sum(axis=1)
@@ -31,8 +31,8 @@ def test_ring_buffer_matches_full_history_oracle(delay, tau):
 def test_tau_zero_equals_synchronous():
     p = quadratic(4, 5, L=1.0, mu=0.5, sigma2=1.0, rng=12345)
     q = Bernoulli(0.5)
-    a = async_compressed_gd(p, q, 0.2, 30, tau=0, rng=7, backend="numpy")
-    s = compressed_gd(p, q, 0.2, 30, rng=7, backend="numpy")
+    a = async_compressed_gd(p, q, lr=0.2, steps=30, tau=0, rng=7, backend="numpy")
+    s = compressed_gd(p, q, lr=0.2, steps=30, rng=7, backend="numpy")
     np.testing.assert_allclose(a.x, s.x, rtol=1e-12)
 
 
@@ -44,15 +44,15 @@ def test_exact_delay_threshold_on_identity_hessian():
     p = quadratic(1, 3, L=1.0, mu=1.0, rng=12345)
     for tau in (1, 2, 4):
         g_star = 2 * math.sin(math.pi / (2 * (2 * tau + 1)))
-        below = async_compressed_gd(p, Identity(), 0.95 * g_star, 3000, tau=tau, record_every=100)
-        above = async_compressed_gd(p, Identity(), 1.05 * g_star, 3000, tau=tau, record_every=100)
+        below = async_compressed_gd(p, Identity(), lr=0.95 * g_star, steps=3000, tau=tau, record_every=100)
+        above = async_compressed_gd(p, Identity(), lr=1.05 * g_star, steps=3000, tau=tau, record_every=100)
         assert below.diverged_at[0] == -1 and below.dist2[0, -1] < below.dist2[0, 0]
         assert above.diverged_at[0] > 0
 
 
 def test_divergence_recorded_not_raised():
     p = quadratic(2, 4, L=1.0, mu=0.5, rng=12345)
-    tr = async_compressed_gd(p, QSGD(1), 50.0, 200, tau=4, replicates=3, rng=1)
+    tr = async_compressed_gd(p, QSGD(1), lr=50.0, steps=200, tau=4, replicates=3, rng=1)
     assert (tr.diverged_at > 0).all()
     assert tr.notes()[0].startswith("diverged at step ")
     assert np.isfinite(tr.x).all()  # frozen at x0
@@ -61,7 +61,7 @@ def test_divergence_recorded_not_raised():
 
 def test_replicates_are_independent_and_vectorised():
     p = quadratic(4, 8, L=1.0, mu=0.2, sigma2=1.0, rng=12345)
-    tr = async_compressed_gd(p, Ternary(), 0.2, 50, tau=2, delay="uniform", replicates=5, rng=3)
+    tr = async_compressed_gd(p, Ternary(), lr=0.2, steps=50, tau=2, delay="uniform", replicates=5, rng=3)
     assert tr.dist2.shape == (5, 51)
     assert len(np.unique(tr.x[:, 0])) == 5
 
@@ -72,7 +72,7 @@ def test_largest_stable_step_bisection():
 
 def test_stop_gap_truncates_trace():
     p = quadratic(1, 5, L=1.0, mu=0.5, rng=12345)
-    tr = compressed_gd(p, Identity(), 1.0, 1000, stop_gap=1e-6)
+    tr = compressed_gd(p, Identity(), lr=1.0, steps=1000, stop_gap=1e-6)
     assert tr.step[-1] < 1000 and tr.f_gap[0, -1] <= 1e-6 < tr.f_gap[0, -2]
 
 
@@ -91,11 +91,12 @@ def test_problems_constants():
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda p: async_compressed_gd(p, Identity(), 0.1, 10, tau=-1), "tau >= 0"),
-        (lambda p: async_compressed_gd(p, Identity(), 0.0, 10, tau=1), "lr > 0"),
-        (lambda p: async_compressed_gd(p, Identity(), -1.0, 10, tau=1), "lr > 0"),
-        (lambda p: async_compressed_gd(p, Identity(), 0.1, 10, tau=1, delay="constnat"), "did you mean 'constant'"),
-        (lambda p: compressed_gd(p, Identity(), 0.1, 10, mode="all"), "workers"),
+        (lambda p: async_compressed_gd(p, Identity(), lr=0.1, steps=10, tau=-1), "tau >= 0"),
+        (lambda p: async_compressed_gd(p, Identity(), lr=0.0, steps=10, tau=1), "lr > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), lr=-1.0, steps=10, tau=1), "lr > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), lr=0.1, steps=10, tau=1, delay="constnat"),
+         "did you mean 'constant'"),
+        (lambda p: compressed_gd(p, Identity(), lr=0.1, steps=10, mode="all"), "workers"),
     ],
 )
 def test_bad_input(call, match):
@@ -176,7 +177,7 @@ def test_clocked_optimiser_matches_full_history_oracle():
     p = quadratic(4, 6, L=1.0, mu=0.2, sigma2=0.5, rotate=True, rng=12345)
     q = QSGD(2)
     clock = Clock(Straggler("shifted_exp", 1e-3, 2e-3), up=1e-4)
-    tr = async_compressed_gd(p, q, 0.5, 60, clock=clock, rng=np.random.default_rng(9), backend="numpy")
+    tr = async_compressed_gd(p, q, lr=0.5, steps=60, clock=clock, rng=np.random.default_rng(9), backend="numpy")
     rng = np.random.default_rng(9)
     W, T = clock_schedules(clock, p.n, 60, 1, rng)
     hist = _clocked_oracle(p, q, 0.5, 60, W[0], T[0], rng)
@@ -191,13 +192,14 @@ def test_clock_bad_input():
     p = quadratic(2, 3, rng=0)
     clock = Clock(Straggler("constant", 1.0))
     with pytest.raises(UserError, match="drop tau and delay"):
-        async_compressed_gd(p, Identity(), 0.1, 5, tau=2, clock=clock)
+        async_compressed_gd(p, Identity(), lr=0.1, steps=5, tau=2, clock=clock)
     with pytest.raises(UserError, match="give the delay bound tau"):
-        async_compressed_gd(p, Identity(), 0.1, 5)
+        async_compressed_gd(p, Identity(), lr=0.1, steps=5)
     with pytest.raises(UserError, match="not a simcomm.network.Clock"):
-        async_compressed_gd(p, Identity(), 0.1, 5, clock="fast")
+        async_compressed_gd(p, Identity(), lr=0.1, steps=5, clock="fast")
     with pytest.raises(UserError, match="one factor per worker"):
-        async_compressed_gd(p, Identity(), 0.1, 5, clock=Clock(Straggler("constant", 1.0), slowdown=(1.0, 2.0, 3.0)))
+        async_compressed_gd(p, Identity(), lr=0.1, steps=5,
+                            clock=Clock(Straggler("constant", 1.0), slowdown=(1.0, 2.0, 3.0)))
     with pytest.raises(UserError, match="slowdown"):
         Clock(Straggler("constant", 1.0), slowdown=(1.0, 0.0))
     with pytest.raises(UserError, match="arrival order is undefined"):

@@ -16,7 +16,7 @@ from tests.naive_quantize import iag_naive
 def test_matches_oracle(order):
     p = quadratic(4, 6, L=1.0, mu=0.3, sigma2=2.0, rotate=True, rng=12345)
     q = QSGD(3)
-    tr = compressed_iag(p, q, 0.1, 40, order=order, rng=np.random.default_rng(12345), backend="numpy")
+    tr = compressed_iag(p, q, lr=0.1, steps=40, order=order, rng=np.random.default_rng(12345), backend="numpy")
     hist = iag_naive(p, q, 0.1, 40, order, np.random.default_rng(12345))
     np.testing.assert_allclose(tr.dist2[0], ((hist - p.x_star) ** 2).sum(axis=1), rtol=1e-10, atol=1e-14)
 
@@ -24,17 +24,17 @@ def test_matches_oracle(order):
 def test_exact_gradients_converge_linearly_despite_heterogeneity():
     # IAG with exact gradients converges to x* itself (no floor): aggregated gradient is exact at x*
     p = quadratic(5, 10, L=1.0, mu=0.5, sigma2=5.0, rng=12345)
-    tr = compressed_iag(p, Identity(), 0.1, 2000, order="cyclic", record_every=100)
+    tr = compressed_iag(p, Identity(), lr=0.1, steps=2000, order="cyclic", record_every=100)
     assert tr.dist2[0, -1] < 1e-20 + 1e-12 * tr.dist2[0, 0]
 
 
 def test_bits_count_one_message_per_step():
     p = quadratic(3, 10, rng=12345)
     q = Ternary()
-    tr = compressed_iag(p, q, 0.1, 7, rng=0)
+    tr = compressed_iag(p, q, lr=0.1, steps=7, rng=0)
     np.testing.assert_array_equal(tr.bits, (3 + np.arange(8)) * q.bits(10))
 
 
 def test_bad_order():
     with pytest.raises(UserError, match="cyclic"):
-        compressed_iag(quadratic(2, 3, rng=0), Identity(), 0.1, 5, order="shuffled")
+        compressed_iag(quadratic(2, 3, rng=0), Identity(), lr=0.1, steps=5, order="shuffled")

@@ -91,6 +91,16 @@ def test_seed_streams_independent_of_grid_and_order():
     assert cell_id({"n": 1}) != cell_id({"n": 2})
 
 
+def test_cell_id_keys_renamed_parameters_by_their_former_name():
+    # a rename must not move any cell to another random stream (results before it stay reproducible)
+    from simcomm.experiments import Experiment, Param
+
+    exp = Experiment("renamed", lambda p, rng, be: [], {"lr": Param("float", 0.1, former="gamma"),
+                                                         "n": Param("int", 4)})
+    assert cell_id({"lr": 0.1, "n": 4}, exp) == cell_id({"gamma": 0.1, "n": 4})
+    assert cell_id({"lr": 0.1, "n": 4}, exp) != cell_id({"lr": 0.1, "n": 4})
+
+
 def test_cache_resume_and_identical_tables(tmp_path):
     s = spec()
     calls = []

@@ -31,6 +31,10 @@ class Param:
         Allowed values for strings.
     doc : str
         One line shown by ``simcomm list --params`` and in error messages.
+    former : str, optional
+        The name the parameter had before a rename. A cell's random stream is keyed by its parameters
+        (:func:`simcomm.runner.cell_id`) under their former names, so a rename changes no draw and
+        results computed before it are reproduced bit for bit.
     """
 
     kind: str
@@ -41,6 +45,7 @@ class Param:
     high_open: bool = False
     choices: tuple | None = None
     doc: str = ""
+    former: str | None = None
 
     def allowed(self) -> str:
         """Describe the allowed values in words."""

@@ -169,14 +169,15 @@ def _dsgd_cost(p):
     "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),
     "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum"),
     "sigma": Param("float", default=1.0, low=0.0, low_open=True, doc="gradient noise std per coordinate"),
-    "lr": Param("float", default=0.02, low=0.0, low_open=True, doc="constant step size"),
+    "lr": Param("float", default=0.02, low=0.0, low_open=True, doc="constant step size", former="gamma"),
     "messages": Param("int", default=1000, low=10, doc="messages per node = one-peer exponential's step count"),
     "tail": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="fraction of each run averaged"),
     "compare_with": Param("str", default="one_peer_exponential",
                           choices=("one_peer_exponential", "ring", "exponential"),
                           doc="the topology the Base graph is compared with"),
     "base_lr_scale": Param("float", default=1.0, low=0.0, low_open=True,
-                              doc="negative control: the Base side's step size is lr times this"),
+                              doc="negative control: the Base side's step size is lr times this",
+                              former="base_gamma_scale"),
 })
 def basegraph_dsgd(params, rng, backend):
     r"""DSGD, Base-(k+1) graph vs one-peer exponential graph, same messages per node, same noise.

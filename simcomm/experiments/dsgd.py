@@ -98,7 +98,7 @@ _COMMON = {
     "b": Param("float", default=0.0, low=0.0, doc="heterogeneity at the optimum (0: every f_i minimised at x*)"),
     "sigma": Param("float", default=1.0, low=0.0, low_open=True, doc="gradient noise std per coordinate"),
     "lr": Param("float", default=0.01, low=0.0, low_open=True,
-                   doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k)"),
+                doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k)", former="gamma"),
     "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
     "inner": Param("int", default=2, low=1, doc="noise seeds averaged inside one replicate"),
 }
@@ -258,7 +258,7 @@ _TRACK = {
 }
 _TRACK["beta"] = Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="momentum (DmSGD)")
 _TRACK["lr"] = Param("float", default=0.002, low=0.0, low_open=True,
-                        doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k/k0)")
+                     doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k/k0)", former="gamma")
 
 
 @experiment("dsgd_tracking", params={
@@ -414,7 +414,7 @@ def _run_cost(p):
     "topology": Param("str", default="one_peer_exponential", choices=TOPOLOGIES + ("parallel",),
                       doc="gossip topology, or parallel (W = J)"),
     "steps": Param("int", default=20, low=1, doc="iterations T"),
-    "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="constant step size"),
+    "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="constant step size", former="gamma"),
     "beta": Param("float", default=0.0, low=0.0, high=1.0, high_open=True, doc="momentum (0: DSGD)"),
     "sigma": Param("float", default=1.0, low=0.0, doc="gradient noise std per coordinate (0: exact gradients)"),
     "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum"),

@@ -44,7 +44,7 @@ _DATA = {
 
 _TRAIN = {
     **_DATA,
-    "n": Param("int", default=16, low=1, doc="workers (each sends one sparse message per step)"),
+    "n": Param("int", default=16, low=1, doc="workers (each sends one sparse message per step)", former="n_workers"),
     "steps": Param("int", default=300, low=1, doc="step budget, the same for every compressor"),
     "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="base step size (the same for every compressor)"),
     "schedule": Param("str", default="constant", choices=EF_SCHEDULES, doc="step-size schedule"),

@@ -140,7 +140,7 @@ def gossip_consensus(params, rng, backend):
         "topology": Param("str", default="ring", choices=_STATIC, doc="static topology"),
         "n": Param("int", default=16, low=2, doc="number of nodes"),
         "d": Param("int", default=16, low=1, doc="dimension (independent coordinates per node)"),
-        "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
+        "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size", former="gamma"),
         "sigma": Param("float", default=1.0, low=0.0, doc="noise standard deviation per coordinate"),
         "burn_in": Param("int", default=1000, low=0, doc="steps discarded before averaging"),
         "steps": Param("int", default=4000, low=1, doc="steps averaged after burn-in"),

@@ -247,7 +247,7 @@ _TRAIN = {
     "steps": Param("int", default=200, low=1, doc="master updates"),
     "lr": Param("float", default=0.05, low=0.0, low_open=True, doc="step size (the same for every proposal)"),
     "batch_size": Param("int", default=32, low=1, doc="minibatch size M"),
-    "n": Param("int", default=4, low=1, doc="workers computing scores"),
+    "n": Param("int", default=4, low=1, doc="workers computing scores", former="n_workers"),
     "mode": Param("str", default="period", choices=("period", "delay"), doc="worker refresh schedule"),
     "period": Param("int", default=10, low=1, doc="refresh period P in master steps (mode = period)"),
     "mean_delay": Param("float", default=10.0, low=1.0, doc="mean job duration in master steps (mode = delay)"),

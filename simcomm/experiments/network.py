@@ -167,7 +167,7 @@ def _hit(step, loss, target):
     "compression_pays",
     params={
         "dataset": Param("str", default="digits", choices=("digits", "mnist", "breast_cancer"), doc="packaged data"),
-        "n": Param("int", default=8, low=2, doc="workers (synchronous data parallel)"),
+        "n": Param("int", default=8, low=2, doc="workers (synchronous data parallel)", former="n_workers"),
         "k": Param("int", default=1, low=1, doc="coordinates each worker sends (EF top-k)"),
         "lr": Param("float", default=0.5, low=0.0, low_open=True, doc="step size (both methods)"),
         "batch_size": Param("int", default=16, low=1, doc="examples per worker and step"),
@@ -266,7 +266,8 @@ def compression_pays(params, rng, backend):
         "b": Param("float", default=1.0, low=0.0, doc="heterogeneity of the local problems"),
         "sigma": Param("float", default=1.0, low=0.0, doc="gradient noise"),
         "momentum": Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="DmSGD momentum"),
-        "lr": Param("float", default=0.002, low=0.0, low_open=True, doc="lr_k = lr sqrt(n)/sqrt(1+k/k0)"),
+        "lr": Param("float", default=0.002, low=0.0, low_open=True, doc="lr_k = lr sqrt(n)/sqrt(1+k/k0)",
+                    former="gamma"),
         "k0": Param("float", default=100.0, low=0.0, low_open=True, doc="step-size decay scale"),
         "steps": Param("int", default=800, low=1, doc="horizon"),
         "inner": Param("int", default=4, low=1, doc="noise seeds averaged into one loss curve per graph"),

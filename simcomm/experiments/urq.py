@@ -163,7 +163,7 @@ def urq_rate(params, rng, backend):
                                                               mu=params["mu"], rng=rng)
     a = q.alpha(p.d)
     K = max(1, math.ceil(math.log(1.0 / params["target"]) * a * p.L / p.mu))
-    tr = compressed_gd(p, q, 1.0 / (a * p.L), K, mode="aggregate", record_every=K, rng=rng, backend=backend)
+    tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=K, mode="aggregate", record_every=K, rng=rng, backend=backend)
     g0, gK = tr.f_gap[0, 0], tr.f_gap[0, -1]
     rate = (max(gK, 0.0) / g0) ** (1.0 / K) if math.isfinite(gK) else math.inf
     note = tr.notes()[0]
@@ -189,7 +189,7 @@ def urq_nonconvex(params, rng, backend):
     q = _quantizer(params)
     p = make_problem("nonconvex", n=1, d=params["d"], L=params["L"], f0_gap=params["f0_gap"], rng=rng)
     a = q.alpha(p.d)
-    tr = compressed_gd(p, q, 1.0 / (a * p.L), params["K"], mode="aggregate", record_every=params["K"],
+    tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=params["K"], mode="aggregate", record_every=params["K"],
                        track_grad=True, rng=rng, backend=backend)
     return [dict(metric="avg_grad_norm2", value=float(tr.grad2_mean[0]), note=tr.notes()[0])]
 
@@ -198,10 +198,10 @@ def urq_nonconvex(params, rng, backend):
     "urq_floor",
     params={**_Q,
             "d": Param("int", default=20, low=1, doc="dimension"),
-            "n": Param("int", default=8, low=1, doc="workers"),
+            "n": Param("int", default=8, low=1, doc="workers", former="N"),
             "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness of every f_i"),
             "mu": Param("float", default=0.5, low=0.0, low_open=True, doc="strong convexity"),
-            "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size"),
+            "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size", former="gamma"),
             "sigma2": Param("float", default=1.0, low=0.0, doc="(1/n) sum |grad f_i(x*)|^2 (0: identical workers)"),
             "e0": Param("float", default=1.0, low=0.0, low_open=True, doc="|x0 - x*|^2"),
             "K1": Param("int", default=400, low=0, doc="first iteration of the plateau average"),
@@ -213,7 +213,7 @@ def urq_floor(params, rng, backend):
     q = _quantizer(params)
     p = make_problem("quadratic", n=params["n"], d=params["d"], L=params["L"], mu=params["mu"],
                      sigma2=params["sigma2"], e0=params["e0"], rotate=True, rng=rng)
-    tr = compressed_gd(p, q, params["lr"], params["K"], mode="workers", rng=rng, backend=backend)
+    tr = compressed_gd(p, q, lr=params["lr"], steps=params["K"], mode="workers", rng=rng, backend=backend)
     plateau = float(tr.dist2[0, params["K1"]:].mean())
     return [dict(metric="plateau", value=plateau, note=tr.notes()[0])]
 
@@ -263,7 +263,7 @@ def delay_exact(params, rng, backend):
     stream = int(rng.integers(2**63))
 
     def stable(lr):
-        tr = async_compressed_gd(p, q, lr, K, tau=tau, delay="constant", record_every=every,
+        tr = async_compressed_gd(p, q, lr=lr, steps=K, tau=tau, delay="constant", record_every=every,
                                  rng=np.random.default_rng(stream), backend=backend)
         if tr.diverged_at[0] >= 0:
             return False
@@ -289,7 +289,7 @@ def _b_step(alpha, L, tau):
 @experiment(
     "iag_vs_gd",
     params={**_Q, **_PROBLEM,
-            "n": Param("int", default=8, low=1, doc="workers"),
+            "n": Param("int", default=8, low=1, doc="workers", former="N"),
             "eps": Param("float", default=1e-2, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) / (f(x0) - f*)"),
             "max_steps": Param("int", default=20000, low=1, doc="iteration budget per method"),
@@ -318,9 +318,9 @@ def iag_vs_gd(params, rng, backend):
     stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
     kw = dict(stop_gap=stop, rng=rng, backend=backend)
     runs = {
-        "gd": lambda: compressed_gd(p, q, 1.0 / (a * p.L), K, mode="workers", **kw),
-        "iag_cyclic": lambda: compressed_iag(p, q, _b_step(a, p.L, n - 1), K, order="cyclic", **kw),
-        "iag_random": lambda: compressed_iag(p, q, _b_step(a, p.L, n - 1), K, order="random", **kw),
+        "gd": lambda: compressed_gd(p, q, lr=1.0 / (a * p.L), steps=K, mode="workers", **kw),
+        "iag_cyclic": lambda: compressed_iag(p, q, lr=_b_step(a, p.L, n - 1), steps=K, order="cyclic", **kw),
+        "iag_random": lambda: compressed_iag(p, q, lr=_b_step(a, p.L, n - 1), steps=K, order="random", **kw),
     }
     for method, run in runs.items():
         tr = run()
@@ -372,7 +372,7 @@ def urq_bits(params, rng, backend):
     for name in (t.strip() for t in params["quantizers"].split(",")):
         q = _quantizer({**params, "quantizer": name})
         a = q.alpha(p.d)
-        tr = compressed_gd(p, q, 1.0 / (a * p.L), params["max_steps"], mode="aggregate", stop_gap=stop,
+        tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=params["max_steps"], mode="aggregate", stop_gap=stop,
                            rng=np.random.default_rng(stream), backend=backend)
         it = float(tr.first_below(stop)[0])
         reached = math.isfinite(it)

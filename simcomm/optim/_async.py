@@ -75,7 +75,7 @@ def delays(delay: str, k: int, tau: int, R: int, n: int, buf: np.ndarray, slot: 
     return np.repeat(worst[:, None], n, axis=1)
 
 
-def async_compressed_gd(problem, compressor, lr: float, steps: int, *, tau: int | None = None,
+def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int | None = None,
                         delay: str | None = None, clock=None, x0=None, replicates: int = 1, record_every: int = 1,
                         track_grad: bool = False, stop_gap=None, rng=None, backend=None) -> Trace:
     r"""Asynchronous compressed gradient descent with delays bounded by ``tau``.
@@ -116,7 +116,7 @@ def async_compressed_gd(problem, compressor, lr: float, steps: int, *, tau: int 
     >>> from simcomm.models import quadratic
     >>> from simcomm.compress import Identity
     >>> p = quadratic(2, 5, L=1.0, mu=1.0, rng=0)      # H = I: x_{k+1} = x_k - lr (x_{k-tau} - x*)
-    >>> async_compressed_gd(p, Identity(), 1.5, 200, tau=1).notes()   # 1.5 > 1 = threshold
+    >>> async_compressed_gd(p, Identity(), lr=1.5, steps=200, tau=1).notes()   # 1.5 > 1 = threshold
     ['diverged at step 46']
     """
     compressor = check_compressor(compressor)

@@ -24,7 +24,7 @@ __all__ = ["compressed_iag", "IAG_ORDERS"]
 IAG_ORDERS = ("cyclic", "random")
 
 
-def compressed_iag(problem, compressor, lr: float, steps: int, *, order: str = "cyclic", x0=None,
+def compressed_iag(problem, compressor, *, lr: float, steps: int, order: str = "cyclic", x0=None,
                    replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                    backend=None) -> Trace:
     r"""Compressed IAG: one worker refreshes its quantized gradient per step.
@@ -53,7 +53,7 @@ def compressed_iag(problem, compressor, lr: float, steps: int, *, order: str = "
     >>> from simcomm.models import quadratic
     >>> from simcomm.compress import Identity
     >>> p = quadratic(4, 10, L=1.0, mu=0.5, sigma2=1.0, rng=0)
-    >>> tr = compressed_iag(p, Identity(), 0.2, 400)
+    >>> tr = compressed_iag(p, Identity(), lr=0.2, steps=400)
     >>> bool(tr.dist2[0, -1] < 1e-10)
     True
     """

@@ -124,7 +124,7 @@ def start(problem, x0, replicates: int) -> np.ndarray:
     return np.array(np.broadcast_to(x0, (replicates, problem.d)), dtype=np.float64)
 
 
-def compressed_gd(problem, compressor, lr: float, steps: int, *, mode: str = "workers", x0=None,
+def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                   backend=None) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
@@ -172,7 +172,7 @@ def compressed_gd(problem, compressor, lr: float, steps: int, *, mode: str = "wo
     >>> from simcomm.models import quadratic
     >>> from simcomm.compress import Identity
     >>> p = quadratic(4, 10, L=1.0, mu=0.5, rng=0)
-    >>> tr = compressed_gd(p, Identity(), 1.0, 30)
+    >>> tr = compressed_gd(p, Identity(), lr=1.0, steps=30)
     >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0]), tr.notes()
     (True, [''])
     """

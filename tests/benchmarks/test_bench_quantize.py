@@ -92,13 +92,13 @@ def test_bench_async_run(benchmark):
     """10,000 steps, tau = 32, n = 16, d = 1,000, QSGD s = 4, constant delay."""
     p = quadratic(16, 1000, L=1.0, mu=0.01, sigma2=1.0, rng=12345)
     q = QSGD(4)
-    async_compressed_gd(p, q, 0.01, 50, tau=32, rng=0)  # compile
-    tr = benchmark.pedantic(lambda: async_compressed_gd(p, q, 0.01, 10_000, tau=32, record_every=1000, rng=1),
+    async_compressed_gd(p, q, lr=0.01, steps=50, tau=32, rng=0)  # compile
+    tr = benchmark.pedantic(lambda: async_compressed_gd(p, q, lr=0.01, steps=10_000, tau=32, record_every=1000, rng=1),
                             rounds=1, iterations=1)
-    t_fast = _best(lambda: async_compressed_gd(p, q, 0.01, 10_000, tau=32, record_every=1000, rng=1), 1)[0]
+    t_fast = _best(lambda: async_compressed_gd(p, q, lr=0.01, steps=10_000, tau=32, record_every=1000, rng=1), 1)[0]
     short = 500
     t_base, hist = _best(lambda: async_naive(p, q, 0.01, short, 32, "constant", np.random.default_rng(7)), 1)
-    mine = async_compressed_gd(p, q, 0.01, short, tau=32, rng=np.random.default_rng(7))
+    mine = async_compressed_gd(p, q, lr=0.01, steps=short, tau=32, rng=np.random.default_rng(7))
     np.testing.assert_allclose(mine.x[0], hist[-1], rtol=1e-9)
     assert tr.diverged_at[0] == -1
     benchmark.extra_info["baseline"] = "full-history per-worker Python loop (500 steps x 20)"
