@@ -32,9 +32,11 @@ def closest(word: str, options) -> str:
     return f" (did you mean '{match[0]}'?)" if match else ""
 
 
-#: Old names of parameters (spec keys, ``--set`` keys, keyword arguments) and the one name each concept
-#: now has everywhere: the step size is ``lr``, the number of nodes or workers ``n``, the L2 penalty ``l2``.
-RENAMED = {"gamma": "lr", "N": "n", "n_workers": "n", "lam": "l2", "base_gamma_scale": "base_lr_scale"}
+#: Old names of parameters and the one name each concept now has everywhere: the step size is ``lr``, the
+#: number of nodes or workers ``n``, the L2 penalty ``l2``. A spec, ``--set`` or control key with an old
+#: name is a one-line error naming the new one (a Python keyword with an old name is a plain TypeError).
+RENAMED = {"gamma": "lr", "N": "n", "n_workers": "n", "lam": "l2", "base_gamma_scale": "base_lr_scale",
+           "mc": "draws"}
 
 
 def renamed(word: str, options) -> str | None:

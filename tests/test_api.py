@@ -156,3 +156,25 @@ def test_trace_attribute_errors_notes_and_first_below():
     assert {"f_gap", "grad2_mean", "table"} <= set(dir(tr))
     assert repr(tr) == ("Trace(3 recorded steps, 2 replicate(s), records: f_gap; info: grad2_mean; "
                         "diverged_at: [-1, 7])")
+    with pytest.raises(AttributeError, match="final parameters are 'x'"):
+        tr.theta  # noqa: B018
+    shared = Trace(np.array([0, 1]), {"loss": np.array([2.0, 0.5])}, diverged_at=np.array([-1, -1, -1]))
+    assert shared.first_below(1.0, "loss").tolist() == [1.0, 1.0, 1.0]  # a (T,) record serves every replicate
+
+
+@pytest.mark.parametrize("records, info, diverged_at, needle", [
+    ({"step": [1.0, 2.0]}, {}, [-1], "would hide"),          # would replace the step column of table()
+    ({"x": [1.0, 2.0]}, {}, [-1], "would hide"),             # a field
+    ({"table": [1.0, 2.0]}, {}, [-1], "would hide"),         # a method
+    ({"replicate": [1.0, 2.0]}, {}, [-1], "would hide"),     # a table column
+    ({"loss": [1.0, 2.0]}, {"loss": 3.0}, [-1], "both records and info"),
+    ({"loss": [1.0, 2.0, 3.0]}, {}, [-1], "one value per recorded step"),
+    ({"loss": [[1.0, 2.0], [3.0, 4.0]]}, {}, [-1], "replicate axis"),
+])
+def test_trace_refuses_ambiguous_records(records, info, diverged_at, needle):
+    import numpy as np
+
+    from simcomm.optim import Trace
+
+    with pytest.raises(ValueError, match=needle):
+        Trace(np.array([0, 1]), {k: np.asarray(v) for k, v in records.items()}, None, np.array(diverged_at), info)

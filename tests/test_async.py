@@ -82,7 +82,7 @@ def test_problems_constants():
                   for j in range(8)])
     ev = np.linalg.eigvalsh((H + H.T) / 2)
     assert ev[0] == pytest.approx(0.1) and ev[-1] == pytest.approx(2.0)
-    lg = logistic(4, data="digits")
+    lg = logistic(4, dataset="digits")
     assert np.linalg.norm(lg.full_grad(lg.x_star)) < 1e-9 and lg.mu == 0.01
     nc = nonconvex(3, 10, L=1.0, spread=0.5, rng=12345)
     assert np.abs(nc.full_grad(nc.x_star)).max() < 1e-9

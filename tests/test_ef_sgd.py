@@ -45,7 +45,7 @@ def _comp(name, k, r=None):
 
 def _run(ds, model, compressor="top_k", k=30, r=None, **kw):
     base = dict(n=4, steps=12, lr=0.2, batch_size=8, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
-                theta0=init_params(model, rng=7), rng=11, batch_rng=13)
+                x0=init_params(model, rng=7), rng=11, batch_rng=13)
     base.update(kw)
     comp = _comp(compressor, k, r) if isinstance(compressor, str) else compressor
     return ef_sgd(model, ds.X_train, ds.y_train, compressor=comp, **base)
@@ -107,8 +107,8 @@ def test_update_equals_library_error_feedback(comp):
         for i in range(n):
             m, lib[i] = ef.apply(G[i], lib[i], rng=lrng)
             msgs.append(m)
-        np.testing.assert_array_equal(new.memory, np.stack([s.residual for s in lib]))
-        np.testing.assert_allclose(new.theta, st_.theta - 0.5 * np.mean(msgs, axis=0), rtol=1e-13, atol=1e-15)
+        np.testing.assert_array_equal(new.residual, np.stack([s.residual for s in lib]))
+        np.testing.assert_allclose(new.x, st_.x - 0.5 * np.mean(msgs, axis=0), rtol=1e-13, atol=1e-15)
         st_ = new
 
 
@@ -122,25 +122,25 @@ def test_ef_update_properties(n, D, data):
     comp = data.draw(st.sampled_from(["top_k", "rand_k", "rtop_k", "none"]))
     seed = data.draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    state = ef_init(rng.standard_normal(D), n)._replace(memory=rng.standard_normal((n, D)))
+    state = ef_init(rng.standard_normal(D), n)._replace(residual=rng.standard_normal((n, D)))
     G = rng.standard_normal((n, D))
-    old_mem = state.memory.copy()
+    old_mem = state.residual.copy()
     new, info = ef_update(state, G, lr=0.3, compressor=_comp(comp, k, r), rng=rng)
-    np.testing.assert_array_equal(state.memory, old_mem)  # pure: the input state is untouched
+    np.testing.assert_array_equal(state.residual, old_mem)  # pure: the input state is untouched
     p = G + old_mem
     if comp == "none":
-        np.testing.assert_array_equal(new.memory, old_mem)
+        np.testing.assert_array_equal(new.residual, old_mem)
         assert np.all(info.comp_error == 0)
         return
     c = np.zeros_like(p)
     np.put_along_axis(c, info.idx, info.vals, axis=1)
-    np.testing.assert_array_equal(c + new.memory, p)  # g + e = C(g + e) + e', bit for bit
+    np.testing.assert_array_equal(c + new.residual, p)  # g + e = C(g + e) + e', bit for bit
     assert all(np.unique(row).size == k for row in info.idx)
-    ref = (new.memory**2).sum(1) / (p**2).sum(1)
+    ref = (new.residual**2).sum(1) / (p**2).sum(1)
     np.testing.assert_allclose(info.comp_error, ref, rtol=1e-10, atol=1e-13)  # residual norm from ||p||^2 - sent
     if comp == "top_k":  # the residual holds the D - k smallest magnitudes
         kth = np.sort(np.abs(p), axis=1)[:, D - k]
-        assert np.all(np.abs(new.memory).max(axis=1) <= kth)
+        assert np.all(np.abs(new.residual).max(axis=1) <= kth)
 
 
 @pytest.mark.parametrize("comp", ["none", "top_k", "rand_k", "rtop_k"])
@@ -149,11 +149,11 @@ def test_invariant_holds_every_step_of_a_run(digits, comp):
     gaps = []
 
     def check(t, G, old, new, info):
-        p = G + old.memory
+        p = G + old.residual
         c = p.copy() if info.idx is None else np.zeros_like(p)
         if info.idx is not None:
             np.put_along_axis(c, info.idx, info.vals, axis=1)
-        gaps.append(np.max(np.abs(p - (c + new.memory))))
+        gaps.append(np.max(np.abs(p - (c + new.residual))))
 
     _run(ds, model, compressor=comp, r=90, on_step=check)
     assert len(gaps) == 12 and max(gaps) == 0.0
@@ -447,4 +447,4 @@ def test_non_finite_gradients_are_recorded_as_divergence_not_a_crash():
     g = np.array([[1.0, np.nan, 0.0, 2.0], [0.5, 0.5, 0.5, 0.5]])
     for compressor in ("top_k", "rtop_k", "rand_k"):
         new, info = ef_update(s, g, lr=0.1, compressor=_comp(compressor, 1, 2), rng=0, backend="numpy")
-        assert np.isnan(info.comp_error).all() and np.array_equal(new.theta, s.theta)
+        assert np.isnan(info.comp_error).all() and np.array_equal(new.x, s.x)

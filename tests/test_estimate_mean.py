@@ -168,7 +168,7 @@ def test_experiments_run_small():
 
     be = get_backend("numpy")
     rows = get_experiment("mean_estimation").func(
-        get_experiment("mean_estimation").validate({"mc": 20, "n": 5}, "t"), np.random.default_rng(12345), be)
+        get_experiment("mean_estimation").validate({"draws": 20, "n": 5}, "t"), np.random.default_rng(12345), be)
     assert sorted(r["method"] for r in rows if r["metric"] == "mse") == sorted(SCHEMES)
     gap = [r for r in rows if r["metric"] == "topk_minus_subset"]
     mse = {r["method"]: r["value"] for r in rows if r["metric"] == "mse"}

@@ -261,8 +261,8 @@ def test_ef_update_runs_on_the_device():
     for comp in (TopK(40), RTopK(40, 120)):
         s_h, info_h = ef_update(ef_init(theta0, 8), grads, lr=0.1, compressor=comp, rng=3, backend="numpy")
         s_d, info_d = ef_update(ef_init(cp.asarray(theta0), 8), cp.asarray(grads), lr=0.1, compressor=comp, rng=3)
-        assert isinstance(s_d.theta, cp.ndarray) and isinstance(s_d.memory, cp.ndarray)
+        assert isinstance(s_d.x, cp.ndarray) and isinstance(s_d.residual, cp.ndarray)
         np.testing.assert_array_equal(cp.asnumpy(info_d.idx), info_h.idx)
-        np.testing.assert_array_equal(s_d.memory.get(), s_h.memory)
-        np.testing.assert_allclose(s_d.theta.get(), s_h.theta, rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(s_d.residual.get(), s_h.residual)
+        np.testing.assert_allclose(s_d.x.get(), s_h.x, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(info_d.comp_error.get(), info_h.comp_error, rtol=1e-9)

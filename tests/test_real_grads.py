@@ -81,7 +81,7 @@ def test_capture_gradients_first_is_the_minibatch_gradient():
     ds = load_dataset("digits", n_samples=400, rng=np.random.default_rng(12345))
     m = mlp((64, 8, 10))
     th = init_params(m, rng=3)
-    steps, G = capture_gradients(m, ds.X_train, ds.y_train, capture_at=[5, 0, 5], lr=0.1, batch_size=16, theta0=th,
+    steps, G = capture_gradients(m, ds.X_train, ds.y_train, capture_at=[5, 0, 5], lr=0.1, batch_size=16, x0=th,
                                  rng=np.random.default_rng(1))
     assert steps.tolist() == [0, 5] and G.shape == (2, m.n_params)
     idx = np.random.default_rng(1).integers(0, ds.X_train.shape[0], 16)

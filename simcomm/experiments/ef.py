@@ -91,13 +91,13 @@ def ef_invariant(params, rng, backend):
     gap = [0.0]
 
     def check(t, G, old, new, info):
-        p = G + old.memory
+        p = G + old.residual
         if info.idx is None:  # uncompressed: C(p) = p is sent, nothing is kept
             c = p
         else:
             c = np.zeros_like(p)
             np.put_along_axis(c, info.idx, info.vals, axis=1)
-        gap[0] = max(gap[0], float(np.max(np.abs(p - (c + new.memory)))))
+        gap[0] = max(gap[0], float(np.max(np.abs(p - (c + new.residual)))))
 
     tr = ef_sgd(model, ds.X_train, ds.y_train, n=params["n"], steps=params["steps"], lr=params["lr"],
                 batch_size=params["batch_size"], compressor=_ef_compressor(params["method"], k,
@@ -178,7 +178,7 @@ def ef_sgd_sweep(params, rng, backend):
         batch_seed = pilot_rng.integers(2**63)
         pilot = {}
         for v, sub in zip(rs, pilot_rng.spawn(len(rs))):
-            tr = ef_sgd(model, X, y, compressor=_ef_compressor("rtop_k", k, v * k), theta0=theta_p, rng=sub,
+            tr = ef_sgd(model, X, y, compressor=_ef_compressor("rtop_k", k, v * k), x0=theta_p, rng=sub,
                         batch_rng=batch_seed, **common)
             pilot[v] = tr.train_loss[-1] if np.isfinite(tr.train_loss[-1]) else np.inf
         chosen = min(rs, key=lambda v: (pilot[v], v))
@@ -193,7 +193,7 @@ def ef_sgd_sweep(params, rng, backend):
         batch_r = room_rng.integers(2**63)
         losses = {}
         for comp, sub in zip(("none", "top_k"), room_rng.spawn(2)):
-            tr = ef_sgd(model, X, y, compressor=_ef_compressor(comp, k, None), theta0=theta_r, rng=sub,
+            tr = ef_sgd(model, X, y, compressor=_ef_compressor(comp, k, None), x0=theta_r, rng=sub,
                         batch_rng=batch_r, **common)
             losses[comp] = tr.train_loss[-1]
         pilot_gap = float((losses["top_k"] - losses["none"]) / losses["none"])
@@ -207,7 +207,7 @@ def ef_sgd_sweep(params, rng, backend):
     methods += [("rand_k", "rand_k", None)]
     rows, finals = [], {}
     for (name, comp, r), sub in zip(methods, eval_rng.spawn(len(methods))):
-        tr = ef_sgd(model, X, y, compressor=_ef_compressor(comp, k, r), theta0=theta0, rng=sub, batch_rng=batch_seed,
+        tr = ef_sgd(model, X, y, compressor=_ef_compressor(comp, k, r), x0=theta0, rng=sub, batch_rng=batch_seed,
                     **common)
         rr = {"sgd": 0, "top_k": 1, "rand_k": D // k}.get(name, (r or 0) // k)
         for s, b, tl, ta in zip(tr.step, tr.bits, tr.train_loss, tr.test_accuracy):

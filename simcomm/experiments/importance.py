@@ -263,7 +263,7 @@ def _run(params, ds, model, proposal, theta0, rng):
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal=proposal,
         smoothing=c, n=params["n"],
         schedule=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
-        eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, theta0=theta0, rng=rng,
+        eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, x0=theta0, rng=rng,
     )
 
 
@@ -383,7 +383,7 @@ def is_communication(params, rng, backend):
     tr = importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal="stale",
         n=params["n"], schedule=staleness("period", period=params["period"]),
-        eval_every=params["steps"], theta0=theta0, rng=r_is,
+        eval_every=params["steps"], x0=theta0, rng=r_is,
     )
     sent, _ = _gradient_sending_bytes(model, X, y, steps=params["steps"], lr=params["lr"],
                                       batch_size=params["batch_size"], n=params["n"],

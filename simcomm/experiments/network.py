@@ -224,7 +224,7 @@ def compression_pays(params, rng, backend):
         theta0 = init_params(model, rng=th_rng)
         batch_seed = int(batch_gen.integers(2**63))  # the same minibatches for both methods
         return {c: ef_sgd(model, ds.X_train, ds.y_train, compressor=Identity() if c == "sgd" else TopK(k),
-                          theta0=theta0, batch_rng=batch_seed, rng=comp_rng, **common) for c in ("sgd", "top_k")}
+                          x0=theta0, batch_rng=batch_seed, rng=comp_rng, **common) for c in ("sgd", "top_k")}
 
     pilot = run(pilot_rng)
     hits = {c: _hit(tr.step, tr.train_loss, params["target_loss"]) for c, tr in pilot.items()}

@@ -139,7 +139,8 @@ _MODEL = {
     "k": Param("int", default=40, low=1, doc="bit budget per node (k' = floor(k / ceil(log2 d)) indices)"),
     "alpha": Param("float", default=1.0, low=0.0, doc="skew: power-law exponent of theta's profile"),
     "support": Param("float", default=4.0, low=1.0, doc="support size as a multiple of s"),
-    "mc": Param("int", default=200, low=1, doc="Monte Carlo repetitions averaged per replicate (vectorised)"),
+    "draws": Param("int", default=200, low=1, doc="Monte Carlo repetitions averaged per replicate (vectorised)",
+                   former="mc"),
 }
 
 
@@ -161,13 +162,13 @@ def mean_estimation(params, rng, backend):
     """MSE of the three estimation schemes (model F1 [N]), on the same observations.
 
     One row per scheme (``method`` = rtop_k: random subset of the support; top_k: first k' of the
-    support in the skew ordering; rand_k: k' uniformly random coordinates), each the mean of ``mc``
+    support in the skew ordering; rand_k: k' uniformly random coordinates), each the mean of ``draws``
     squared errors ``||theta_hat - theta||^2``; and ``topk_minus_subset``, the mean over the same
-    ``mc`` repetitions of top-k's squared error minus the random subset's (a paired difference).
+    ``draws`` repetitions of top-k's squared error minus the random subset's (a paired difference).
     """
     d = params["d"]
     theta = _profile(d, params["s"], params["alpha"], params["support"])
-    err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["mc"], rng=rng)
+    err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["draws"], rng=rng)
     # No k' column: it is a function of (k, d), and a co-varying column would split plot lines.
     rows = [dict(metric="mse", value=float(err[s].mean()), method=s) for s in SCHEMES]
     # The paired difference on the same observations (common random numbers): raw measurements only.
@@ -220,5 +221,5 @@ def mean_estimation_scaling(params, rng, backend):
     """
     n, d, s, k = _scaled(params)
     theta = _profile(d, s, params["alpha"], params["support"])
-    err = mean_estimation_mse(theta, n, k, d=d, replicates=params["mc"], rng=rng, schemes=("rtop_k",))
+    err = mean_estimation_mse(theta, n, k, d=d, replicates=params["draws"], rng=rng, schemes=("rtop_k",))
     return [dict(metric="mse", value=float(err["rtop_k"].mean()))]

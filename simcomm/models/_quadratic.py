@@ -259,7 +259,7 @@ def _dataset(name: str):
     return X[order], y[order]
 
 
-def logistic(n: int, *, data: str = "breast_cancer", l2: float = 1e-2, heterogeneous: bool = True) -> Problem:
+def logistic(n: int, *, dataset: str = "breast_cancer", l2: float = 1e-2, heterogeneous: bool = True) -> Problem:
     r"""Regularised logistic regression on a bundled scikit-learn data set, split over ``n`` workers.
 
     :math:`f_i(x) = \frac1{m_i}\sum_{j\in S_i}\log(1+e^{-y_j a_j^\top x}) + \frac\lambda2\|x\|^2`. Features are
@@ -270,7 +270,7 @@ def logistic(n: int, *, data: str = "breast_cancer", l2: float = 1e-2, heterogen
 
     Examples
     --------
-    >>> p = logistic(4, data="breast_cancer")
+    >>> p = logistic(4, dataset="breast_cancer")
     >>> p.d, bool(np.linalg.norm(p.full_grad(p.x_star)) < 1e-10)
     (31, True)
     """
@@ -278,7 +278,7 @@ def logistic(n: int, *, data: str = "breast_cancer", l2: float = 1e-2, heterogen
         raise UserError(f"logistic: n = {n} is not allowed; use n >= 1")
     if not l2 > 0:
         raise UserError(f"logistic: l2 = {l2!r} is not allowed; use l2 > 0 (it is mu)")
-    A, y = _dataset(data)
+    A, y = _dataset(dataset)
     n_samples, d = A.shape
     if heterogeneous and n > n_samples:
         raise UserError(f"logistic: n = {n} workers but only {n_samples} samples; use n <= {n_samples}")
@@ -321,7 +321,7 @@ def logistic(n: int, *, data: str = "breast_cancer", l2: float = 1e-2, heterogen
         if np.linalg.norm(g) < 1e-13:
             break
     g_star = grad(np.broadcast_to(x, (n, d)), np.arange(n))
-    return Problem(f"logistic_{data}", n, d, float(L), float(l2), x, float(value(x)[0]),
+    return Problem(f"logistic_{dataset}", n, d, float(L), float(l2), x, float(value(x)[0]),
                    float((g_star**2).sum() / n), np.zeros(d), grad, value, full_grad)
 
 
@@ -409,7 +409,7 @@ def make_problem(name: str, *, n: int, d: int = 50, L: float = 1.0, mu: float = 
     if name == "ridge":
         return ridge(n, d, L=L, mu=mu, heterogeneous=heterogeneous, rng=rng, **kw)
     if name.startswith("logistic_") and name in PROBLEMS:
-        return logistic(n, data=name[len("logistic_"):], heterogeneous=heterogeneous, **kw)
+        return logistic(n, dataset=name[len("logistic_"):], heterogeneous=heterogeneous, **kw)
     if name == "nonconvex":
         return nonconvex(n, d, L=L, rng=rng, **kw)
     raise UserError(f"unknown problem '{name}'{closest(name, PROBLEMS)}; choose one of {', '.join(PROBLEMS)}")

@@ -45,7 +45,7 @@ __all__ = ["SkewStats", "FittedSkewModel", "capture_gradients", "skew_stats", "f
 OPERATORS = ("top_k", "rtop_k", "rand_k")
 
 
-def capture_gradients(model: MLP, X, y, *, capture_at, lr: float, batch_size: int = 32, theta0=None,
+def capture_gradients(model: MLP, X, y, *, capture_at, lr: float, batch_size: int = 32, x0=None,
                       rng) -> tuple[np.ndarray, np.ndarray]:
     r"""Train with plain minibatch SGD and keep the stochastic gradients at the listed steps.
 
@@ -60,7 +60,7 @@ def capture_gradients(model: MLP, X, y, *, capture_at, lr: float, batch_size: in
         Step size, > 0.
     batch_size : int, default 32
         Minibatch size (drawn with replacement).
-    theta0 : numpy.ndarray, optional
+    x0 : numpy.ndarray, optional
         Initial parameters (default: He init from ``rng``).
     rng : numpy.random.Generator or seed
 
@@ -84,7 +84,7 @@ def capture_gradients(model: MLP, X, y, *, capture_at, lr: float, batch_size: in
     if steps.size == 0 or steps[0] < 0:
         raise UserError(f"capture_at = {list(capture_at)} must list steps >= 0")
     X = np.asarray(X, dtype=np.float64)
-    theta = init_params(model, rng=rng) if theta0 is None else np.array(theta0, dtype=np.float64)
+    theta = init_params(model, rng=rng) if x0 is None else np.array(x0, dtype=np.float64)
     out = np.empty((steps.size, model.n_params))
     j = 0
     for t in range(int(steps[-1]) + 1):

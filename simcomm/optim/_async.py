@@ -161,18 +161,19 @@ def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int 
     return mon.trace(x)
 
 
-def clock_schedules(clock, n: int, steps: int, replicates: int, rng):
+def clock_schedules(clock, n: int, steps: int, replicates: int, rng=None):
     """Per replicate, the worker and delay of each server update: two int arrays of shape ``(R, steps)``.
 
     Replicate ``r`` draws its schedule from the ``r``-th of ``replicates`` streams spawned off a first
-    stream spawned from ``rng`` (so the compressor's draws that follow do not depend on the schedule's).
+    stream spawned from ``rng`` (so the compressor's draws that follow do not depend on the schedule's);
+    ``rng`` is anything :func:`numpy.random.default_rng` accepts (a Generator is used as it is).
     """
     from simcomm.network import Clock
 
     if not isinstance(clock, Clock):
         raise UserError(f"clock = {clock!r} is not a simcomm.network.Clock; pass e.g. "
                         "Clock(Straggler('shifted_exp', shift=1e-3, scale=5e-4))")
-    (sched_rng,) = rng.spawn(1)
+    (sched_rng,) = np.random.default_rng(rng).spawn(1)
     W = np.empty((replicates, steps), dtype=np.int64)
     T = np.empty((replicates, steps), dtype=np.int64)
     for r, sub in enumerate(sched_rng.spawn(replicates)):

@@ -426,7 +426,8 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     sigma : float
         Gradient noise standard deviation per coordinate, ``>= 0``.
     seed : int
-        Root of the per-node noise streams (see the module doc).
+        Root of the per-node noise streams (see the module doc). An integer, not a Generator: every node
+        derives its own stream from it, so :mod:`simcomm.mpi`'s ranks reproduce the run bit for bit.
     schedule : {"constant", "inv_sqrt"}
         Step-size schedule (:func:`step_size`).
     k0 : float

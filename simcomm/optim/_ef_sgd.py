@@ -57,16 +57,17 @@ class EFState(NamedTuple):
 
     Attributes
     ----------
-    theta : numpy.ndarray, shape (D,)
+    x : numpy.ndarray, shape (D,)
         Server parameters.
-    memory : numpy.ndarray, shape (n, D)
-        Each worker's residual :math:`m_i` (what it has not sent yet).
+    residual : numpy.ndarray, shape (n, D)
+        Each worker's residual :math:`m_i` (what it has not sent yet; ``ErrorFeedbackState.residual``
+        of one worker).
     step : int
         Updates done.
     """
 
-    theta: np.ndarray
-    memory: np.ndarray
+    x: np.ndarray
+    residual: np.ndarray
     step: int
 
 
@@ -132,18 +133,18 @@ def ef_learning_rate(lr: float, step: int, steps: int, schedule: str = "constant
                     f"choose one of {', '.join(EF_SCHEDULES)}")
 
 
-def ef_init(theta0, n: int) -> EFState:
-    """Zero memories for ``n`` workers around the parameters ``theta0``.
+def ef_init(x0, n: int) -> EFState:
+    """Zero memories for ``n`` workers around the parameters ``x0``.
 
     Examples
     --------
     >>> s = ef_init(np.zeros(5), 3)
-    >>> s.memory.shape, s.step
+    >>> s.residual.shape, s.step
     ((3, 5), 0)
     """
-    xp = array_namespace(theta0)  # a device (CuPy) theta0 keeps the whole state on the device
-    theta0 = xp.asarray(theta0, dtype=np.float64)
-    return EFState(theta0.copy(), xp.zeros((int(n), theta0.shape[0])), 0)
+    xp = array_namespace(x0)  # a device (CuPy) x0 keeps the whole state on the device
+    x0 = xp.asarray(x0, dtype=np.float64)
+    return EFState(x0.copy(), xp.zeros((int(n), x0.shape[0])), 0)
 
 
 def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compressor, rng,
@@ -154,7 +155,7 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compr
     ----------
     state : EFState
     grads : numpy.ndarray, shape (n, D)
-        Worker gradients at ``state.theta``.
+        Worker gradients at ``state.x``.
     lr : float
         Step size of this step, > 0.
     compressor : Compressor
@@ -173,21 +174,21 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compr
     >>> from simcomm.compress import TopK
     >>> s = ef_init(np.zeros(3), 1)
     >>> s, info = ef_update(s, np.array([[1.0, 0.5, 0.25]]), lr=1.0, compressor=TopK(1), rng=0)
-    >>> s.theta.tolist(), s.memory.tolist()
+    >>> s.x.tolist(), s.residual.tolist()
     ([-1.0, 0.0, 0.0], [[0.0, 0.5, 0.25]])
     >>> s, info = ef_update(s, np.array([[0.0, 0.75, 0.0]]), lr=1.0, compressor=TopK(1), rng=0)
-    >>> s.theta.tolist(), s.memory.tolist()   # the residual is sent later
+    >>> s.x.tolist(), s.residual.tolist()   # the residual is sent later
     ([-1.0, -1.25, 0.0], [[0.0, 0.0, 0.25]])
     """
     lr = _check_lr(lr)
-    compressor = _check_compressor(compressor, state.memory.shape[1])
-    return _ef_step(state, grads, lr, compressor, rng, backend_for(backend, grads, state.memory))
+    compressor = _check_compressor(compressor, state.residual.shape[1])
+    return _ef_step(state, grads, lr, compressor, rng, backend_for(backend, grads, state.residual))
 
 
 def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
     # Selections are undefined on NaN, so nothing is sent; the caller records the step.
-    xp = array_namespace(state.memory)
-    return (EFState(state.theta, state.memory, state.step + 1),
+    xp = array_namespace(state.residual)
+    return (EFState(state.x, state.residual, state.step + 1),
             EFStepInfo(xp.zeros((n, 0), dtype=np.int64), xp.zeros((n, 0)), xp.full(n, np.nan), xp.zeros(D)))
 
 
@@ -195,14 +196,14 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
              out: np.ndarray | None = None) -> tuple[EFState, EFStepInfo]:
     """:func:`ef_update` on checked arguments; ``out`` (not ``grads``) may receive P.
 
-    ``out`` may be ``state.memory`` itself, for a caller that drops the old state (the new memory then
+    ``out`` may be ``state.residual`` itself, for a caller that drops the old state (the new memory then
     takes over its buffer); ``grads`` stays intact either way.
     """
-    n, D = state.memory.shape
-    xp = array_namespace(state.memory, grads)  # numpy, or cupy for a state on the device
+    n, D = state.residual.shape
+    xp = array_namespace(state.residual, grads)  # numpy, or cupy for a state on the device
     if isinstance(compressor, Identity):
         upd = grads.mean(axis=0)
-        return (EFState(state.theta - lr * upd, state.memory, state.step + 1),
+        return (EFState(state.x - lr * upd, state.residual, state.step + 1),
                 EFStepInfo(None, None, xp.zeros(n), upd))
     # Where the selection kernels take NaN rows without failing (numba), a non-finite g_i makes ||p_i||^2
     # non-finite, so the full pass over the gradients only runs when a norm is not finite (before any
@@ -215,20 +216,20 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
         # One kernel writes p_i = g_i + m_i (into a fresh array or ``out``: the state stays intact),
         # ||p_i||^2 and the top-r set (ascending, ties to the lower index: the selection of
         # simcomm.compress.top_k); the compressor picks its k of them.
-        P, top, tot = be.ef_accumulate_topr(grads, state.memory, r, out=out)
+        P, top, tot = be.ef_accumulate_topr(grads, state.residual, r, out=out)
         if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
             return _diverged(state, n, D)
         idx = compressor.select_rows(P, rng=rng, backend=be, top=top)
     else:
         if lazy and not np.isfinite(grads).all():
             return _diverged(state, n, D)
-        P = xp.ascontiguousarray(state.memory + grads)
+        P = xp.ascontiguousarray(state.residual + grads)
         idx = compressor.select_rows(P, rng=rng, backend=be)
         tot = xp.einsum("ij,ij->i", P, P)
     # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
     # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the
     # server averages the messages and steps (one fused call on the numba backend).
-    vals, upd, theta = be.ef_send(P, idx, state.theta, lr)
+    vals, upd, theta = be.ef_send(P, idx, state.x, lr)
     sent = xp.einsum("ij,ij->i", vals, vals)
     res = xp.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
     if xp is np:
@@ -261,7 +262,7 @@ def _progress(enabled: bool, total: int, label: str):
 
 def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int = 32,
            compressor: Compressor, schedule: str = "constant",
-           split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, theta0=None,
+           split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, x0=None,
            rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> Trace:
     r"""Train ``model`` with ``n`` workers running error-feedback SGD (see the module docstring).
 
@@ -290,10 +291,10 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         unless the run diverges (detected from a non-finite ``p`` or ``theta``).
     X_test, y_test : numpy.ndarray, optional
         Test set for the accuracy.
-    theta0 : numpy.ndarray, optional
+    x0 : numpy.ndarray, optional
         Initial parameters (default He init from ``rng``).
     rng : numpy.random.Generator or seed
-        Compressor randomness (and ``theta0``/split/batches when those are not given).
+        Compressor randomness (and ``x0``/split/batches when those are not given).
     batch_rng : numpy.random.Generator or seed, optional
         Shard split and minibatches; pass the same seed to every compressor for common random numbers.
     backend : str or module, optional
@@ -308,7 +309,8 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     Trace
         ``step``: the steps at which the monitor ran (0 = before any update, the last is ``steps``).
         ``records``: ``train_loss`` and ``test_accuracy`` (full training loss and test accuracy there;
-        NaN when there is no test set, or after divergence), ``bits`` (bits one worker has sent up to
+        after a divergence the loss is ``inf`` and the accuracy NaN; the accuracy is NaN without a test
+        set), ``bits`` (bits one worker has sent up to
         that step). ``x``: the final parameters ``(D,)``. ``diverged_at``: ``[t]``, the first step whose
         loss (or, monitor off, ``p`` or ``theta``) was not finite, or ``[-1]``. ``info``:
         ``bits_per_step`` (bits one worker sends per step) and ``comp_error`` (shape ``(steps,)``, mean
@@ -352,7 +354,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     elif isinstance(eval_every, bool) or not isinstance(eval_every, (int, np.integer)) or eval_every < 0:
         raise UserError(f"eval_every = {eval_every!r} must be an integer >= 0 (0 turns the monitor off)")
     eval_every = int(eval_every)
-    theta0 = init_params(model, rng=rng) if theta0 is None else np.asarray(theta0, dtype=np.float64)
+    x0 = init_params(model, rng=rng) if x0 is None else np.asarray(x0, dtype=np.float64)
     pad, lens = _padded_shards(split_workers(y, n, scheme=split, rng=batch_rng))
     bps = compressor.bits(D)
 
@@ -361,16 +363,16 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         ta = accuracy(model, theta, X_test, y_test) if X_test is not None else math.nan
         return tl, ta
 
-    state = ef_init(theta0, n)
+    state = ef_init(x0, n)
     be = get_backend(backend)
     # Without an on_step observer nothing outside keeps G or an old memory, so the loop reuses two
     # (n, D) buffers: the gradients, and the memory that p = g + m overwrites in place (no new arrays per
     # step, and no cold buffer to stream P into).
     reuse = on_step is None
-    g_buf = np.empty_like(state.memory) if reuse else None
+    g_buf = np.empty_like(state.residual) if reuse else None
     rows = np.arange(n)[:, None]
     if eval_every:
-        ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.theta))
+        ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.x))
     else:
         ev_step, ev_loss, ev_acc = [], [], []
     cerr = np.full(steps, np.nan)
@@ -380,22 +382,22 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         for t in range(steps):
             pos = (batch_rng.random((n, batch_size)) * lens[:, None]).astype(np.int64)
             bidx = pad[rows, pos]
-            G = worker_gradients(model, state.theta, X[bidx], y[bidx], out=g_buf)
+            G = worker_gradients(model, state.x, X[bidx], y[bidx], out=g_buf)
             new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor,
-                                 rng, be, out=state.memory if reuse else None)
+                                 rng, be, out=state.residual if reuse else None)
             if on_step is not None:
                 on_step(t, G, state, new, info)
             state = new
             cerr[t] = float(info.comp_error.mean())
             # p is not finite, or (monitor off) theta is not: stop here, the loss is recorded as diverged
-            if math.isnan(cerr[t]) or (not eval_every and not np.isfinite(state.theta).all()):
+            if math.isnan(cerr[t]) or (not eval_every and not np.isfinite(state.x).all()):
                 ev_step.append(t + 1)
                 ev_loss.append(math.inf)
                 ev_acc.append(math.nan)
                 diverged = t + 1
                 break
             if eval_every and ((t + 1) % eval_every == 0 or t + 1 == steps):
-                tl, ta = monitor(state.theta)
+                tl, ta = monitor(state.x)
                 ev_step.append(t + 1)
                 ev_loss.append(tl)
                 ev_acc.append(ta)
@@ -414,4 +416,4 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         ev_acc.append(math.nan)
     ev_step = np.array(ev_step, dtype=np.int64)
     records = {"train_loss": np.array(ev_loss), "test_accuracy": np.array(ev_acc), "bits": ev_step * bps}
-    return Trace(ev_step, records, state.theta, diverged_at_step(diverged), {"bits_per_step": bps, "comp_error": cerr})
+    return Trace(ev_step, records, state.x, diverged_at_step(diverged), {"bits_per_step": bps, "comp_error": cerr})

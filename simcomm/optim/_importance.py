@@ -64,7 +64,7 @@ def importance_sgd(
     eval_every: int = 10,
     X_test=None,
     y_test=None,
-    theta0=None,
+    x0=None,
     rng=None,
 ) -> Trace:
     r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
@@ -93,7 +93,7 @@ def importance_sgd(
         Monitor period in steps (the last step is always evaluated).
     X_test, y_test : numpy.ndarray, optional
         Held-out data for test accuracy (NaN when absent).
-    theta0 : numpy.ndarray, optional
+    x0 : numpy.ndarray, optional
         Initial parameters; default :func:`simcomm.models.init_params` from ``rng``.
     rng : numpy.random.Generator or seed, optional
 
@@ -136,7 +136,7 @@ def importance_sgd(
         raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {n_train} "
                         "(the training set size)")
     rng = np.random.default_rng(rng)
-    theta = init_params(model, rng=rng) if theta0 is None else np.array(theta0, dtype=np.float64)
+    theta = init_params(model, rng=rng) if x0 is None else np.array(x0, dtype=np.float64)
 
     def norms_at(th, idx=None):
         return per_example_grad_norms(model, th, X if idx is None else X[idx], y if idx is None else y[idx])

@@ -96,8 +96,16 @@ class Trace:
     Notes
     -----
     ``tr.name`` reads ``tr.records[name]``, else ``tr.info[name]``; an unknown name raises an
-    ``AttributeError`` that lists what the trace holds. The dataclass is frozen (its fields cannot be
-    reassigned); the arrays and dicts it holds are the optimiser's own, not copies.
+    ``AttributeError`` that lists what the trace holds. A record or info entry may not reuse the name
+    of a field, method or table column (``step``, ``replicate``, ``x``, ``table``, ...), and every
+    record must have one value per recorded step: a trace that breaks either rule is refused when it is
+    built. The dataclass is frozen (its fields cannot be reassigned); the arrays and dicts it holds are
+    the optimiser's own, not copies. Traces compare by identity (``eq=False``): equality of arrays is
+    not a single truth value.
+
+    After a divergence the records hold ``inf`` (parameter server, asynchronous, IAG; ``train_loss``
+    of error feedback) or ``NaN`` (decentralized SGD, importance sampling, error feedback's
+    ``test_accuracy``) from the step it was detected on.
 
     Examples
     --------
@@ -117,6 +125,27 @@ class Trace:
     diverged_at: np.ndarray = field(default_factory=no_divergence)
     info: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        reserved = {f for f in type(self).__dataclass_fields__} | {m for m in dir(type(self)) if not m.startswith("_")}
+        reserved |= {"replicate"}
+        clash = sorted((set(self.records) | set(self.info)) & reserved)
+        if clash:
+            raise ValueError(f"Trace: record or info name(s) {clash} would hide a field, method or table column "
+                             "of the trace; rename them")
+        both = sorted(set(self.records) & set(self.info))
+        if both:
+            raise ValueError(f"Trace: {both} named in both records and info; keep one")
+        T = np.size(self.step)
+        bad = [k for k, v in self.records.items() if np.ndim(v) not in (1, 2) or np.shape(v)[-1] != T]
+        if bad:
+            raise ValueError(f"Trace: record(s) {bad} do not have one value per recorded step ({T}); "
+                             "give arrays of shape (T,) or (R, T)")
+        R = self.replicates
+        wide = [k for k, v in self.records.items() if np.ndim(v) == 2 and np.shape(v)[0] != R]
+        if wide:
+            raise ValueError(f"Trace: record(s) {wide} have a replicate axis of another length than "
+                             f"diverged_at ({R}); pass diverged_at for every replicate")
+
     def __getattr__(self, name: str):
         # only reached when normal lookup fails; the guard keeps copy/pickle (which probe attributes on
         # an instance whose fields are not set yet) from recursing
@@ -127,7 +156,8 @@ class Trace:
             return d["records"][name]
         if name in d.get("info", {}):
             return d["info"][name]
-        raise AttributeError(f"Trace has no record or info '{name}'; records: {', '.join(d.get('records', {}))}"
+        hint = {"theta": " (the final parameters are 'x')", "steps": " (the recorded steps are 'step')"}.get(name, "")
+        raise AttributeError(f"Trace has no record or info '{name}'{hint}; records: {', '.join(d.get('records', {}))}"
                              f"; info: {', '.join(d.get('info', {})) or '(none)'}; fields: step, records, x, "
                              "diverged_at, info")
 
@@ -151,14 +181,24 @@ class Trace:
         return np.asarray(self.diverged_at) >= 0
 
     def table(self):
-        """Long-format pandas DataFrame: ``step`` and one column per record, in the order of ``records``.
+        """Long-format table of the records.
 
-        A ``replicate`` column comes first when the records are 2-D (``(R, T)``).
+        Returns
+        -------
+        pandas.DataFrame
+            ``step`` and one column per record, in the order of ``records``; a ``replicate`` column
+            comes first when the records are 2-D (``(R, T)``).
         """
         return tidy(self.step, self.records, replicates=any(np.ndim(v) == 2 for v in self.records.values()))
 
     def notes(self) -> list[str]:
-        """Per replicate: ``"diverged at step t"`` or ``""``."""
+        """Per replicate, what happened to the run.
+
+        Returns
+        -------
+        list of str
+            ``"diverged at step t"``, or ``""`` where the replicate did not diverge.
+        """
         return [f"diverged at step {t}" if t >= 0 else "" for t in np.asarray(self.diverged_at).tolist()]
 
     @property
@@ -172,9 +212,28 @@ class Trace:
             return notes[0]
         return "; ".join(f"replicate {r} {s}" for r, s in enumerate(notes) if s)
 
-    def first_below(self, eps: float, field: str = "f_gap") -> np.ndarray:
-        """Per replicate, the first recorded step with ``field <= eps`` (``nan`` if never), shape (R,)."""
-        v = np.atleast_2d(getattr(self, field))
+    def first_below(self, eps: float, record: str = "f_gap") -> np.ndarray:
+        """Per replicate, the first recorded step at which ``record`` is at most ``eps``.
+
+        Parameters
+        ----------
+        eps : float
+            Threshold.
+        record : str, default "f_gap"
+            Name of a record (``f_gap`` exists for the parameter-server optimisers; e.g. ``subopt`` for
+            decentralized SGD, ``train_loss`` for error feedback and importance sampling).
+
+        Returns
+        -------
+        numpy.ndarray of float, shape (R,)
+            The step, or ``nan`` where the record never reaches ``eps``. A record shared by every
+            replicate (shape ``(T,)``) gives the same step for each.
+        """
+        if record not in self.records:
+            raise AttributeError(f"Trace has no record '{record}'; records: {', '.join(self.records)}")
+        v = np.asarray(self.records[record])
+        if v.ndim == 1:
+            v = np.broadcast_to(v, (self.replicates, v.size))
         hit = v <= eps
         first = np.where(hit.any(axis=1), self.step[hit.argmax(axis=1)], np.nan)
         return first.astype(float)

@@ -35,17 +35,17 @@ class Minibatch(NamedTuple):
     max_weight: float
 
 
-def uniform_proposal(n: int) -> np.ndarray:
-    """The uniform proposal :math:`q_n = 1/N` (plain SGD).
+def uniform_proposal(n_examples: int) -> np.ndarray:
+    """The uniform proposal :math:`q_n = 1/N` over ``n_examples`` = :math:`N` examples (plain SGD).
 
     Examples
     --------
     >>> uniform_proposal(4)
     array([0.25, 0.25, 0.25, 0.25])
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise UserError(f"n = {n!r} must be a positive number of examples")
-    return np.full(int(n), 1.0 / n)
+    if isinstance(n_examples, bool) or not isinstance(n_examples, (int, np.integer)) or n_examples < 1:
+        raise UserError(f"n_examples = {n_examples!r} must be a positive number of examples")
+    return np.full(int(n_examples), 1.0 / n_examples)
 
 
 def norm_proposal(scores, *, smoothing: float = 0.0) -> np.ndarray:

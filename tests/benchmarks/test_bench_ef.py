@@ -57,7 +57,7 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
 
     def run(eval_every):
         return ef_sgd(model, X, y, n=N_WORKERS, steps=steps, lr=0.1, batch_size=B, compressor=TopK(k),
-                      theta0=theta0, rng=1, batch_rng=2, eval_every=eval_every).x
+                      x0=theta0, rng=1, batch_rng=2, eval_every=eval_every).x
 
     def baseline():
         br = np.random.default_rng(2)  # the same split and minibatches as the fast path
