@@ -33,10 +33,11 @@ def closest(word: str, options) -> str:
 
 
 #: Old names of parameters and the one name each concept now has everywhere: the step size is ``lr``, the
-#: number of nodes or workers ``n``, the L2 penalty ``l2``. A spec, ``--set`` or control key with an old
+#: number of nodes or workers ``n``, the L2 penalty ``l2``, Monte Carlo repetitions ``draws``, the
+#: recording period ``record_every``. A spec, ``--set`` or control key with an old
 #: name is a one-line error naming the new one (a Python keyword with an old name is a plain TypeError).
 RENAMED = {"gamma": "lr", "N": "n", "n_workers": "n", "lam": "l2", "base_gamma_scale": "base_lr_scale",
-           "mc": "draws"}
+           "mc": "draws", "eval_every": "record_every"}
 
 
 def renamed(word: str, options) -> str | None:

@@ -79,10 +79,10 @@ def test_every_optimiser_record_has_the_same_tidy_table():
     np.testing.assert_array_equal(dsgd.table()["subopt"], dsgd.subopt)
     ds = load_dataset("digits", n_samples=300, rng=0)
     m = logistic_regression(64, 10)
-    ef = ef_sgd(m, ds.X_train, ds.y_train, n=2, steps=6, lr=0.1, compressor=TopK(5), rng=1, eval_every=3)
+    ef = ef_sgd(m, ds.X_train, ds.y_train, n=2, steps=6, lr=0.1, compressor=TopK(5), rng=1, record_every=3)
     assert list(ef.table().columns) == ["step", "train_loss", "test_accuracy", "bits"]
     np.testing.assert_array_equal(ef.table()["train_loss"], ef.train_loss)
-    imp = importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, eval_every=3, rng=1)
+    imp = importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, record_every=3, rng=1)
     it = imp.table()
     assert it.columns[0] == "step" and len(it) == imp.step.size
     np.testing.assert_array_equal(it["train_loss"], imp.train_loss)
@@ -111,8 +111,8 @@ def test_every_optimiser_returns_the_one_trace_type():
         "iag": so.compressed_iag(p, Identity(), lr=0.2, steps=10, rng=1),
         "dsgd": so.run_dsgd(heterogeneous_least_squares(4, 3, rng=0), "ring", steps=10, lr=0.1, record_every=5),
         "ef": so.ef_sgd(m, ds.X_train, ds.y_train, n=2, steps=6, lr=0.1, compressor=TopK(5), rng=1,
-                        eval_every=3),
-        "is": so.importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, eval_every=3, rng=1),
+                        record_every=3),
+        "is": so.importance_sgd(m, ds.X_train, ds.y_train, steps=6, lr=0.1, batch_size=8, record_every=3, rng=1),
     }
     R = {"compressed_gd": 3, "async": 2}
     for name, tr in runs.items():

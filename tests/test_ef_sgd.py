@@ -44,7 +44,7 @@ def _comp(name, k, r=None):
 
 
 def _run(ds, model, compressor="top_k", k=30, r=None, **kw):
-    base = dict(n=4, steps=12, lr=0.2, batch_size=8, eval_every=4, X_test=ds.X_test, y_test=ds.y_test,
+    base = dict(n=4, steps=12, lr=0.2, batch_size=8, record_every=4, X_test=ds.X_test, y_test=ds.y_test,
                 x0=init_params(model, rng=7), rng=11, batch_rng=13)
     base.update(kw)
     comp = _comp(compressor, k, r) if isinstance(compressor, str) else compressor
@@ -205,7 +205,7 @@ def test_backend_parity(digits):
 def test_trace_bits_and_learning(digits):
     ds, model = digits
     D = model.n_params
-    tr = _run(ds, model, compressor="rtop_k", r=90, steps=40, eval_every=10)
+    tr = _run(ds, model, compressor="rtop_k", r=90, steps=40, record_every=10)
     assert tr.step.tolist() == [0, 10, 20, 30, 40]
     assert tr.bits_per_step == message_bits(30, D)
     np.testing.assert_array_equal(tr.bits, tr.step * message_bits(30, D))
@@ -235,20 +235,20 @@ def test_cosine_schedule():
 def test_divergence_is_recorded(digits):
     ds, model = digits
     with np.errstate(all="ignore"):
-        tr = _run(ds, model, compressor="none", lr=1e6, steps=30, eval_every=1)
+        tr = _run(ds, model, compressor="none", lr=1e6, steps=30, record_every=1)
     assert tr.diverged[0] and tr.step[-1] == 30 and not math.isfinite(tr.train_loss[-1])
 
 
 def test_monitor_off_trains_the_same_parameters(digits):
     ds, model = digits
-    on = _run(ds, model, compressor="top_k", steps=12, eval_every=4)
-    off = _run(ds, model, compressor="top_k", steps=12, eval_every=0)
+    on = _run(ds, model, compressor="top_k", steps=12, record_every=4)
+    off = _run(ds, model, compressor="top_k", steps=12, record_every=0)
     np.testing.assert_array_equal(off.x, on.x)  # the monitor draws no randomness
     np.testing.assert_array_equal(off.comp_error, on.comp_error)
     assert off.step.size == off.train_loss.size == off.bits.size == 0 and off.diverged_at.tolist() == [-1]
     with np.errstate(all="ignore"):
-        bad = _run(ds, model, compressor="none", lr=1e6, steps=30, eval_every=0)
-        bad_topk = _run(ds, model, compressor="top_k", lr=1e6, steps=30, eval_every=0)
+        bad = _run(ds, model, compressor="none", lr=1e6, steps=30, record_every=0)
+        bad_topk = _run(ds, model, compressor="top_k", lr=1e6, steps=30, record_every=0)
     for tr in (bad, bad_topk):
         assert tr.diverged[0] and tr.step[-1] == 30 and not math.isfinite(tr.train_loss[-1])
 
@@ -270,7 +270,7 @@ def test_monitor_off_trains_the_same_parameters(digits):
     (dict(compressor="rtop_k", r=10), "r = 10"),
     (dict(schedule="linear"), "unknown schedule"),
     (dict(steps=0), "steps"),
-    (dict(eval_every=-1), "eval_every = -1"),
+    (dict(record_every=-1), "record_every = -1"),
 ])
 def test_bad_input_one_line(digits, kw, match):
     ds, model = digits
@@ -310,7 +310,7 @@ def test_experiment_unknown_dataset_and_missing_extra(monkeypatch):
 
 
 def test_experiment_worker_count_larger_than_data():
-    e, p = _defaults("ef_sgd_sweep", n_samples=20, n=64, steps=5, eval_every=5)
+    e, p = _defaults("ef_sgd_sweep", n_samples=20, n=64, steps=5, record_every=5)
     with pytest.raises(UserError, match="larger than the data set"):
         e.func(p, np.random.default_rng(12345), "numpy")
 
@@ -318,13 +318,13 @@ def test_experiment_worker_count_larger_than_data():
 # --- experiments -----------------------------------------------------------------------------------------------
 
 def test_ef_invariant_experiment_rows():
-    e, p = _defaults("ef_invariant", n_samples=300, hidden=8, n=4, steps=5, eval_every=5)
+    e, p = _defaults("ef_invariant", n_samples=300, hidden=8, n=4, steps=5, record_every=5)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     assert {r["metric"]: r["value"] for r in rows}["invariant_gap"] == 0.0
 
 
 def test_ef_sgd_sweep_rows_and_selection():
-    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, eval_every=5, r_max_over_k=8)
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, record_every=5, r_max_over_k=8)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     finals = {r["method"]: r["value"] for r in rows if r["metric"] == "final_train_loss"}
     assert set(finals) == {"sgd", "top_k", "rtop_k r/k=2", "rtop_k r/k=4", "rtop_k r/k=8", "rand_k",
@@ -335,7 +335,7 @@ def test_ef_sgd_sweep_rows_and_selection():
     keys = {frozenset(k for k in r if k not in ("metric", "value", "note"))
             for r in rows if r["metric"] == "final_train_loss"}
     assert keys == {frozenset({"method"})}
-    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, eval_every=5, select="fixed",
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, record_every=5, select="fixed",
                      r_fixed=4)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     assert next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k") == 4.0
@@ -343,7 +343,7 @@ def test_ef_sgd_sweep_rows_and_selection():
 
 def test_no_room_makes_the_compressed_rows_nan():
     """room: decided on independent pilot streams; no room -> NaN finals with a note (ill-posed cell)."""
-    kw = dict(n_samples=300, hidden=8, n=4, steps=10, eval_every=5, r_max_over_k=4)
+    kw = dict(n_samples=300, hidden=8, n=4, steps=10, record_every=5, r_max_over_k=4)
     e, p = _defaults("ef_sgd_sweep", **kw)
     base = e.func(p, np.random.default_rng(12345), "numpy")
     e, p = _defaults("ef_sgd_sweep", room=1e6, **kw)  # no top-k can trail SGD by a factor 1e6
@@ -379,7 +379,7 @@ def test_best_intermediate_keeps_the_divergence_note(monkeypatch):
         return dataclasses.replace(tr, diverged_at=np.array([7])) if isinstance(kw.get("compressor"), RTopK) else tr
 
     monkeypatch.setattr(ef_exp, "ef_sgd", marked)
-    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, eval_every=5, select="fixed",
+    e, p = _defaults("ef_sgd_sweep", n_samples=300, hidden=8, n=4, steps=10, record_every=5, select="fixed",
                      r_fixed=4)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     best = [r for r in rows if r.get("method") == "best_intermediate" and r["metric"] == "final_train_loss"]

@@ -77,7 +77,7 @@ def test_crossover_beta_separates_the_two_sides():
 
 
 def test_compression_pays_rows_are_paired_and_labelled():
-    rows = _rows("compression_pays", rng=3, steps=80, eval_every=10, target_loss=0.5, beta=1e-6)
+    rows = _rows("compression_pays", rng=3, steps=80, record_every=10, target_loss=0.5, beta=1e-6)
     tt = [r for r in rows if r["metric"] == "time_to_target"]
     assert sorted(r["prediction"] for r in tt) == ["predicted_faster", "predicted_slower"]
     assert all(r["value"] > 0 and not r["censored"] for r in tt)

@@ -52,7 +52,7 @@ _TRAIN = {
     "split": Param("str", default="iid", choices=("iid", "label"), doc="how examples are divided among workers"),
     "density": Param("float", default=0.01, low=0.0, high=1.0, low_open=True,
                      doc="k / D: share of the D parameters each worker sends"),
-    "eval_every": Param("int", default=25, low=1, doc="monitor period in steps"),
+    "record_every": Param("int", default=25, low=1, doc="monitor period in steps", former="eval_every"),
 }
 
 
@@ -68,8 +68,8 @@ def _k(params, D):
 
 
 def _check_train(p):
-    if p["eval_every"] > p["steps"]:
-        raise ValueError(f"eval_every = {p['eval_every']} exceeds steps = {p['steps']}")
+    if p["record_every"] > p["steps"]:
+        raise ValueError(f"record_every = {p['record_every']} exceeds steps = {p['steps']}")
 
 
 @experiment(
@@ -103,7 +103,7 @@ def ef_invariant(params, rng, backend):
                 batch_size=params["batch_size"], compressor=_ef_compressor(params["method"], k,
                                                                            min(D, params["r_over_k"] * k)),
                 schedule=params["schedule"], split=params["split"],
-                eval_every=params["eval_every"], rng=rng, backend=backend, on_step=check)
+                record_every=params["record_every"], rng=rng, backend=backend, on_step=check)
     note = {"note": tr.note} if tr.diverged[0] else {}
     return [dict(metric="invariant_gap", value=gap[0], **note),
             dict(metric="final_train_loss", value=float(tr.train_loss[-1]), **note)]
@@ -171,7 +171,7 @@ def ef_sgd_sweep(params, rng, backend):
     room_rng, pilot_rng = pilot_rng.spawn(2)
     common = dict(n=params["n"], steps=params["steps"], lr=params["lr"],
                   batch_size=params["batch_size"], schedule=params["schedule"], split=params["split"],
-                  eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, backend=backend)
+                  record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, backend=backend)
     X, y = ds.X_train, ds.y_train
     if params["select"] == "pilot" and rs:
         theta_p = init_params(model, rng=pilot_rng)

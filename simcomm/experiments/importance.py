@@ -252,7 +252,7 @@ _TRAIN = {
     "period": Param("int", default=10, low=1, doc="refresh period P in master steps (mode = period)"),
     "mean_delay": Param("float", default=10.0, low=1.0, doc="mean job duration in master steps (mode = delay)"),
     "smoothing_rel": Param("float", default=0.0, low=0.0, doc="smoothing c as a multiple of the mean initial norm"),
-    "eval_every": Param("int", default=1, low=1, doc="monitor period in steps"),
+    "record_every": Param("int", default=1, low=1, doc="monitor period in steps", former="eval_every"),
 }
 
 
@@ -263,13 +263,13 @@ def _run(params, ds, model, proposal, theta0, rng):
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal=proposal,
         smoothing=c, n=params["n"],
         schedule=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
-        eval_every=params["eval_every"], X_test=ds.X_test, y_test=ds.y_test, x0=theta0, rng=rng,
+        record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, x0=theta0, rng=rng,
     )
 
 
 def _check_train(p):
-    if p["eval_every"] > p["steps"]:
-        raise ValueError(f"eval_every = {p['eval_every']} exceeds steps = {p['steps']}")
+    if p["record_every"] > p["steps"]:
+        raise ValueError(f"record_every = {p['record_every']} exceeds steps = {p['steps']}")
 
 
 @experiment("is_staleness", params=_TRAIN, check=_check_train)
@@ -383,7 +383,7 @@ def is_communication(params, rng, backend):
     tr = importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal="stale",
         n=params["n"], schedule=staleness("period", period=params["period"]),
-        eval_every=params["steps"], x0=theta0, rng=r_is,
+        record_every=params["steps"], x0=theta0, rng=r_is,
     )
     sent, _ = _gradient_sending_bytes(model, X, y, steps=params["steps"], lr=params["lr"],
                                       batch_size=params["batch_size"], n=params["n"],

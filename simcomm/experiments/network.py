@@ -172,7 +172,8 @@ def _hit(step, loss, target):
         "lr": Param("float", default=0.5, low=0.0, low_open=True, doc="step size (both methods)"),
         "batch_size": Param("int", default=16, low=1, doc="examples per worker and step"),
         "steps": Param("int", default=500, low=1, doc="horizon (time to target is censored there)"),
-        "eval_every": Param("int", default=5, low=1, doc="monitor period: resolution of the hitting step"),
+        "record_every": Param("int", default=5, low=1, doc="monitor period: resolution of the hitting step",
+                              former="eval_every"),
         "target_loss": Param("float", default=0.1, low=0.0, low_open=True, doc="target training loss"),
         "alpha": Param("float", default=1e-5, low=0.0, doc="seconds per message"),
         "beta": Param("float", default=1e-9, low=0.0, doc="seconds per byte"),
@@ -210,7 +211,7 @@ def compression_pays(params, rng, backend):
     if k > D:
         raise SpecError(f"compression_pays: k = {k} exceeds the model's D = {D} parameters; use k <= {D}")
     common = dict(n=n, steps=T, lr=params["lr"], batch_size=params["batch_size"],
-                  eval_every=params["eval_every"], backend=backend)
+                  record_every=params["record_every"], backend=backend)
     net = Network(params["alpha"], params["beta"])
     straggler = Straggler("shifted_exp", params["compute_shift"], params["compute_scale"]) \
         if params["compute_scale"] > 0 else Straggler("constant", params["compute_shift"])

@@ -262,7 +262,7 @@ def _progress(enabled: bool, total: int, label: str):
 
 def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int = 32,
            compressor: Compressor, schedule: str = "constant",
-           split: str = "iid", eval_every: int | None = None, X_test=None, y_test=None, x0=None,
+           split: str = "iid", record_every: int | None = None, X_test=None, y_test=None, x0=None,
            rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> Trace:
     r"""Train ``model`` with ``n`` workers running error-feedback SGD (see the module docstring).
 
@@ -285,7 +285,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     schedule : {"constant", "cosine"}
     split : {"iid", "label"}
         How examples are divided among workers (:func:`simcomm.models.split_workers`).
-    eval_every : int, optional
+    record_every : int, optional
         Monitor period (default: about 20 points). ``0`` turns the monitor off: no loss or accuracy is
         evaluated, so the trace's ``step`` and records (``train_loss``, ``test_accuracy``, ``bits``) are empty
         unless the run diverges (detected from a non-finite ``p`` or ``theta``).
@@ -349,11 +349,11 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     D = model.n_params
     compressor = _check_compressor(compressor, D)
     ef_learning_rate(lr, 0, steps, schedule)  # validates the name
-    if eval_every is None:
-        eval_every = max(1, steps // 20)
-    elif isinstance(eval_every, bool) or not isinstance(eval_every, (int, np.integer)) or eval_every < 0:
-        raise UserError(f"eval_every = {eval_every!r} must be an integer >= 0 (0 turns the monitor off)")
-    eval_every = int(eval_every)
+    if record_every is None:
+        record_every = max(1, steps // 20)
+    elif isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 0:
+        raise UserError(f"record_every = {record_every!r} must be an integer >= 0 (0 turns the monitor off)")
+    record_every = int(record_every)
     x0 = init_params(model, rng=rng) if x0 is None else np.asarray(x0, dtype=np.float64)
     pad, lens = _padded_shards(split_workers(y, n, scheme=split, rng=batch_rng))
     bps = compressor.bits(D)
@@ -371,7 +371,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     reuse = on_step is None
     g_buf = np.empty_like(state.residual) if reuse else None
     rows = np.arange(n)[:, None]
-    if eval_every:
+    if record_every:
         ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.x))
     else:
         ev_step, ev_loss, ev_acc = [], [], []
@@ -390,13 +390,13 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
             state = new
             cerr[t] = float(info.comp_error.mean())
             # p is not finite, or (monitor off) theta is not: stop here, the loss is recorded as diverged
-            if math.isnan(cerr[t]) or (not eval_every and not np.isfinite(state.x).all()):
+            if math.isnan(cerr[t]) or (not record_every and not np.isfinite(state.x).all()):
                 ev_step.append(t + 1)
                 ev_loss.append(math.inf)
                 ev_acc.append(math.nan)
                 diverged = t + 1
                 break
-            if eval_every and ((t + 1) % eval_every == 0 or t + 1 == steps):
+            if record_every and ((t + 1) % record_every == 0 or t + 1 == steps):
                 tl, ta = monitor(state.x)
                 ev_step.append(t + 1)
                 ev_loss.append(tl)

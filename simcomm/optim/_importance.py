@@ -9,7 +9,7 @@ Master step :math:`t` (papers/importance_sampling.md (d)):
 3. draw :math:`I_1..I_M \sim q` with replacement, :math:`\hat g = \frac1M\sum_m g_{I_m}/(N q_{I_m})` (unbiased);
 4. :math:`\theta_{t+1} = \theta_t - \eta \hat g`.
 
-Every ``eval_every`` steps the monitor records the training loss, test accuracy, and the exact
+Every ``record_every`` steps the monitor records the training loss, test accuracy, and the exact
 :math:`\mathrm{Tr\,Cov}` of the minibatch estimator under the uniform, the ideal (fresh norms) and the
 actual proposal at :math:`\theta_t`.
 
@@ -61,7 +61,7 @@ def importance_sgd(
     smoothing: float = 0.0,
     n: int = 1,
     schedule: Staleness = Staleness(),
-    eval_every: int = 10,
+    record_every: int = 10,
     X_test=None,
     y_test=None,
     x0=None,
@@ -89,7 +89,7 @@ def importance_sgd(
         Workers computing scores (``stale``); the examples are split iid among them.
     schedule : Staleness
         Refresh schedule of the workers (``stale``), see :func:`simcomm.sampling.staleness`.
-    eval_every : int, default 10
+    record_every : int, default 10
         Monitor period in steps (the last step is always evaluated).
     X_test, y_test : numpy.ndarray, optional
         Held-out data for test accuracy (NaN when absent).
@@ -122,7 +122,7 @@ def importance_sgd(
     if proposal not in PROPOSALS:
         hint = closest(proposal, PROPOSALS)
         raise UserError(f"unknown proposal '{proposal}'{hint}; use one of {', '.join(PROPOSALS)}")
-    for name, v in (("steps", steps), ("eval_every", eval_every)):
+    for name, v in (("steps", steps), ("record_every", record_every)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise UserError(f"{name} = {v!r} must be a positive integer")
     if not (np.isfinite(lr) and lr > 0):
@@ -175,7 +175,7 @@ def importance_sgd(
 
     for t in range(steps):
         q = current_q(t)
-        if t % eval_every == 0:
+        if t % record_every == 0:
             monitor(t, q, state)
             wmax = np.nan
         mb = sample_minibatch(q, batch_size, rng=rng)

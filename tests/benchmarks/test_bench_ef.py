@@ -4,7 +4,7 @@ Target (issue 5): at least 5x faster than a straightforward per-worker Python lo
 (``tests/naive_ef.py::numpy_loop_epoch``: per-worker minibatch gradient, ``np.argpartition`` top-k,
 dense message and residual). The simcomm side is :func:`simcomm.optim.ef_sgd` itself (one batched
 forward/backward for all workers, the fused accumulate + top-r kernel, one fused send kernel) with its
-monitor off (``eval_every=0``), so both sides do the same work: the baseline evaluates no loss either.
+monitor off (``record_every=0``), so both sides do the same work: the baseline evaluates no loss either.
 ``extra_info["ratio_with_monitor"]`` keeps ef_sgd's two full-training-set loss evaluations in (steps 0
 and ``steps``). Ratios are baseline time / simcomm time, in one run.
 
@@ -55,9 +55,9 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
     X, y = ds.X_train, ds.y_train
     steps = math.ceil(X.shape[0] / (N_WORKERS * B))  # one pass over the training set
 
-    def run(eval_every):
+    def run(record_every):
         return ef_sgd(model, X, y, n=N_WORKERS, steps=steps, lr=0.1, batch_size=B, compressor=TopK(k),
-                      x0=theta0, rng=1, batch_rng=2, eval_every=eval_every).x
+                      x0=theta0, rng=1, batch_rng=2, record_every=record_every).x
 
     def baseline():
         br = np.random.default_rng(2)  # the same split and minibatches as the fast path
