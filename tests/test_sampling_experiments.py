@@ -23,7 +23,7 @@ def test_uniform_weights_are_one_and_period_one_is_ideal():
     tu = importance_sgd(m, X, y, steps=20, lr=0.2, batch_size=8, proposal="uniform", record_every=5, rng=1)
     assert np.all(tu.max_weight[1:] == 1.0) and np.all(tu.score_bytes == 0)
     ts = importance_sgd(m, X, y, steps=20, lr=0.2, batch_size=8, proposal="stale", n=3,
-                        schedule=staleness("period", period=1), record_every=5, rng=1)
+                        staleness=staleness("period", period=1), record_every=5, rng=1)
     np.testing.assert_allclose(ts.trace_cov_actual, ts.trace_cov_ideal, rtol=1e-9)
     assert np.all(ts.mean_staleness == 0) and ts.train_loss[-1] < ts.train_loss[0]
     assert ts.score_bytes[-1] == 8 * 80 * (1 + 21)  # initial pass + one refresh per step (t = 0..20)
@@ -32,7 +32,7 @@ def test_uniform_weights_are_one_and_period_one_is_ideal():
 def test_stale_run_lies_between_ideal_and_uniform_for_small_lag():
     X, y = _toy()
     tr = importance_sgd(mlp((5, 6, 2)), X, y, steps=30, lr=0.2, batch_size=8, proposal="stale", n=2,
-                        schedule=staleness("period", period=3), record_every=1, rng=2)
+                        staleness=staleness("period", period=3), record_every=1, rng=2)
     assert np.all(tr.trace_cov_ideal <= tr.trace_cov_actual * (1 + 1e-12))  # C3: ideal is the minimum
     assert np.all(tr.mean_staleness <= 2)
 

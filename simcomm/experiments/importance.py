@@ -262,7 +262,7 @@ def _run(params, ds, model, proposal, theta0, rng):
     return importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal=proposal,
         smoothing=c, n=params["n"],
-        schedule=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
+        staleness=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
         record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, x0=theta0, rng=rng,
     )
 
@@ -382,7 +382,7 @@ def is_communication(params, rng, backend):
     used = params["steps"] * params["batch_size"]
     tr = importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal="stale",
-        n=params["n"], schedule=staleness("period", period=params["period"]),
+        n=params["n"], staleness=staleness("period", period=params["period"]),
         record_every=params["steps"], x0=theta0, rng=r_is,
     )
     sent, _ = _gradient_sending_bytes(model, X, y, steps=params["steps"], lr=params["lr"],

@@ -60,7 +60,7 @@ def importance_sgd(
     proposal: str = "stale",
     smoothing: float = 0.0,
     n: int = 1,
-    schedule: Staleness = Staleness(),
+    staleness: Staleness = Staleness(),
     record_every: int = 10,
     X_test=None,
     y_test=None,
@@ -82,12 +82,12 @@ def importance_sgd(
         :math:`M` draws per update, ``1 <= M <= N``.
     proposal : {"uniform", "ideal", "smoothed", "stale"}
         ``uniform`` = plain SGD; ``ideal`` = fresh norms every step; ``smoothed`` = fresh norms + ``smoothing``;
-        ``stale`` = norms from ``n`` workers refreshed by ``schedule``, + ``smoothing``.
+        ``stale`` = norms from ``n`` workers refreshed by ``staleness``, + ``smoothing``.
     smoothing : float, default 0.0
         Additive constant :math:`c \ge 0` (``smoothed`` and ``stale``).
     n : int, default 1
         Workers computing scores (``stale``); the examples are split iid among them.
-    schedule : Staleness
+    staleness : Staleness
         Refresh schedule of the workers (``stale``), see :func:`simcomm.sampling.staleness`.
     record_every : int, default 10
         Monitor period in steps (the last step is always evaluated).
@@ -169,7 +169,7 @@ def importance_sgd(
         if proposal == "uniform":
             return q_unif
         if proposal == "stale":
-            state = stale_update(state, t, lambda idx: norms_at(theta, idx), schedule, rng=rng)
+            state = stale_update(state, t, lambda idx: norms_at(theta, idx), staleness, rng=rng)
             return norm_proposal(state.scores, smoothing=c)
         return norm_proposal(norms_at(theta), smoothing=c)
 
