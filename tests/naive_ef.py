@@ -23,7 +23,7 @@ def naive_ef_sgd(model, X, y, *, n, steps, lr, batch_size, compressor, k=None, r
     """Return ``(theta, memories (n, D), comp_errors (steps, n))`` after ``steps`` updates."""
     rng = np.random.default_rng(rng)
     batch_rng = np.random.default_rng(batch_rng)
-    shards = split_workers(y, n, scheme=split, rng=batch_rng)
+    shards = split_workers(y, n, split=split, rng=batch_rng)
     theta = np.array(theta0, dtype=np.float64)
     D = theta.size
     # error feedback written out (p = g + e, m = C(p), e' = p - m) on the public array functions

@@ -46,11 +46,11 @@ def test_subsample_and_fraction():
 def test_split_workers_iid_and_by_label():
     y = np.repeat(np.arange(5), 7)
     for scheme in ("iid", "label"):
-        shards = split_workers(y, 4, scheme=scheme, rng=np.random.default_rng(12345))
+        shards = split_workers(y, 4, split=scheme, rng=np.random.default_rng(12345))
         allidx = np.concatenate(shards)
         assert sorted(allidx.tolist()) == list(range(y.size))
         assert max(map(len, shards)) - min(map(len, shards)) <= 1
-    shards = split_workers(y, 5, scheme="label", rng=np.random.default_rng(12345))
+    shards = split_workers(y, 5, split="label", rng=np.random.default_rng(12345))
     assert [np.unique(y[s]).tolist() for s in shards] == [[0], [1], [2], [3], [4]]
 
 
@@ -62,7 +62,7 @@ def test_split_workers_iid_and_by_label():
         (lambda: load_dataset("digits", n_samples=10**6), "n_samples"),
         (lambda: split_workers(np.zeros(5), 6), "larger than the data set"),
         (lambda: split_workers(np.zeros(5), 0), "positive"),
-        (lambda: split_workers(np.zeros(5), 2, scheme="lable"), "did you mean 'label'"),
+        (lambda: split_workers(np.zeros(5), 2, split="lable"), "did you mean 'label'"),
     ],
 )
 def test_bad_input(call, match):

@@ -132,7 +132,7 @@ def load_dataset(name: str, *, test_fraction: float = 0.2, n_samples: int | None
     )
 
 
-def split_workers(y: np.ndarray, n: int, *, scheme: str = "iid", rng=None) -> list[np.ndarray]:
+def split_workers(y: np.ndarray, n: int, *, split: str = "iid", rng=None) -> list[np.ndarray]:
     """Split example indices ``0..len(y)-1`` across ``n`` workers.
 
     Parameters
@@ -141,7 +141,7 @@ def split_workers(y: np.ndarray, n: int, *, scheme: str = "iid", rng=None) -> li
         Labels, shape ``(n_examples,)``.
     n : int
         Number of workers, ``1 <= n <= n_examples``.
-    scheme : {"iid", "label"}, default "iid"
+    split : {"iid", "label"}, default "iid"
         ``"iid"``: a random permutation cut into near-equal shards. ``"label"``: indices sorted by
         label (ties in random order), then cut into contiguous shards, so each worker sees few classes.
     rng : numpy.random.Generator or seed, optional
@@ -154,7 +154,7 @@ def split_workers(y: np.ndarray, n: int, *, scheme: str = "iid", rng=None) -> li
 
     Examples
     --------
-    >>> shards = split_workers(np.array([0, 1, 0, 1, 2, 2]), 3, scheme="label", rng=0)
+    >>> shards = split_workers(np.array([0, 1, 0, 1, 2, 2]), 3, split="label", rng=0)
     >>> [sorted(np.array([0, 1, 0, 1, 2, 2])[s].tolist()) for s in shards]
     [[0, 0], [1, 1], [2, 2]]
     """
@@ -164,9 +164,9 @@ def split_workers(y: np.ndarray, n: int, *, scheme: str = "iid", rng=None) -> li
         raise UserError(f"n = {n!r} must be a positive integer")
     if n > n_examples:
         raise UserError(f"n = {n} is larger than the data set ({n_examples} examples); use at most {n_examples}")
-    if scheme not in ("iid", "label"):
-        raise UserError(f"unknown split scheme '{scheme}'{closest(scheme, ('iid', 'label'))}; use 'iid' or 'label'")
+    if split not in ("iid", "label"):
+        raise UserError(f"unknown split '{split}'{closest(split, ('iid', 'label'))}; use 'iid' or 'label'")
     perm = np.random.default_rng(rng).permutation(n_examples)
-    if scheme == "label":
+    if split == "label":
         perm = perm[np.argsort(y[perm], kind="stable")]
     return [s.astype(np.int64) for s in np.array_split(perm, n)]

@@ -572,7 +572,7 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
         raise UserError(f"unknown dataset '{dataset}'{hint}; use 'synthetic' or 'digits'")
     if n > len(yp):
         raise UserError(f"n = {n} nodes exceeds the {len(yp)} examples of '{dataset}'; use fewer nodes")
-    shards = split_workers(yp, n, scheme=split, rng=rng)
+    shards = split_workers(yp, n, split=split, rng=rng)
     m = min(len(s) for s in shards)
     idx = np.stack([s[:m] for s in shards])
     Xb = np.concatenate([Xp, np.ones((len(yp), 1))], axis=1)

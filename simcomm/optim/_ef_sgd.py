@@ -355,7 +355,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         raise UserError(f"record_every = {record_every!r} must be an integer >= 0 (0 turns the monitor off)")
     record_every = int(record_every)
     x0 = init_params(model, rng=rng) if x0 is None else np.asarray(x0, dtype=np.float64)
-    pad, lens = _padded_shards(split_workers(y, n, scheme=split, rng=batch_rng))
+    pad, lens = _padded_shards(split_workers(y, n, split=split, rng=batch_rng))
     bps = compressor.bits(D)
 
     def monitor(theta):

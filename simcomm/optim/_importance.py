@@ -144,7 +144,7 @@ def importance_sgd(
     c = smoothing if proposal in ("smoothed", "stale") else 0.0
     state = None
     if proposal == "stale":
-        shards = split_workers(y, n, scheme="iid", rng=rng)
+        shards = split_workers(y, n, split="iid", rng=rng)
         state = stale_init(norms_at(theta), shards)
     q_unif = uniform_proposal(n_train)
 
