@@ -105,8 +105,8 @@ def test_least_squares_constants():
 
 
 def test_logistic_split_and_optimum():
-    iid = logistic_problem(4, examples=400, rng=np.random.default_rng(12345))
-    lab = logistic_problem(4, examples=400, split="label", rng=np.random.default_rng(12345))
+    iid = logistic_problem(4, n_samples=400, rng=np.random.default_rng(12345))
+    lab = logistic_problem(4, n_samples=400, split="label", rng=np.random.default_rng(12345))
     assert np.linalg.norm(global_gradient(iid, iid.x_star)) < 1e-8
     # label-sorted shards are more heterogeneous than iid ones (each node sees one class)
     assert lab.b > iid.b

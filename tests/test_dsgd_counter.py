@@ -121,7 +121,7 @@ def test_counter_run_is_dsgd_with_counter_normals():
 
 @pytest.mark.parametrize("make", [lambda: heterogeneous_least_squares(8, 5, b=1.0, rng=1),
                                   lambda: diagonal_quadratic(8, 300, b=1.0, rng=1),
-                                  lambda: logistic_problem(8, examples=400, rng=2)])
+                                  lambda: logistic_problem(8, n_samples=400, rng=2)])
 @pytest.mark.parametrize("topo", [exponential(8), torus(2, 4), star(8), "parallel"])  # shift, csr, csr, mean
 def test_counter_run_numba_matches_numpy(make, topo):
     prob = make()
@@ -280,7 +280,7 @@ def test_dsgd_run_records_divergence():
 @pytest.mark.gpu
 @pytest.mark.parametrize("make", [lambda: heterogeneous_least_squares(8, 5, b=1.0, rng=1),
                                   lambda: diagonal_quadratic(8, 300, b=1.0, rng=1),
-                                  lambda: logistic_problem(8, examples=400, rng=2)])
+                                  lambda: logistic_problem(8, n_samples=400, rng=2)])
 @pytest.mark.parametrize("topo", [exponential(8), one_peer_exponential(8), torus(2, 4), "parallel"])
 @pytest.mark.parametrize("noise", ["stream", "counter"])
 def test_cupy_run_matches_numpy(make, topo, noise):

@@ -523,7 +523,7 @@ def _mixture(n_examples: int, p: int, C: int, sep: float, rng):
 
 
 def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", l2: float = 1e-2,
-                     examples: int = 2000, features: int = 10, n_classes: int = 2, sep: float = 3.0,
+                     n_samples: int = 2000, features: int = 10, n_classes: int = 2, sep: float = 3.0,
                      rng=None) -> NodeProblem:
     r"""Multinomial logistic regression with each node's data from an iid or a label-sorted split.
 
@@ -532,7 +532,7 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
     n : int
         Nodes, ``>= 1``.
     dataset : {"synthetic", "digits"}
-        A Gaussian mixture (``examples`` points, ``features`` dims, ``n_classes`` classes with mean
+        A Gaussian mixture (``n_samples`` points, ``features`` dims, ``n_classes`` classes with mean
         separation ``sep``), or scikit-learn's digits training part (1,438 images, 64 pixels,
         10 classes; needs the ``data`` extra).
     split : {"iid", "label"}
@@ -544,12 +544,12 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
     Returns
     -------
     NodeProblem
-        Each node keeps ``m = floor(N / n)`` examples (at most one example per node is dropped
+        Each node keeps ``m = floor(N / n)`` of the ``N`` examples (at most one example per node is dropped
         so the nodes stack into one array); a bias feature 1 is appended.
 
     Examples
     --------
-    >>> prob = logistic_problem(4, examples=400, rng=0)
+    >>> prob = logistic_problem(4, n_samples=400, rng=0)
     >>> prob.A.shape, prob.d, prob.f_star > 0
     ((4, 100, 11), 22, True)
     """
@@ -566,7 +566,7 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
         Xp, yp, C = ds.X_train, ds.y_train, ds.n_classes
     elif dataset == "synthetic":
         C = _check_int(n_classes, "n_classes", 2)
-        Xp, yp = _mixture(_check_int(examples, "examples", 2), _check_int(features, "features", 1), C, sep, rng)
+        Xp, yp = _mixture(_check_int(n_samples, "n_samples", 2), _check_int(features, "features", 1), C, sep, rng)
     else:
         hint = closest(dataset, ("synthetic", "digits"))
         raise UserError(f"unknown dataset '{dataset}'{hint}; use 'synthetic' or 'digits'")
