@@ -395,7 +395,7 @@ def nonconvex(n: int, d: int, *, L: float = 1.0, f0_gap: float | None = None, sp
 PROBLEMS = ("quadratic", "ridge", "logistic_breast_cancer", "logistic_digits", "nonconvex")
 
 
-def make_problem(name: str, *, n: int, d: int = 50, L: float = 1.0, mu: float = 0.01, sigma2: float = 0.0,
+def make_problem(name: str, n: int, *, d: int = 50, L: float = 1.0, mu: float = 0.01, sigma2: float = 0.0,
                  heterogeneous: bool = True, rng=None, **kw) -> Problem:
     """Build one of :data:`PROBLEMS` by name (``d``, ``L``, ``mu`` are ignored by the logistic problems).
 
