@@ -18,8 +18,8 @@ from simcomm.cli import cli
 @click.option("--p", "p", type=float, default=None, help="Bernoulli keep probability, 0 < p <= 1.")
 @click.option("--delta", "delta", type=float, default=None, help="Stochastic-rounding grid step, > 0.")
 @click.option("--coding", default=None, help="Index/level coding (default: the one the bit formula counts).")
-@click.option("--dtype", "value_dtype", default="float32", show_default=True,
-              help="Value dtype on the wire: float32, float16 or bfloat16.")
+@click.option("--value-dtype", "--dtype", "value_dtype", default="float32", show_default=True,
+              help="Value dtype on the wire: float32, float16 or bfloat16 (value_dtype in Python and specs).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the vector and the compressor.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
@@ -36,7 +36,7 @@ def payload(compressor, d, k, r, s, p, delta, coding, value_dtype, seed, as_json
     Examples:
       simcomm payload top_k -d 1000000 --k 10000 --coding gamma
       simcomm payload qsgd -d 4096 --s 16 --coding elias --json
-      simcomm payload none -d 1000 --dtype bfloat16
+      simcomm payload none -d 1000 --value-dtype bfloat16
     """
     import numpy as np
 
