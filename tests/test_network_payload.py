@@ -105,6 +105,27 @@ def test_messages_are_the_compressors_outputs():
                                compress.bernoulli_sparsify(x, 0.3, rng=5), rtol=1e-6)
 
 
+@pytest.mark.parametrize("obj, name, kw", [
+    (compress.Identity(), "none", {}), (compress.TopK(20), "top_k", {"k": 20}),
+    (compress.RandK(20), "rand_k", {"k": 20}), (compress.RTopK(20, 60), "rtop_k", {"k": 20, "r": 60}),
+    (compress.QSGD(8), "qsgd", {"s": 8}), (compress.Ternary(), "ternary", {}),
+    (compress.StochasticRound(0.25), "stochastic_round", {"delta": 0.25}),
+    (compress.Bernoulli(0.3), "bernoulli", {"p": 0.3}),
+])
+def test_message_takes_a_compressor_object(obj, name, kw):
+    # the object and its name with loose settings give the same bytes on the wire
+    x = np.random.default_rng(3).standard_normal(500)
+    assert encode(message(obj, x, rng=5)) == encode(message(name, x, rng=5, **kw))
+
+
+def test_message_refuses_ambiguous_compressor_objects():
+    x = np.ones(10)
+    with pytest.raises(UserError, match="already holds its settings; drop k="):
+        message(compress.TopK(2), x, k=3)
+    with pytest.raises(UserError, match="no wire form"):
+        message(compress.RandK(2, scale=False), x)
+
+
 def test_formula_codings_match_library_formulas():
     x = np.random.default_rng(0).standard_normal(4096)
     m = message("top_k", x, k=40)

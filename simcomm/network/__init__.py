@@ -12,8 +12,8 @@ True
 from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
 from simcomm.network._payload import (
     CODINGS,
-    COMPRESSORS,
     HEADER_BYTES,
+    MESSAGE_SETTINGS,
     VALUE_DTYPES,
     Message,
     decode,
@@ -60,7 +60,7 @@ __all__ = [
     "sync_step_times",
     "trace_time",
     "CODINGS",
-    "COMPRESSORS",
+    "MESSAGE_SETTINGS",
     "HEADER_BYTES",
     "VALUE_DTYPES",
     "Message",

@@ -42,12 +42,13 @@ from simcomm._errors import UserError
 from simcomm.network import _bits
 
 __all__ = [
-    "COMPRESSORS", "CODINGS", "HEADER_BYTES", "VALUE_DTYPES", "Message", "message", "encode", "decode",
+    "MESSAGE_SETTINGS", "CODINGS", "HEADER_BYTES", "VALUE_DTYPES", "Message", "message", "encode", "decode",
     "formula_bits", "payload_sections", "to_bfloat16",
 ]
 
-#: compressors :func:`message` accepts and the parameters each one needs
-COMPRESSORS = {
+#: the compressors :func:`message` accepts by name and the settings each needs (the classes are
+#: :data:`simcomm.compress.COMPRESSORS`)
+MESSAGE_SETTINGS = {
     "none": (), "top_k": ("k",), "rand_k": ("k",), "rtop_k": ("k", "r"), "bernoulli": ("p",),
     "qsgd": ("s",), "ternary": (), "stochastic_round": ("delta",),
 }
@@ -163,7 +164,19 @@ def _int_param(name, value, comp, low=1):
     return int(value)
 
 
-def message(compressor: str, x, *, k=None, r=None, s=None, delta=None, p=None, value_dtype: str = "float32",
+def _named(compressor, loose: dict) -> tuple[str, dict]:
+    """``(name, settings)`` of a :class:`~simcomm.compress.Compressor` for :func:`message`."""
+    given = sorted(key for key, value in loose.items() if value is not None)
+    if given:
+        raise UserError(f"message: {compressor!r} already holds its settings; drop {', '.join(given)}= "
+                        "(or pass the compressor by name with them)")
+    if getattr(compressor, "scale", True) is False:
+        raise UserError(f"message: {compressor!r} has no wire form here (a rand-k message carries the values "
+                        "scaled by d/k); use RandK(k)")
+    return compressor.name, {key: getattr(compressor, key, None) for key in loose}
+
+
+def message(compressor, x, *, k=None, r=None, s=None, delta=None, p=None, value_dtype: str = "float32",
             rng=None, backend=None) -> Message:
     """Run ``compressor`` on the vector ``x`` and return its wire-form :class:`Message`.
 
@@ -173,12 +186,13 @@ def message(compressor: str, x, *, k=None, r=None, s=None, delta=None, p=None, v
 
     Parameters
     ----------
-    compressor : str
-        One of :data:`COMPRESSORS`.
+    compressor : str or simcomm.compress.Compressor
+        One of :data:`MESSAGE_SETTINGS` with its settings as keywords, or a compressor object that holds them
+        (``TopK(10)``, ``QSGD(4)``, ...; ``RandK`` with ``scale=True``, the form the wire carries).
     x : array_like, shape (d,)
         Finite values.
     k, r, s, delta, p : optional
-        The compressor's parameters (see :data:`COMPRESSORS`).
+        The compressor's parameters (see :data:`MESSAGE_SETTINGS`).
     value_dtype : {"float32", "float16", "bfloat16"}
         Dtype of dense and sparse values on the wire.
     rng : numpy.random.Generator or seed, optional
@@ -199,9 +213,13 @@ def message(compressor: str, x, *, k=None, r=None, s=None, delta=None, p=None, v
     from simcomm._errors import closest
     from simcomm.backends import get_backend
 
-    if compressor not in COMPRESSORS:
-        raise UserError(f"unknown compressor '{compressor}'{closest(compressor, COMPRESSORS)}; "
-                        f"choose one of {', '.join(COMPRESSORS)}")
+    if isinstance(compressor, compress.Compressor):
+        compressor, settings = _named(compressor, dict(k=k, r=r, s=s, delta=delta, p=p))
+        k, r, s, delta, p = (settings[key] for key in ("k", "r", "s", "delta", "p"))
+
+    if compressor not in MESSAGE_SETTINGS:
+        raise UserError(f"unknown compressor '{compressor}'{closest(compressor, MESSAGE_SETTINGS)}; "
+                        f"choose one of {', '.join(MESSAGE_SETTINGS)}")
     if value_dtype not in VALUE_DTYPES:
         raise UserError(f"unknown value dtype '{value_dtype}'; choose one of {', '.join(VALUE_DTYPES)}")
     x = np.asarray(x)
