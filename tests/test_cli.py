@@ -125,3 +125,10 @@ def test_topology_bad_input(args, needle):
     r = _run(args)
     assert r.exit_code == 2 and r.output.startswith("error: ") and needle in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_list_experiments_names_the_former_name_of_a_renamed_parameter():
+    res = _run(["list", "--experiments"])
+    assert res.exit_code == 0, res.output
+    assert "lr: a number > 0, default 0.1. step size (was gamma)" in res.output  # urq_floor
+    assert "draws: an integer >= 1" in res.output and "(was mc)" in res.output

@@ -50,7 +50,8 @@ def list_(experiments, topologies, specs_dir, paths):
             click.echo(f"{name}: {exp.doc.splitlines()[0] if exp.doc else ''}")
             for key, p in exp.params.items():
                 default = "required" if p.default is None else f"default {p.default!r}"
-                click.echo(f"    {key}: {p.allowed()}, {default}. {p.doc}")
+                was = f" (was {p.former})" if p.former else ""
+                click.echo(f"    {key}: {p.allowed()}, {default}. {p.doc}{was}")
         return
     if paths:
         click.echo(f"spec folder: {Path(specs_dir or sims_dir()).resolve()}")
