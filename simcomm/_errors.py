@@ -5,7 +5,7 @@ The bottom layer of simcomm: it imports nothing from the package, so every layer
 
 import difflib
 
-__all__ = ["UserError", "SpecError", "BackendUnavailable", "closest", "RENAMED", "renamed"]
+__all__ = ["UserError", "SpecError", "BackendUnavailable", "closest"]
 
 
 class UserError(ValueError):
@@ -31,22 +31,3 @@ def closest(word: str, options) -> str:
     match = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.5)
     return f" (did you mean '{match[0]}'?)" if match else ""
 
-
-#: Old names of parameters and the one name each concept now has everywhere: the step size is ``lr``, the
-#: number of nodes or workers ``n``, the L2 penalty ``l2``, Monte Carlo repetitions ``draws``, the
-#: recording period ``record_every``. A spec, ``--set`` or control key with an old
-#: name is a one-line error naming the new one (a Python keyword with an old name is a plain TypeError).
-RENAMED = {"gamma": "lr", "N": "n", "n_workers": "n", "lam": "l2", "base_gamma_scale": "base_lr_scale",
-           "mc": "draws", "eval_every": "record_every"}
-
-
-def renamed(word: str, options) -> str | None:
-    """The new name of ``word`` when it is an old name whose new name is among ``options``, else ``None``.
-
-    Examples
-    --------
-    >>> renamed("gamma", ["lr", "beta"]), renamed("gamma", ["beta"]), renamed("lr", ["lr"])
-    ('lr', None, None)
-    """
-    new = RENAMED.get(str(word))
-    return new if new is not None and new in options else None

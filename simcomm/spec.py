@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simcomm._errors import SpecError, closest, renamed
+from simcomm._errors import SpecError, closest
 from simcomm.experiments._registry import get_experiment
 
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
@@ -271,7 +271,7 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
             params[key] = value
         else:
             allowed = sorted(set(experiment.params) | {"replicates", "seed"})
-            if new := renamed(key, allowed):
+            if new := experiment.renamed(key):
                 raise SpecError(f"{origin}: '{key}' was renamed to '{new}'; write {new} = ... instead")
             raise SpecError(f"{origin}: unknown key '{key}'{closest(key, allowed)}; allowed: {', '.join(allowed)}")
 
@@ -357,7 +357,7 @@ def _controls(tables: Any, where: str, experiment, known: set) -> tuple:
         for key in table.get("set", {}):
             if key not in experiment.params and key not in known:
                 allowed = sorted(set(experiment.params) | known)
-                if new := renamed(key, allowed):
+                if new := experiment.renamed(key):
                     raise SpecError(f"{here}: 'set' names '{key}', which was renamed to '{new}'; "
                                     f"write {new} = ... instead")
                 raise SpecError(f"{here}: 'set' names unknown parameter '{key}'{closest(key, allowed)}; "
@@ -429,7 +429,7 @@ def check_plot_columns(spec: "Spec", columns) -> None:
     where = f"{spec.path} [plot]"
 
     def hint(name):
-        new = renamed(name, columns)
+        new = get_experiment(spec.experiment).renamed(name)
         return f" ('{name}' was renamed to '{new}')" if new else closest(name, columns)
 
     for key in ("x", "hue"):

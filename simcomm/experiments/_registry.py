@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from simcomm._errors import SpecError, closest, renamed
+from simcomm._errors import SpecError, closest
 
 __all__ = ["Param", "Experiment", "experiment", "EXPERIMENTS", "get_experiment"]
 
@@ -34,7 +34,8 @@ class Param:
     former : str, optional
         The name the parameter had before a rename. A cell's random stream is keyed by its parameters
         (:func:`simcomm.runner.cell_id`) under their former names, so a rename changes no draw and
-        results computed before it are reproduced bit for bit.
+        results computed before it are reproduced bit for bit; a spec, ``--set`` or control that still
+        uses the former name gets a one-line error naming the new one.
     """
 
     kind: str
@@ -98,12 +99,16 @@ class Experiment:
     # can be estimated (and a cell that cannot fit in memory refused) before anything starts.
     cost: Callable | None = None
 
+    def renamed(self, key: str) -> str | None:
+        """The parameter whose former name is ``key`` (see :attr:`Param.former`), else ``None``."""
+        return next((name for name, p in self.params.items() if p.former == key), None)
+
     def validate(self, params: dict, where: str) -> dict:
         """Fill defaults, reject unknown keys, wrong types and out-of-domain values."""
         out = {}
         for key, value in params.items():
             if key not in self.params:
-                if new := renamed(key, self.params):
+                if new := self.renamed(key):
                     raise SpecError(f"{where}: '{key}' was renamed to '{new}'; write {new} = ... instead")
                 raise SpecError(
                     f"{where}: unknown parameter '{key}' for experiment '{self.name}'"
