@@ -126,9 +126,7 @@ class Trace:
     info: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        reserved = {f for f in type(self).__dataclass_fields__} | {m for m in dir(type(self)) if not m.startswith("_")}
-        reserved |= {"replicate"}
-        clash = sorted((set(self.records) | set(self.info)) & reserved)
+        clash = sorted((set(self.records) | set(self.info)) & _RESERVED)
         if clash:
             raise ValueError(f"Trace: record or info name(s) {clash} would hide a field, method or table column "
                              "of the trace; rename them")
@@ -237,3 +235,8 @@ class Trace:
         hit = v <= eps
         first = np.where(hit.any(axis=1), self.step[hit.argmax(axis=1)], np.nan)
         return first.astype(float)
+
+
+#: names a record or info entry may not take: the fields, methods and properties of Trace, and the
+#: ``replicate`` column of ``table()``
+_RESERVED = frozenset(m for m in dir(Trace) if not m.startswith("_")) | set(Trace.__dataclass_fields__) | {"replicate"}
