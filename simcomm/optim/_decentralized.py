@@ -5,7 +5,7 @@ BlueFog's ``DistributedAdaptThenCombineOptimizer``)::
 
     g_i = grad f_i(x_i) + sigma * xi_i          # local stochastic gradient
     m_i = beta * m_i + g_i                      # local momentum buffer, NOT averaged
-    y_i = x_i - lr_k * m_i                   # adapt
+    y_i = x_i - lr_k * m_i                      # adapt
     x_i = sum_j W^(k)_ij y_j                    # combine (static W, or one-peer W^(k))
 
 DSGD is ``beta = 0``. Parallel SGD is the same with :math:`W = J` (every node ends each step at the

@@ -3,7 +3,7 @@ r"""Decentralized SGD kernels, numpy reference: one fused adapt-then-combine (AT
 With local momentum (papers/exponential_graph.md (d)), for every node ``i``::
 
     m_i <- beta * m_i + g_i          # local buffer, NOT averaged
-    y_i <- x_i - lr * m_i         # adapt
+    y_i <- x_i - lr * m_i            # adapt
     x_i <- sum_j W_ij y_j            # combine
 
 The combine sums the neighbours in the order the mixing weights are listed and starts from 0.0,
