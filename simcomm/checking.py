@@ -14,6 +14,7 @@ import pandas as pd
 
 from simcomm._errors import UserError, closest
 from simcomm.claims import Judgement, judge
+from simcomm.experiments import get_experiment
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
 from simcomm.spec import Spec, check_plot_columns, find_specs, load, with_control
@@ -43,8 +44,7 @@ def _context(spec: Spec, res: Results) -> Judgement | None:
     if not spec.claim.where or spec.claim.kind not in ("upper", "lower", "equal"):
         return None
     try:
-        return judge(dataclasses.replace(spec.claim, where={}), res.table,
-                     cell_params=set(spec.grid) | set(spec.params))
+        return judge(dataclasses.replace(spec.claim, where={}), res.table, **design(spec))
     except (UserError, ValueError, TypeError):
         return None
 
@@ -60,15 +60,22 @@ class CheckOutcome:
     report_path: Path | None = None
 
 
+def design(spec: Spec) -> dict:
+    """The keywords that tell :func:`judge` a spec's design: its parameters, the experiment's design columns, looks."""
+    return dict(cell_params=set(spec.grid) | set(spec.params), columns=get_experiment(spec.experiment).columns,
+                looks=spec.looks)
+
+
 def _judge(spec: Spec, table, **kw) -> Judgement:
-    return judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params), looks=spec.looks, **kw)
+    return judge(spec.claim, table, **design(spec), **kw)
 
 
 def _more_replicates(specs, results, judgements, run, judge_one=None) -> None:
     """Adaptive replicates: while a spec with ``{min, max}`` has undecided cells, double its replicates.
 
-    Every look is judged at ``alpha / looks`` (Bonferroni over the planned looks), so adding
-    replicates until a cell is decided cannot inflate the family-wise error. ``judge_one(i, spec,
+    Every look is judged at ``alpha / looks``, the looks planned when the spec was loaded
+    (Bonferroni over the planned looks, :attr:`Spec.looks` never recomputed from the replicates
+    reached), so adding replicates until a cell is decided cannot inflate the family-wise error. ``judge_one(i, spec,
     table)`` judges entry ``i`` (default: the spec's own claim).
     """
     judge_one = judge_one or (lambda i, spec, table: _judge(spec, table))
@@ -98,7 +105,7 @@ def _run_controls(specs, results, judgements, run) -> None:
 
     def judge_control(k, spec, table):
         _, c, _ = entries[k]
-        return judge(spec.claim, table, cell_params=set(spec.grid) | set(spec.params), looks=spec.looks,
+        return judge(spec.claim, table, **design(spec),
                      bound_scale=c.bound_scale, bound=c.bound, swap=c.swap, lower_scale=c.lower_scale)
 
     c_specs = [e[2] for e in entries]

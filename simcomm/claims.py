@@ -90,6 +90,10 @@ class Judgement:
         Why the claim has its verdict (empty when it holds everywhere).
     controls : tuple
         ``(name, verdict)`` of each negative control that was run (see :mod:`simcomm.checking`).
+    detect : float
+        Power on the page: the ratio (as in ``ratio``) at which the claim's least powered cell would be
+        called violated with probability 0.8 at its replicates and measured spread (a departure past
+        the bound, the margin or the claimed effect); inf where a cell's test cannot reject at all.
     """
 
     claim: ClaimSpec
@@ -101,6 +105,7 @@ class Judgement:
     excluded: int = 0
     reason: str = ""
     controls: tuple = ()
+    detect: float = math.nan
 
     def scope(self) -> str:
         """Words for the claim's ``where`` filter, e.g. "judged where period in [1, 4, 16]"."""
@@ -116,7 +121,8 @@ class Judgement:
             "id": self.claim.id, "paper": self.claim.paper, "kind": self.claim.kind,
             "verdict": self.verdict.value, "reason": self.reason, "provenance": self.provenance,
             "ratio": None if not math.isfinite(self.ratio) else float(self.ratio),
-            "n_cells": int(len(self.cells)),
+            "n_cells": int(len(self.cells)), "about": self.claim.about,
+            "detect": None if not math.isfinite(self.detect) else float(self.detect),
             "controls": [{"name": n, "verdict": v} for n, v in self.controls],
         }
 
@@ -129,12 +135,13 @@ def _sample_stats(x: np.ndarray) -> tuple[float, float, int]:
     return float(np.mean(x)), (float(np.std(x, ddof=1)) if x.size > 1 else 0.0), int(x.size)
 
 
-def one_sided_p(x, c: float, side: str, test: str = "t", y=None, seed: int = 0) -> float:
+def one_sided_p(x, c: float, side: str, test: str = "t", y=None, seed: int = 0, resamples: int = 2000) -> float:
     """p-value of a one-sided test on the mean (or median) difference.
 
     ``side = "less"`` tests H0: mu >= c against mu < c (small p: the data lie below c);
     ``side = "greater"`` tests H0: mu <= c. With ``y`` the test is two-sample (mu = E x - E y,
-    Welch's t or an independent bootstrap); otherwise ``x`` holds paired differences.
+    Welch's t or an independent bootstrap); otherwise ``x`` holds paired differences. The bootstrap's
+    smallest p-value is ``1 / (resamples + 1)``: the judge sets ``resamples`` from the Holm level.
 
     A sample without spread (one replicate, or a deterministic experiment) is exact: p is 0 when
     the mean lies strictly on the alternative's side of ``c`` and 1 otherwise.
@@ -152,8 +159,8 @@ def one_sided_p(x, c: float, side: str, test: str = "t", y=None, seed: int = 0) 
         y = np.asarray(y, dtype=float)
         if test == "bootstrap":
             g = np.random.default_rng(seed)
-            bx = g.choice(x, (2000, x.size)).mean(axis=1)
-            by = g.choice(y, (2000, y.size)).mean(axis=1)
+            bx = g.choice(x, (resamples, x.size)).mean(axis=1)
+            by = g.choice(y, (resamples, y.size)).mean(axis=1)
             d = bx - by
             return float((np.sum(sgn * (d - c) <= 0) + 1) / (d.size + 1))
         mx, sx, nx = _sample_stats(x)
@@ -175,7 +182,7 @@ def one_sided_p(x, c: float, side: str, test: str = "t", y=None, seed: int = 0) 
         return 0.0 if sgn * (m - c) > 0 else 1.0
     if test == "bootstrap":
         g = np.random.default_rng(seed)
-        bm = g.choice(x, (2000, n)).mean(axis=1)
+        bm = g.choice(x, (resamples, n)).mean(axis=1)
         return float((np.sum(sgn * (bm - c) <= 0) + 1) / (bm.size + 1))
     return float(stats.t.sf(sgn * (m - c) / (s / math.sqrt(n)), n - 1))
 
@@ -267,7 +274,10 @@ class _Cell:
     hold_line: float = 0.0
     viol_side: str = "greater"
     viol_line: float = 0.0
-    equal_margin: float | None = None  # equal/slope: two-sided band half-width
+    equal_margin: float | None = None  # equal/slope/equivalent: two-sided band half-width
+    equal_sides: str = "both"         # which sides of the band a violation may be shown on (censoring)
+    x_hold: np.ndarray | None = None  # censored pairs: the sample the hold test sees (default x)
+    x_viol: np.ndarray | None = None  # censored pairs: the sample the violation test sees (default x)
     effect: float = 0.0               # min_effect in the units of x (for the reason)
     censored: str = ""                # "censored at H" when censoring blocks one direction
     block_hold: bool = False
@@ -277,25 +287,29 @@ class _Cell:
     viol_text: str = ""               # what a violation means here, for the reason column
     extra: dict | None = None         # columns for the table (mean, bound, ratio, ...)
     to_value: object = None           # maps an interval of x back to observable units
+    to_ratio: object = None           # maps a value of x to the claim's ratio (empirical/bound, first/second)
 
 
-def _p_pair(c: _Cell, test: str, seed: int) -> tuple[float, float]:
+def _p_pair(c: _Cell, test: str, seed: int, resamples: int = 2000) -> tuple[float, float]:
     """(p_hold, p_violation) of one cell before the family correction."""
     if c.fixed is not None:
         return 1.0, 1.0
+    xh = c.x if c.x_hold is None else c.x_hold
+    xv = c.x if c.x_viol is None else c.x_viol
+
+    def p(x, line, side):
+        return one_sided_p(x, line, side, test, c.y, seed, resamples)
+
     if c.equal_margin is not None:
         m = c.equal_margin
-        p_hold = max(one_sided_p(c.x, m, "less", test, c.y, seed), one_sided_p(c.x, -m, "greater", test, c.y, seed))
-        p_viol = min(1.0, 2 * min(one_sided_p(c.x, m, "greater", test, c.y, seed),
-                                  one_sided_p(c.x, -m, "less", test, c.y, seed)))
-        if c.block_hold:
-            p_hold = 1.0
-        if c.block_viol:
-            p_viol = 1.0
-        return p_hold, p_viol
-    p_hold = 1.0 if c.block_hold else one_sided_p(c.x, c.hold_line, c.hold_side, test, c.y, seed)
-    p_viol = 1.0 if c.block_viol else one_sided_p(c.x, c.viol_line, c.viol_side, test, c.y, seed)
-    return p_hold, p_viol
+        p_hold = max(p(xh, m, "less"), p(xh, -m, "greater"))
+        above, below = p(xv, m, "greater"), p(xv, -m, "less")
+        # Two directions share the violation level (Bonferroni), unless censoring leaves only one.
+        p_viol = {"both": min(1.0, 2 * min(above, below)), "above": above, "below": below}[c.equal_sides]
+    else:
+        p_hold = p(xh, c.hold_line, c.hold_side)
+        p_viol = p(xv, c.viol_line, c.viol_side)
+    return (1.0 if c.block_hold else p_hold), (1.0 if c.block_viol else p_viol)
 
 
 def _t_p_pairs(cells: list[_Cell]) -> np.ndarray:
@@ -321,21 +335,82 @@ def _t_p_pairs(cells: list[_Cell]) -> np.ndarray:
     viol_side = np.array([c.viol_side for c in cells])
     less, greater = np.full(len(cells), "less"), np.full(len(cells), "greater")
     out[:, 0] = np.where(eq, np.maximum(p(M, less), p(-M, greater)), p(hold_line, hold_side))
-    out[:, 1] = np.where(eq, np.minimum(1.0, 2 * np.minimum(p(M, greater), p(-M, less))), p(viol_line, viol_side))
+    sides = np.array([c.equal_sides for c in cells])
+    above, below = p(M, greater), p(-M, less)
+    p_eq = np.where(sides == "above", above, np.where(sides == "below", below, np.minimum(1.0, 2 * np.minimum(above, below))))
+    out[:, 1] = np.where(eq, p_eq, p(viol_line, viol_side))
     out[[c.block_hold for c in cells], 0] = 1.0
     out[[c.block_viol for c in cells], 1] = 1.0
     return out
 
 
-def decide(cells: list[_Cell], alpha: float, test: str, seed: int = 0) -> list[tuple[Verdict, str, float, tuple]]:
-    """Holm-corrected verdicts of a family of cells: (verdict, reason, per-cell alpha, interval of x)."""
+#: the power at which the report states what a claim could detect
+POWER = 0.8
+
+
+def _detectable(c: _Cell, a: float, test: str) -> float:
+    """Shift of the truth past the violation line that one cell flags with probability :data:`POWER`.
+
+    ``a`` is the one-sided level the cell's violation test meets when it is the only violated cell of
+    the family (Holm's first step, alpha / m). In the units of ``x``; 0 for an exact cell (no spread:
+    any departure past the line is flagged) and inf when the test cannot reject at ``a``. The t-test's
+    shift is the usual (t_{1-a} + t_{POWER}) se (normal approximation of the noncentral t); the sign
+    test's is sd * Phi^-1(q), q the smallest success probability at which Binom(n, q) reaches the
+    critical count with probability POWER (a normal shift of the replicates).
+    """
+    if c.fixed is not None or c.x is None:
+        return math.nan
+    if c.equal_margin is not None and c.equal_sides == "both":
+        a = a / 2  # the two sides share the violation level
+    x = c.x if c.x_viol is None else c.x_viol
+    if c.y is not None:
+        _, sx, nx = _sample_stats(x)
+        _, sy, ny = _sample_stats(c.y)
+        va, vb = sx**2 / nx, sy**2 / ny
+        se = math.sqrt(va + vb)
+        if se == 0 or nx < 2 or ny < 2:
+            return 0.0
+        dof = (va + vb) ** 2 / ((va**2 / (nx - 1) if va else 0.0) + (vb**2 / (ny - 1) if vb else 0.0))
+        return float((stats.t.isf(a, dof) + stats.t.isf(1 - POWER, dof)) * se)
+    _, sd, n = _sample_stats(x)
+    if sd == 0 or n < 2:
+        return 0.0
+    if test == "sign":
+        ks = np.arange(n + 1)
+        ok = stats.binom.sf(ks - 1, n, 0.5) <= a
+        if not ok.any():
+            return math.inf
+        k = int(ks[ok][0])
+        if stats.binom.sf(k - 1, n, 1 - 1e-12) < POWER:
+            return math.inf
+        from scipy.optimize import brentq
+
+        q = brentq(lambda q: stats.binom.sf(k - 1, n, q) - POWER, 0.5, 1 - 1e-12)
+        return float(sd * stats.norm.ppf(q))
+    return float((stats.t.isf(a, n - 1) + stats.t.isf(1 - POWER, n - 1)) * sd / math.sqrt(n))
+
+
+def _resamples(alpha: float, m: int) -> int:
+    """Bootstrap resamples whose smallest p-value, 1/(B + 1), is a tenth of Holm's first level alpha/m."""
+    return max(2000, math.ceil(10 * m / alpha))
+
+
+def decide(cells: list[_Cell], alpha: float, test: str, seed: int = 0) -> list[tuple]:
+    """Holm-corrected verdicts of a family of cells.
+
+    Returns, per cell, ``(verdict, reason, per-cell alpha, interval of x, detectable shift)`` (the
+    shift past the violation line flagged with probability :data:`POWER`, see :func:`_detectable`).
+    """
     p = np.ones((len(cells), 2))
-    fast = [i for i, c in enumerate(cells) if c.fixed is None and c.y is None and test == "t"]
+    n_live = sum(c.fixed is None for c in cells)
+    resamples = _resamples(alpha, max(n_live, 1))
+    fast = [i for i, c in enumerate(cells)
+            if c.fixed is None and c.y is None and c.x_hold is None and c.x_viol is None and test == "t"]
     slow = [i for i, c in enumerate(cells) if c.fixed is None and i not in set(fast)]
     if fast:
         p[fast] = _t_p_pairs([cells[i] for i in fast])
     for i in slow:
-        p[i] = _p_pair(cells[i], test, seed)
+        p[i] = _p_pair(cells[i], test, seed, resamples)
     live = np.array([c.fixed is None for c in cells])
     hold_rej = np.zeros(len(cells), bool)
     viol_rej = np.zeros(len(cells), bool)
@@ -359,7 +434,7 @@ def decide(cells: list[_Cell], alpha: float, test: str, seed: int = 0) -> list[t
     out = []
     for i, c in enumerate(cells):
         if c.fixed is not None:
-            out.append((c.fixed, c.reason, math.nan, (math.nan, math.nan, math.nan)))
+            out.append((c.fixed, c.reason, math.nan, (math.nan, math.nan, math.nan), math.nan))
             continue
         a = level[i]
         est, lo, hi = ivals[i] if i in ivals else _interval(c.x, a, test, c.y, seed)
@@ -369,7 +444,7 @@ def decide(cells: list[_Cell], alpha: float, test: str, seed: int = 0) -> list[t
             v, why = Verdict.HOLDS, c.reason
         else:
             v, why = Verdict.INCONCLUSIVE, _why_inconclusive(c, est, lo, hi)
-        out.append((v, why, float(a), (est, lo, hi)))
+        out.append((v, why, float(a), (est, lo, hi), _detectable(c, alpha / max(n_live, 1), test)))
     return out
 
 
@@ -381,11 +456,12 @@ def _why_inconclusive(c: _Cell, est: float, lo: float, hi: float) -> str:
         if half > c.equal_margin:
             return f"underpowered: CI half-width {half:.3g} > margin {c.equal_margin:.3g}"
         return "straddles the edge of the margin"
-    if c.effect > 0 and half > c.effect:
+    gap = abs(c.viol_line - c.hold_line)  # non-strict: the tolerated departure; strict: none (one line)
+    if gap > 0 and half > gap:
         return f"underpowered: CI half-width {half:.3g} > min_effect {c.effect:.3g}"
     # The estimate lies past the hold line but not past the violation line by a significant amount.
     past_hold = est >= c.hold_line if c.hold_side == "less" else est <= c.hold_line
-    if c.effect > 0 and past_hold:
+    if gap > 0 and past_hold:
         return f"within min_effect {c.effect:.3g}"
     return "straddles: the CI contains the line"
 
@@ -394,11 +470,11 @@ def _why_inconclusive(c: _Cell, est: float, lo: float, hi: float) -> str:
 # selection and bounds
 
 
-def _excluded_cells(claim: ClaimSpec, table: pd.DataFrame, kept: pd.DataFrame) -> int:
+def _excluded_cells(claim: ClaimSpec, table: pd.DataFrame, kept: pd.DataFrame, design=None) -> int:
     if not claim.where:
         return 0
     rows = table[table["metric"] == claim.observable]
-    by = _varying(rows)
+    by = _cells_by(rows, design)
     if not by:
         return 0
     return int(rows.groupby(by, dropna=False).ngroups - kept.groupby(by, dropna=False).ngroups)
@@ -427,6 +503,30 @@ def _select(claim: ClaimSpec, table: pd.DataFrame) -> pd.DataFrame:
 def _varying(rows: pd.DataFrame, exclude=()) -> list[str]:
     cols = [c for c in rows.columns if c not in _NON_PARAM and c not in exclude]
     return [c for c in cols if rows[c].nunique(dropna=False) > 1]
+
+
+def _cells_by(rows: pd.DataFrame, design, exclude=()) -> list[str]:
+    """Columns that define the judged cells: the design's, never a measurement's.
+
+    ``design`` names the spec's parameters and the design columns the experiment emits inside a cell
+    (:attr:`Experiment.columns`); those that vary split the cells. A column outside the design that
+    is constant within every cell (a quantity derived from the parameters, e.g. the number of
+    parameters of a model) describes the cells and is carried along for the table and the figure; one
+    that varies within a cell (a measured norm, a hitting time) is a measurement and splits nothing.
+    Without ``design`` (a bare table) every varying column defines the cells.
+    """
+    if design is None:
+        return _varying(rows, exclude)
+    design = set(design)
+    by = [c for c in _varying(rows, exclude) if c in design]
+    others = [c for c in _varying(rows, exclude) if c not in design]
+    if not others:
+        return by
+    if by:
+        within = rows.groupby(by, dropna=False)[others].nunique(dropna=False).max()
+    else:
+        within = rows[others].nunique(dropna=False)
+    return by + [c for c in others if int(within[c]) <= 1]
 
 
 def _groups(rows: pd.DataFrame, by: list[str]):
@@ -510,28 +610,46 @@ def _bound_cell(claim: ClaimSpec, params: dict, grp: pd.DataFrame, fn, bound_sca
         rounding = 0.0
         margin = math.log1p(claim.margin_rel) + (claim.margin_abs / b_center if b_center > 0 else 0.0)
         cell.to_value = lambda t: b_center * math.exp(t)
+        cell.to_ratio = math.exp
     else:
         x = v - b
         effect = claim.min_effect_abs + claim.min_effect_rel * abs(b_center)
         rounding = claim.atol
         margin = claim.margin_abs + claim.margin_rel * abs(b_center)
         cell.to_value = lambda t: b_center + t
+        cell.to_ratio = (lambda t: 1.0 + t / b_center) if b_center != 0 else None
     cell.x, cell.effect = x, effect
-    # The hold line: non-strict claims allow equality (up to rounding), strict ones need a gap.
-    h = -rounding if claim.strict else rounding
-    more = f" by more than min_effect {effect:.3g}" if effect > 0 else ""
-    if kind == "upper":
-        cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", h, "greater", h + effect
-        cell.viol_text = "above the bound" + more
-    elif kind == "lower":
-        cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "greater", -h, "less", -h - effect
-        cell.viol_text = "below the bound" + more
-    else:
+    if claim.strict:
+        # "Below the bound by at least min_effect" (strict): one line, at the claimed gap plus rounding.
+        # The CI below it holds; above it, the claimed gap is confidently not there: violated.
+        line = rounding + effect
+        gap = f" by at least {effect:.3g}" if effect > 0 else ""
+        if kind == "upper":
+            cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", -line, "greater", -line
+            cell.viol_text = "not below the bound" + gap
+        elif kind == "lower":
+            cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "greater", line, "less", line
+            cell.viol_text = "not above the bound" + gap
+    elif kind in ("upper", "lower"):
+        # Non-strict: the CI on the right side of the bound (up to rounding) holds; a departure is a
+        # violation only when the CI lies past the bound by more than min_effect.
+        more = f" by more than min_effect {effect:.3g}" if effect > 0 else ""
+        if kind == "upper":
+            cell.hold_side, cell.hold_line, cell.viol_side = "less", rounding, "greater"
+            cell.viol_line = rounding + effect
+            cell.viol_text = "above the bound" + more
+        else:
+            cell.hold_side, cell.hold_line, cell.viol_side = "greater", -rounding, "less"
+            cell.viol_line = -rounding - effect
+            cell.viol_text = "below the bound" + more
+    if kind == "equal":
         cell.equal_margin = margin + rounding
         cell.viol_text = f"outside the margin {cell.equal_margin:.3g}" + (" (log scale)" if log else "")
     if cens.any():
         # A censored value is a lower bound on the truth (e.g. a hitting time that reached the
-        # horizon): it can still show that the truth is large, never that it is small.
+        # horizon): it can show that the truth is large, never that it is small. So it may support
+        # only the conclusion "x above a line": for upper, a violation; for lower, a hold; for equal,
+        # a violation above the band (never below it, never a hold).
         horizon = float(np.max(v[cens]))
         cell.censored = f"censored at {horizon:g} in {int(cens.sum())} of {len(v)} replicates"
         if kind == "upper":
@@ -540,21 +658,12 @@ def _bound_cell(claim: ClaimSpec, params: dict, grp: pd.DataFrame, fn, bound_sca
             cell.block_viol = True
         else:
             cell.block_hold = True
+            cell.equal_sides = "above"
     return cell
 
 
-def _measured(fn, cell_params) -> set:
-    """Bound arguments that are not cell parameters: measured statistics of each row, not groups.
-
-    Without ``cell_params`` (a bare table) every varying column groups, as there is no way to tell.
-    """
-    if cell_params is None:
-        return set()
-    return set(inspect.signature(fn).parameters) - set(cell_params)
-
-
 def _judge_bound(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[list[_Cell], list]:
-    by = _varying(rows, exclude=_measured(fn, cell_params))
+    by = _cells_by(rows, cell_params)
     return [_bound_cell(claim, params, grp, fn, bound_scale) for params, grp in _groups(rows, by)], by
 
 
@@ -565,7 +674,7 @@ def _fit_slope(x, y, space: str) -> float:
 
 
 def _judge_slope(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[list[_Cell], list]:
-    by = _varying(rows, exclude={claim.slope_in} | _measured(fn, cell_params))
+    by = _cells_by(rows, cell_params, exclude={claim.slope_in})
     cells = []
     for params, grp in _groups(rows, by):
         pred = _call_bound(fn, claim, grp.iloc[0].to_dict(), bound_scale)
@@ -596,12 +705,14 @@ def _judge_slope(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[l
         # A single replicate is compared without an interval (exact).
         cell.x = slopes - pred
         cell.to_value = lambda t, p=pred: p + t
+        cell.to_ratio = (lambda t, p=pred: 1.0 + t / p) if pred != 0 else None
         m = float(np.mean(slopes))
         extra.update(mean=m, ratio=m / pred if pred != 0 else math.nan, n_rep=len(slopes))
     return cells, by
 
 
-def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0) -> tuple[list[_Cell], list]:
+def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0,
+                 cell_params=None) -> tuple[list[_Cell], list]:
     col = claim.compare
     if col not in rows:
         raise SpecError(f"claim {claim.id}: 'compare' names column '{col}' that the table does not have")
@@ -610,7 +721,7 @@ def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0
     for v in (lower, *higher):
         if v not in values:
             raise SpecError(f"claim {claim.id}: {col} = '{v}' does not occur in the table (found {sorted(values)})")
-    by = _varying(rows, exclude=(col,))
+    by = _cells_by(rows, cell_params, exclude=(col,))
     log = claim.scale == "log"
     if lower_scale != 1.0:  # a negative control: the claimed-lower method made worse by a stated factor
         rows = rows.copy()
@@ -647,24 +758,44 @@ def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0
                 la = _log_or_fail(claim, a, "observable", params)
                 lb = _log_or_fail(claim, b, "observable", params)
                 effect = math.log1p(claim.min_effect_rel)
+                margin = math.log1p(claim.margin_rel) + (claim.margin_abs / mb if mb > 0 else 0.0)
             else:
                 la, lb = a, b
                 effect = claim.min_effect_abs + claim.min_effect_rel * abs(mb)
+                margin = claim.margin_abs + claim.margin_rel * abs(mb)
             cell.effect = effect
-            cell.viol_text = f"{first} above {second}" + (f" by more than min_effect {effect:.3g}" if effect else "")
-            h = 0.0 if claim.strict else effect
-            cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", h, "greater", effect
+            if claim.kind == "equivalent":
+                # Two-sided: holds when the CI of first - second lies inside +- margin, violated outside.
+                cell.equal_margin = margin
+                cell.viol_text = (f"{first} differs from {second} by more than the margin {margin:.3g}"
+                                  + (" (log scale)" if log else ""))
+            elif claim.strict:
+                # Superiority "first below second by at least min_effect": one line at -min_effect.
+                cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", -effect, "greater", -effect
+                cell.viol_text = f"{first} not below {second}" + (f" by at least {effect:.3g}" if effect else "")
+            else:
+                # Non-inferiority "first at most second + min_effect": one line at +min_effect.
+                cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", effect, "greater", effect
+                cell.viol_text = f"{first} above {second}" + (f" by more than min_effect {effect:.3g}" if effect else "")
             if pair:
                 cell.x = la - lb
-                censored = a_c.to_numpy() | b_c.to_numpy()
+                ca, cb = a_c.to_numpy(), b_c.to_numpy()
+                censored = ca | cb
+                if censored.any() and claim.kind == "equivalent":
+                    cell.fixed = Verdict.INCONCLUSIVE
+                    cell.reason = f"censored values in {int(censored.sum())} of {len(ca)} pairs: no two-sided interval"
+                    continue
                 if censored.any():
-                    # Censored values are lower bounds: a pair's sign is still known when only one
-                    # side is censored and it already lies above the other. Judge by signs.
-                    ca, cb = a_c.to_numpy(), b_c.to_numpy()
-                    x = cell.x.copy()
-                    unknown = (ca & cb) | (ca & (x < 0)) | (cb & (x > 0))
-                    x[unknown] = cell.hold_line  # a tie: counts for neither direction
-                    cell.x = x
+                    # A censored value is a lower bound on its side's truth: with first censored the
+                    # truth of x = first - second is at least x (it can show x above a line, never
+                    # below); with second censored it is at most x; with both, unknown. Each test sees
+                    # only what it can use (a tie, at the line, counts for neither direction), by signs.
+                    line = cell.hold_line
+                    x = cell.x
+                    cell.x_hold = np.where(cb & ~ca, x, np.where(ca, np.maximum(x, line), x))
+                    cell.x_hold = np.where(ca & cb, line, cell.x_hold)
+                    cell.x_viol = np.where(cb, np.minimum(x, line), x)
+                    cell.x_viol = np.where(ca & cb, line, cell.x_viol)
                     cell.censored = f"censored values in {int(censored.sum())} of {len(x)} pairs: judged by signs"
                     cell.extra["test"] = "sign"
             else:
@@ -674,8 +805,10 @@ def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0
                 cell.x, cell.y = la, lb
             if log:
                 cell.to_value = lambda t: math.exp(t)
+                cell.to_ratio = cell.to_value
             else:
                 cell.to_value = lambda t: t
+                cell.to_ratio = (lambda t, mb=mb: 1.0 + t / mb) if mb != 0 else None
     return cells, by
 
 
@@ -700,7 +833,7 @@ def _claim_reason(cells: pd.DataFrame, verdict: Verdict) -> str:
     return f"{len(bad)} of {len(cells)} cells: {top}"
 
 
-def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scale: float = 1.0,
+def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, columns=(), bound_scale: float = 1.0,
           bound=None, swap: bool = False, lower_scale: float = 1.0, looks: int = 1) -> Judgement:
     """Judge ``claim`` on a long-format results table.
 
@@ -711,16 +844,21 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
         Rows with ``metric``, ``value``, ``replicate`` and the cell parameters; optional
         ``censored`` (bool) and ``note``.
     cell_params : iterable of str, optional
-        The spec's parameters (grid and fixed). Bound arguments that are not among them are
-        measured statistics of each row (evaluated per row, never grouped by). An ``order``
-        claim whose ``compare`` column is not one of them was emitted inside each cell: its
-        methods share replicate streams and are compared by paired differences; otherwise by
-        Welch's interval.
+        The spec's parameters (grid and fixed). With ``columns`` they are the design: the judged
+        cells are their combinations, and every other column is a measurement (a bound argument
+        that is not a parameter is evaluated on each row, never grouped by). An ``order`` or
+        ``equivalent`` claim whose ``compare`` column is not a parameter was emitted inside each
+        cell: its methods share replicate streams and are compared by paired differences;
+        otherwise by Welch's interval. Without it (a bare table) every varying column is a cell
+        parameter.
+    columns : iterable of str
+        Design columns the experiment emits inside a cell (:attr:`Experiment.columns`).
     bound_scale, bound, swap, lower_scale
         Negative controls: multiply the bound, judge against another ``"module:name"`` bound, swap
         ``lower`` with the first of ``higher``, or multiply the ``lower`` method's values.
     looks : int
-        Planned looks at the data (adaptive replicates): the level is divided by it.
+        Planned looks at the data (adaptive replicates, fixed when the spec was loaded): each look
+        is judged at ``alpha / looks``.
 
     Examples
     --------
@@ -735,15 +873,16 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
     'violated'
     """
     rows = _select(claim, table)
-    if claim.kind == "order":
+    design = None if cell_params is None else set(cell_params) | set(columns)
+    if claim.kind in ("order", "equivalent"):
         cells, by = _judge_order(claim, rows, paired=claim.compare not in set(cell_params or ()), swap=swap,
-                                 lower_scale=lower_scale)
+                                 lower_scale=lower_scale, cell_params=design)
         provenance = claim.provenance or "?"
     else:
         fn = resolve(bound or claim.bound, f"claim {claim.id}")
         provenance = getattr(getattr(fn, "info", None), "provenance", claim.provenance or "?")
         judge_fn = _judge_slope if claim.kind == "slope" else _judge_bound
-        cells, by = judge_fn(claim, rows, fn, bound_scale, cell_params)
+        cells, by = judge_fn(claim, rows, fn, bound_scale, design)
     alpha = (1 - claim.confidence) / max(looks, 1)
     seed = zlib.crc32(claim.id.encode())
     tests = {c.extra.get("test", claim.test) for c in cells}
@@ -757,7 +896,7 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
             for i, o in zip(idx, decide([cells[i] for i in idx], alpha * len(idx) / len(cells), t, seed)):
                 outcomes[i] = o
     records = []
-    for c, (v, why, a, (est, lo, hi)) in zip(cells, outcomes):
+    for c, (v, why, a, (est, lo, hi), shift) in zip(cells, outcomes):
         rec = {**c.params, **c.extra}
         rec.pop("test", None)
         if c.to_value is not None and math.isfinite(lo):
@@ -768,9 +907,38 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, bound_scal
         rec.setdefault("mean", math.nan)
         rec.setdefault("ratio", math.nan)
         rec["verdict"], rec["reason"], rec["level"] = v.value, why, (1 - a) if math.isfinite(a) else math.nan
+        rec["detect"] = _detect_ratio(c, shift)
         records.append(rec)
     table_out = pd.DataFrame(records)
     verdict = worst(table_out["verdict"]) if len(table_out) else Verdict.INCONCLUSIVE
     return Judgement(claim, verdict, _tightest(claim.kind, table_out.get("ratio", pd.Series(dtype=float))),
-                     table_out, provenance, by, _excluded_cells(claim, table, rows),
-                     _claim_reason(table_out, verdict) if len(table_out) else "no cells")
+                     table_out, provenance, by, _excluded_cells(claim, table, rows, design),
+                     _claim_reason(table_out, verdict) if len(table_out) else "no cells",
+                     detect=_claim_detect(table_out.get("detect", pd.Series(dtype=float))))
+
+
+def _detect_ratio(c: _Cell, shift: float) -> float:
+    """The ratio (as in the ``ratio`` column) at which the cell is flagged violated with probability POWER."""
+    if c.to_ratio is None or not math.isfinite(shift) and not math.isinf(shift):
+        return math.nan
+    if math.isinf(shift):
+        return math.inf
+    if c.equal_margin is not None:
+        t = c.equal_margin + shift if c.equal_sides != "below" else -(c.equal_margin + shift)
+    else:
+        t = c.viol_line + shift if c.viol_side == "greater" else c.viol_line - shift
+    try:
+        return float(c.to_ratio(t))
+    except OverflowError:
+        return math.inf
+
+
+def _claim_detect(detect: pd.Series) -> float:
+    """The least powered cell's detectable ratio: the one farthest from 1 (inf when a cell cannot reject)."""
+    d = detect.to_numpy(dtype=float) if len(detect) else np.array([])
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return math.nan
+    if np.isinf(d).any():
+        return math.inf
+    return float(d[np.argmax(np.abs(np.log(np.abs(d)) if np.all(d > 0) else np.abs(d - 1.0)))])

@@ -23,14 +23,18 @@ from simcomm.experiments._registry import get_experiment
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
-KINDS = ("upper", "lower", "equal", "slope", "order")
+KINDS = ("upper", "lower", "equal", "slope", "order", "equivalent")
+#: what a claim is about: a statement of a paper (it could refute the paper, or a bound derived here
+#: [N]) or an identity check (the implementation against its own closed form: it catches a bug)
+ABOUT = ("paper", "identity")
 PAPERS = ("expgraph", "rtopk", "urq", "is", "net", "basegraph", "fmmc")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "confidence": float, "strict": bool,
     "where": dict, "slope_in": str, "slope_tol": float, "slope_space": str, "compare": str,
     "lower": str, "higher": list, "provenance": str, "margin_rel": float, "margin_abs": float,
-    "min_effect_rel": float, "min_effect_abs": float, "scale": str, "test": str,
+    "min_effect_rel": float, "min_effect_abs": float, "scale": str, "test": str, "about": str,
+    "method": str, "versus": list,
 }
 _REPLACED = {"rtol": "'rtol' is gone: an 'equal' claim states an equivalence margin with 'margin_rel' and/or "
                      "'margin_abs'; upper/lower/order state 'min_effect_rel'/'min_effect_abs'"}
@@ -99,6 +103,7 @@ class ClaimSpec:
     higher: tuple = ()
     provenance: str | None = None
     controls: tuple = ()
+    about: str = "paper"
 
 
 @dataclass(frozen=True)
@@ -120,13 +125,14 @@ class Spec:
     overrides: tuple = ()
     first_replicate: int = 0  # adaptive replicates: a batch runs replicates first_replicate..replicates-1
     network: dict | None = None  # the validated [network] table: times the experiment's trace rows
+    # Planned looks at the data, fixed when the spec is loaded (from replicates = {min, max}) and never
+    # recomputed from the replicates reached so far: every look is judged at alpha / looks.
+    planned_looks: int = 1
 
     @property
     def looks(self) -> int:
-        """Planned looks at the data: 1, or one per doubling from replicates to max_replicates."""
-        if not self.max_replicates:
-            return 1
-        return 1 + max(0, math.ceil(math.log2(self.max_replicates / self.replicates)))
+        """Planned looks at the data: 1, or one per doubling from ``min`` to ``max`` replicates (see :func:`looks`)."""
+        return self.planned_looks
 
     @property
     def n_cells(self) -> int:
@@ -155,6 +161,19 @@ class Spec:
     def hash(self) -> str:
         """Content hash of everything that determines the results."""
         return content_hash(self.to_dict())
+
+
+def looks(low: int, high: int | None) -> int:
+    """Looks of adaptive replicates ``{min = low, max = high}``: low, 2 low, 4 low, ... capped at high.
+
+    Examples
+    --------
+    >>> looks(4, 32), looks(5, 16), looks(8, None)
+    (4, 3, 1)
+    """
+    if not high or high <= low:
+        return 1
+    return 1 + math.ceil(math.log2(high / low))
 
 
 def content_hash(obj: Any) -> str:
@@ -313,8 +332,53 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
         claim = _claim(raw["claim"], f"{where} [claim]", set(grid), controls)
     elif "control" in raw:
         raise SpecError(f"{where}: [[control]] needs a [claim] to control")
-    return Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick, max_replicates,
-                text, tuple(overrides), network=network)
+    spec = Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick, max_replicates,
+                text, tuple(overrides), network=network, planned_looks=looks(replicates, max_replicates))
+    if claim is not None:
+        _check_decidable(spec, experiment, where)
+    return spec
+
+
+def _judged_cells(spec: Spec) -> int:
+    """Comparisons the claim makes: grid cells inside ``where`` (times the competitors of a two-method claim)."""
+    claim, grid = spec.claim, spec.grid
+    axes = [[v for v in values if k not in claim.where
+             or v in (claim.where[k] if isinstance(claim.where[k], list) else [claim.where[k]])]
+            for k, values in grid.items() if not (claim.kind == "slope" and k == claim.slope_in)]
+    return max(1, math.prod(len(a) for a in axes)) * max(1, len(claim.higher))
+
+
+#: the smallest replicate count at which the percentile bootstrap's level was measured to hold
+#: (tests/test_calibration.py: normal and log-normal replicates, one cell, alpha = 0.01)
+BOOTSTRAP_MIN_REPLICATES = 20
+
+
+def _check_decidable(spec: Spec, experiment, where: str) -> None:
+    """Refuse a claim that cannot be decided with its replicates, before anything runs.
+
+    A stochastic experiment needs two replicates per cell for an interval (only an experiment
+    registered ``deterministic`` has exact one-replicate cells); a sign test needs
+    ``0.5 ** n <= alpha / (looks m)`` to reject even the first of its ``m`` Holm-ordered cells.
+    """
+    claim = spec.claim
+    n = spec.replicates
+    deterministic = all(experiment.is_deterministic(c) for c in _cells_to_validate(spec.params, spec.grid))
+    if n < 2 and not deterministic:
+        raise SpecError(f"{where}: experiment '{spec.experiment}' is stochastic, so a claim needs at least 2 "
+                        f"replicates per cell for an interval (replicates = {n}); set replicates = 5 or more")
+    alpha = (1 - claim.confidence) / spec.looks
+    m = _judged_cells(spec)
+    most = spec.max_replicates or n  # adaptive replicates: the last look has the most
+    if claim.test == "sign" and not deterministic:
+        need = math.ceil(math.log2(m / alpha))
+        if most < need:
+            raise SpecError(f"{where}: a sign test over {m} cells at confidence {claim.confidence} with {spec.looks} "
+                            f"look(s) needs at least {need} replicates to reject anywhere (0.5^n <= alpha/(looks m)); "
+                            f"replicates = {most}: set replicates = {need} or more, or test = \"t\"")
+    if claim.test == "bootstrap" and most < BOOTSTRAP_MIN_REPLICATES:
+        raise SpecError(f"{where}: the percentile bootstrap keeps its level only from {BOOTSTRAP_MIN_REPLICATES} "
+                        f"replicates (replicates = {most}); set replicates = {BOOTSTRAP_MIN_REPLICATES} or more, "
+                        "or test = \"t\"")
 
 
 def _replicates(value: Any, where: str) -> tuple[int, int | None]:
@@ -500,6 +564,23 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
                         f"{closest(table['slope_in'], grid_axes)}; grid axes: {', '.join(sorted(grid_axes)) or 'none'}")
     if kind == "order" and not {"compare", "lower", "higher"} <= set(table):
         raise SpecError(f"{where}: an 'order' claim needs 'compare', 'lower' and 'higher'")
+    if kind == "equivalent":
+        if not {"compare", "method", "versus"} <= set(table):
+            raise SpecError(f"{where}: an 'equivalent' claim needs 'compare', 'method' and 'versus' (the methods "
+                            "whose observable should agree with method's)")
+        if {"lower", "higher"} & set(table):
+            raise SpecError(f"{where}: an 'equivalent' claim names its methods 'method' and 'versus', not "
+                            "'lower'/'higher' (those are an 'order' claim's)")
+        if "strict" in table:
+            raise SpecError(f"{where}: 'strict' applies to upper/lower/order claims; an 'equivalent' claim is "
+                            "two-sided (holds inside +- its margin, violated outside)")
+    elif {"method", "versus"} & set(table):
+        raise SpecError(f"{where}: 'method'/'versus' name the methods of an 'equivalent' claim; a '{kind}' claim "
+                        "does not take them")
+    if table.get("about", "paper") not in ABOUT:
+        raise SpecError(f"{where}: about '{table['about']}' is unknown{closest(table['about'], ABOUT)}; use 'paper' "
+                        "(the claim could refute a paper's statement, or a bound derived here) or 'identity' (the "
+                        "implementation against its own closed form)")
     if "bound" in table:
         fn = resolve(table["bound"], where)
         if not hasattr(fn, "info"):
@@ -528,25 +609,27 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
     if table.get("test", "t") not in TESTS:
         raise SpecError(f"{where}: test '{table['test']}' is unknown{closest(table['test'], TESTS)}; "
                         f"use one of {', '.join(TESTS)}")
-    if kind == "equal" and not (table.get("margin_rel", 0) > 0 or table.get("margin_abs", 0) > 0):
-        raise SpecError(f"{where}: an 'equal' claim needs an equivalence margin: 'margin_rel' and/or 'margin_abs' "
+    if kind in ("equal", "equivalent") and not (table.get("margin_rel", 0) > 0 or table.get("margin_abs", 0) > 0):
+        raise SpecError(f"{where}: an '{kind}' claim needs an equivalence margin: 'margin_rel' and/or 'margin_abs' "
                         "> 0 (the largest deviation that still counts as equal; 'atol' is for rounding only)")
-    if kind != "equal" and ("margin_rel" in table or "margin_abs" in table):
+    if kind not in ("equal", "equivalent") and ("margin_rel" in table or "margin_abs" in table):
         raise SpecError(f"{where}: 'margin_rel'/'margin_abs' apply to 'equal' claims; a '{kind}' claim states "
                         "'min_effect_rel'/'min_effect_abs'" if kind != "slope" else
                         f"{where}: a 'slope' claim states its margin as 'slope_tol'")
-    if kind in ("equal", "slope") and ("min_effect_rel" in table or "min_effect_abs" in table):
+    if kind in ("equal", "equivalent", "slope") and ("min_effect_rel" in table or "min_effect_abs" in table):
         raise SpecError(f"{where}: 'min_effect_*' applies to upper/lower/order claims; an '{kind}' claim states "
                         "its margin instead")
     if table.get("scale") == "log" and table.get("min_effect_abs", 0) > 0:
         raise SpecError(f"{where}: with scale = 'log' state the effect as 'min_effect_rel' (a ratio), "
                         "not 'min_effect_abs'")
     for c in controls:
-        if (c.swap or c.lower_scale != 1.0) and kind != "order":
+        if (c.swap or c.lower_scale != 1.0) and kind not in ("order", "equivalent"):
             raise SpecError(f"{where}: control '{c.name}' swaps or scales methods, which only an 'order' claim has")
-        if (c.bound_scale != 1.0 or c.bound) and kind == "order":
-            raise SpecError(f"{where}: control '{c.name}' changes the bound of an 'order' claim, which has none")
+        if (c.bound_scale != 1.0 or c.bound) and kind in ("order", "equivalent"):
+            raise SpecError(f"{where}: control '{c.name}' changes the bound of an '{kind}' claim, which has none")
     data = dict(table)
+    if kind == "equivalent":  # stored as the two sides of an order comparison
+        data["lower"], data["higher"] = data.pop("method"), data.pop("versus")
     data["higher"] = tuple(data.get("higher", ()))
     data["controls"] = controls
     for key in numbers:

@@ -79,8 +79,44 @@ def test_order_non_inferiority_and_superiority():
     assert judge(ni, order_table(a, b)).verdict is Verdict.HOLDS
     sup = ClaimSpec(**{**ORDER, "strict": True}, min_effect_rel=0.01)
     j = judge(sup, order_table(a, b))
-    assert j.verdict is Verdict.INCONCLUSIVE  # not superior, but not worse by the stated effect
+    # "a lower than b by at least 1 %": a is worse, so the claimed effect is confidently not there
+    assert j.verdict is Verdict.VIOLATED and "not below b by at least" in j.reason
     assert judge(ClaimSpec(**ORDER), order_table(a, b)).verdict is Verdict.VIOLATED  # no margin: any gap
+
+
+def test_a_superiority_claim_tests_its_stated_effect_on_both_sides():
+    # a is 2 % below b in every replicate (tiny spread): "lower by at least 5 %" is violated (the CI of
+    # the log ratio lies above log 0.95), "lower by at least 1 %" holds, "lower" (no effect) holds.
+    rng = np.random.default_rng(3)
+    b = rng.uniform(1.0, 2.0, 8)
+    a = b * 0.98 * np.exp(rng.normal(0, 1e-3, 8))
+    t = order_table(a, b)
+    five = ClaimSpec(**{**ORDER, "strict": True}, min_effect_rel=0.05, scale="log")
+    j = judge(five, t)
+    assert j.verdict is Verdict.VIOLATED and "by at least" in j.reason
+    assert judge(ClaimSpec(**{**ORDER, "strict": True}, min_effect_rel=0.01, scale="log"), t).verdict is Verdict.HOLDS
+    assert judge(ClaimSpec(**{**ORDER, "strict": True}, scale="log"), t).verdict is Verdict.HOLDS
+    # the same on an upper bound: 2 % below the bound does not give "below by at least 5 %"
+    up = claim(kind="upper", strict=True, scale="log", min_effect_rel=0.05)
+    t2 = table({4: list(2.0 * 0.98 * np.exp(rng.normal(0, 1e-3, 8)))})
+    assert judge(up, t2).verdict is Verdict.VIOLATED
+    assert judge(claim(kind="upper", strict=True, scale="log", min_effect_rel=0.01), t2).verdict is Verdict.HOLDS
+
+
+def test_equivalence_claim_holds_inside_and_is_violated_outside_its_margin():
+    eq = dict(ORDER, kind="equivalent", margin_rel=0.05, scale="log")
+    eq.pop("lower"), eq.pop("higher")
+    c = ClaimSpec(**eq, lower="a", higher=("b",))
+    rng = np.random.default_rng(5)
+    b = rng.uniform(1.0, 2.0, 8)
+    near = order_table(b * np.exp(rng.normal(0.01, 1e-3, 8)), b)  # 1 % apart: equivalent within 5 %
+    far = order_table(b * np.exp(rng.normal(0.10, 1e-3, 8)), b)   # 10 % apart: not equivalent
+    assert judge(c, near).verdict is Verdict.HOLDS
+    j = judge(c, far)
+    assert j.verdict is Verdict.VIOLATED and "differs from b by more than the margin" in j.reason
+    text = TOY.replace('kind = "equal"', 'kind = "equivalent"')
+    with pytest.raises(SpecError, match="needs 'compare', 'method' and 'versus'"):
+        loads(text, name="toy", path="toy.toml")
 
 
 def test_log_scale_sees_agreement_across_replicates_that_a_raw_scale_misses():
@@ -127,6 +163,28 @@ def test_censored_pairs_are_judged_by_their_known_signs():
     t3["censored"] = True
     j3 = judge(ClaimSpec(**{**ORDER, "strict": True}), t3)
     assert j3.verdict is Verdict.INCONCLUSIVE and "judged by signs" in j3.cells.reason[0]
+
+
+def test_a_censored_side_claimed_lower_never_supports_holds():
+    # a is censored at 100 in every replicate (its truth is >= 100, possibly 1000); b = 80..89.
+    # "a <= 1.5 b" (non-inferiority on logs) must not hold: the truth of a may be far above 1.5 b.
+    b = list(np.linspace(80.0, 89.0, 10))
+    t = order_table([100.0] * 10, b)
+    t["censored"] = t["method"] == "a"
+    ni = ClaimSpec(**ORDER, scale="log", min_effect_rel=0.5)
+    assert judge(ni, t).verdict is Verdict.INCONCLUSIVE
+    # but the censored lower bound can show a violation: a >= 100 > 1.05 b
+    assert judge(ClaimSpec(**ORDER, scale="log", min_effect_rel=0.05), t).verdict is Verdict.VIOLATED
+
+
+def test_censored_equal_cells_never_show_a_truth_below_the_band():
+    # censored at 1 (the truth is >= 1) against an equal claim on 2 +- 0.1: below the band by the
+    # observed values, but the truth may lie in it: not violated. Above the band is still shown.
+    eq = claim(kind="equal", margin_abs=0.1)
+    low = table({4: [1.0] * 6}, censored=[True] * 6)
+    assert judge(eq, low).verdict is Verdict.INCONCLUSIVE
+    high = table({4: [3.0, 3.1, 2.9, 3.0, 3.05, 2.95]}, censored=[True] * 6)
+    assert judge(eq, high).verdict is Verdict.VIOLATED
 
 
 def test_ill_posed_cells_and_nan_on_both_sides():
@@ -304,9 +362,9 @@ def test_update_readme_rewrites_only_between_markers():
 def test_lower_scale_control_shows_the_effect_the_experiment_resolves():
     a = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0]
     b = [x * (1.0 + e) for x, e in zip(a, [0.02, -0.02, 0.01, -0.01, 0.015, -0.015])]  # a tie
-    sup = ClaimSpec(**{**ORDER, "strict": True}, scale="log", min_effect_rel=0.05)
-    assert judge(sup, order_table(a, b)).verdict is Verdict.INCONCLUSIVE
-    assert judge(sup, order_table(a, b), lower_scale=1.5).verdict is Verdict.VIOLATED
+    ni = ClaimSpec(**ORDER, scale="log", min_effect_rel=0.05)  # "a not worse than b by more than 5 %"
+    assert judge(ni, order_table(a, b)).verdict is Verdict.HOLDS
+    assert judge(ni, order_table(a, b), lower_scale=1.5).verdict is Verdict.VIOLATED
 
 
 def test_report_opens_each_paper_with_what_it_claims_and_what_is_checked():

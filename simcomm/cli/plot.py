@@ -70,7 +70,11 @@ def plot(folder, output, style, fmt, trace, x, logx):
     options = dict(spec.get("plot", {}))
     style = style or options.get("style", "annotated")
     try:
-        j = judge(claim, res.table, cell_params)
+        from simcomm.experiments import get_experiment
+        from simcomm.spec import looks
+
+        j = judge(claim, res.table, cell_params, columns=get_experiment(spec["experiment"]).columns,
+                  looks=looks(spec.get("replicates", 1), spec.get("max_replicates")))
     except (KeyError, ValueError) as exc:  # a table that does not match its metadata
         raise UserError(f"'{folder}/table.csv' does not match its meta.json ({exc}); re-run the spec") from None
     _save(bound_vs_empirical(j, options, style=style), target, fmt, 200 if style == "paper" else 110)

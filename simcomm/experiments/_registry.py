@@ -98,6 +98,18 @@ class Experiment:
     # cost(params) -> (seconds, bytes): rough time and peak memory of ONE replicate of a cell, so a run
     # can be estimated (and a cell that cannot fit in memory refused) before anything starts.
     cost: Callable | None = None
+    # True (or a predicate of a cell's params) when the rows do not depend on the rng (a closed form,
+    # an eigenvalue, a deterministic recursion): only then may a claim judge one replicate per cell,
+    # exactly, without an interval.
+    deterministic: bool | Callable = False
+    # Design columns the experiment emits inside a cell (a method, a topology, a step count looped over
+    # within one run): they split the judged cells as the spec's grid does. Every other column it
+    # emits is a measurement and never splits a cell.
+    columns: tuple = ()
+
+    def is_deterministic(self, params: dict) -> bool:
+        """Whether the rows of the cell ``params`` do not depend on the rng (see ``deterministic``)."""
+        return bool(self.deterministic(params) if callable(self.deterministic) else self.deterministic)
 
     def renamed(self, key: str) -> str | None:
         """The parameter whose former name is ``key`` (see :attr:`Param.former`), else ``None``."""
@@ -134,7 +146,7 @@ EXPERIMENTS: dict[str, Experiment] = {}
 
 
 def experiment(name: str, *, params: dict | None = None, check: Callable | None = None,
-               cost: Callable | None = None):
+               cost: Callable | None = None, deterministic: bool | Callable = False, columns: tuple = ()):
     """Register ``func(params, rng, backend) -> list[dict]`` under ``name``.
 
     Each returned row is ``dict(metric=str, value=float, **extra_columns)``.
@@ -143,10 +155,17 @@ def experiment(name: str, *, params: dict | None = None, check: Callable | None 
     peak memory (order of magnitude is enough): ``simcomm run``/``check`` print the estimate, refuse
     a cell that cannot fit in memory before it starts, and refuse a run longer than the limit. Without
     it, the run times one replicate of the first cell when the run is large.
+
+    ``deterministic`` (a bool, or a predicate of a cell's params) declares that the rows do not depend
+    on ``rng`` (tests check it on two seeds):
+    only such an experiment may have one-replicate cells, judged exactly. ``columns`` names the design
+    columns the experiment emits within a cell (a method compared inside one run, a step count); the
+    judge groups cells by them and by the spec's parameters, never by measured columns.
     """
 
     def register(func):
-        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost)
+        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost,
+                                       deterministic, tuple(columns))
         return func
 
     return register

@@ -108,7 +108,7 @@ def _exact_cost(p):
     return 2e-9 * 3 * tau**2 * n * n * (k + 1) + 0.01, 4 * 8 * n * n
 
 
-@experiment("basegraph_exact", cost=_exact_cost, params={
+@experiment("basegraph_exact", columns=("check",), cost=_exact_cost, deterministic=True, params={
     **_SEQ,
     "drop": Param("int", default=-1, low=-1, doc="negative control: replace step drop % period by W = I (-1: none)"),
 })
@@ -124,7 +124,7 @@ def basegraph_exact(params, rng, backend):
     return rows
 
 
-@experiment("basegraph_length", params=dict(_SEQ), cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]))
+@experiment("basegraph_length", params=dict(_SEQ), deterministic=True, cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]))
 def basegraph_length(params, rng, backend):
     """Period (sequence length) of the Base-(k+1) graph and its maximum degree."""
     del rng, backend
@@ -163,7 +163,7 @@ def _dsgd_cost(p):
     return steps * (1e-5 * p["n"] + 5e-5), 64 * 8 * p["n"] * p["d"] * 4 + 8 * 4 * steps
 
 
-@experiment("basegraph_dsgd", cost=_dsgd_cost, params={
+@experiment("basegraph_dsgd", columns=("topology",), cost=_dsgd_cost, params={
     "n": Param("int", default=12, low=2, doc="number of nodes"),
     "k": Param("int", default=1, low=1, doc="peers per step of the Base-(k+1) graph"),
     "d": Param("int", default=10, low=1, doc="dimension of the least-squares problem"),

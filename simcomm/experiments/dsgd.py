@@ -180,7 +180,7 @@ def _check_chain(params):
         raise ValueError(f"chain must list >= 2 topologies from {', '.join(TOPOLOGIES)}, got {params['chain']!r}")
 
 
-@experiment("dsgd_transient_chain", check=_check_chain, params={
+@experiment("dsgd_transient_chain", columns=("topology", "pair", "side"), check=_check_chain, params={
     **_TRANSIENT,
     "n": Param("int", default=16, low=4, doc="number of nodes"),
     "chain": Param("str", default="exponential,torus,ring", doc="topologies expected in increasing transient order"),
@@ -334,7 +334,7 @@ def dsgd_one_peer(params, rng, backend):
     ]
 
 
-@experiment("dsgd_one_peer_pow2", params={
+@experiment("dsgd_one_peer_pow2", columns=("nodes", "sizes"), params={
     **_TRACK,
     "p": Param("int", default=4, low=3, high=10, doc="compares n = 2^p with n = 3 * 2^(p-2) (e.g. 16 with 12)"),
 })
@@ -363,7 +363,7 @@ def dsgd_one_peer_pow2(params, rng, backend):
     return rows
 
 
-@experiment("dsgd_transient_growth", check=_check_chain, params={
+@experiment("dsgd_transient_growth", columns=("size",), check=_check_chain, params={
     **_TRANSIENT,
     "n": Param("int", default=16, low=4, doc="the smaller number of nodes; the larger is 2 n"),
     "chain": Param("str", default="exponential,torus",

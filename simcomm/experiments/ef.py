@@ -125,6 +125,7 @@ def _sweep(r_max):
 
 @experiment(
     "ef_sgd_sweep",
+    columns=("method", "r_over_k", "step"),
     params={
         **_TRAIN,
         "r_max_over_k": Param("int", default=16, low=2,
@@ -259,7 +260,7 @@ def _capture(params, rng):
                                      batch_size=params["batch_size"], rng=rng)
 
 
-@experiment("real_grad_stats", params={
+@experiment("real_grad_stats", columns=("step",), params={
     **_GRADS,
     "source": Param("str", default="sgd", choices=("sgd", "gaussian"),
                     doc="sgd: the captured gradients; gaussian: i.i.d. normal vectors of the same shape "
@@ -291,6 +292,7 @@ def real_grad_stats(params, rng, backend):
 
 @experiment(
     "real_grad_operators",
+    columns=("method",),
     params={**_GRADS,
             "density": Param("float", default=0.01, low=0.0, high=1.0, low_open=True, doc="k / D"),
             "r_over_k": Param("int", default=4, low=1, doc="rTop-k: r = r_over_k * k (capped at D)"),

@@ -33,6 +33,7 @@ def _check_shape(params):
 
 @experiment(
     "topology_spectrum",
+    deterministic=lambda p: p["topology"] != "erdos_renyi",  # only the random graph draws from the rng
     params={**_TOPO,
             "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability")},
     check=_check_shape,
@@ -73,6 +74,7 @@ def _phase_deviation(topo, backend, block: int = 256) -> float:
 
 @experiment(
     "one_peer_deviation",
+    deterministic=lambda p: p["order"] == "increasing",  # a random hop order is drawn from the rng
     params={
         "n": Param("int", default=16, low=2, doc="number of nodes"),
         "order": Param("str", default="increasing", choices=("increasing", "random"),

@@ -79,7 +79,7 @@ def _sdp_seconds(n: int) -> float:
     return 3e-5 * n**3 + 1.0
 
 
-@experiment("fmmc_vs_mh", check=_check,
+@experiment("fmmc_vs_mh", check=_check, deterministic=lambda p: p["graph"] != "erdos_renyi",
             cost=lambda p: (0.3 if p["graph"] in ("ring", "torus", "hypercube") else _sdp_seconds(p["n"]),
                             64 * 8 * p["n"] ** 2),
             params={
@@ -118,7 +118,7 @@ def fmmc_vs_mh(params, rng, backend):
     ]
 
 
-@experiment("fmmc_ring",
+@experiment("fmmc_ring", columns=("stat",), deterministic=True,
             cost=lambda p: (0.3 if p["method"] == "symmetric" else _sdp_seconds(p["n"]), 64 * 8 * p["n"] ** 2),
             params={
     "n": Param("int", default=16, low=3, doc="number of nodes of the ring"),

@@ -127,7 +127,7 @@ def _sampled_trace_cov(model, theta, X, y, q, gbar, M, K, seed, unweighted=False
     return sq / K, total, wmax
 
 
-@experiment("is_estimator", params=_EST)
+@experiment("is_estimator", columns=("proposal",), params=_EST)
 def is_estimator(params, rng, backend):
     """Bias and Tr Cov of the importance-sampled minibatch gradient under every proposal, at one theta.
 
@@ -194,6 +194,7 @@ def _check_c(p):
 
 @experiment(
     "is_smoothing",
+    columns=("kappa",),
     params={
         **{k: _EST[k] for k in ("dataset", "n_samples", "hidden", "depth", "l2", "warmup_steps", "lr",
                                 "batch_size", "draws", "reweight")},
@@ -303,7 +304,7 @@ def is_staleness(params, rng, backend):
     return rows
 
 
-@experiment("is_training", params=_TRAIN, check=_check_train)
+@experiment("is_training", columns=("method",), params=_TRAIN, check=_check_train)
 def is_training(params, rng, backend):
     """Uniform SGD against ideal and stale importance-sampled SGD from the same initial parameters.
 
@@ -354,6 +355,7 @@ def _gradient_sending_bytes(model: MLP, X, y, *, steps, lr, batch_size, n, theta
 
 @experiment(
     "is_communication",
+    deterministic=True,  # bytes depend on the schedule (steps, period, sizes), never on the draws
     params={
         **{k: _DATA[k] for k in ("dataset", "n_samples", "hidden", "depth")},
         **{k: _TRAIN[k] for k in ("steps", "lr", "batch_size", "n", "period")},

@@ -109,6 +109,7 @@ def _ring_allreduce_time(dense_bytes: int, n: int, net: Network, value_bytes: in
 
 @experiment(
     "allgather_crossover",
+    columns=("prediction",),
     params={
         "n": Param("int", low=2, doc="nodes"),
         "d": Param("int", default=100_000, low=1, doc="coordinates per gradient"),
@@ -165,6 +166,7 @@ def _hit(step, loss, target):
 
 @experiment(
     "compression_pays",
+    columns=("prediction",),
     params={
         "dataset": Param("str", default="digits", choices=("digits", "mnist", "breast_cancer"), doc="packaged data"),
         "n": Param("int", default=8, low=2, doc="workers (synchronous data parallel)", former="n_workers"),

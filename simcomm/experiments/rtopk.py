@@ -157,7 +157,7 @@ def _profile(d, s, alpha, support):
     return skewed_profile(min(d, math.ceil(support * s)), s, alpha)
 
 
-@experiment("mean_estimation", params=_MODEL, check=_check_model)
+@experiment("mean_estimation", columns=("method",), params=_MODEL, check=_check_model)
 def mean_estimation(params, rng, backend):
     """MSE of the three estimation schemes (model F1 [N]), on the same observations.
 

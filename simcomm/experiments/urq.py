@@ -54,6 +54,7 @@ def _vector(kind: str, d: int, seed: int) -> np.ndarray:
 
 @experiment(
     "urq_quantizer",
+    columns=("direction",),
     params={
         **_Q,
         "d": Param("int", default=100, low=1, doc="dimension"),
@@ -288,6 +289,7 @@ def _b_step(alpha, L, tau):
 
 @experiment(
     "iag_vs_gd",
+    columns=("method",),
     params={**_Q, **_PROBLEM,
             "n": Param("int", default=8, low=1, doc="workers", former="N"),
             "eps": Param("float", default=1e-2, low=0.0, low_open=True, high=1.0, high_open=True,
@@ -349,6 +351,7 @@ def _check_bits(params):
 
 @experiment(
     "urq_bits",
+    columns=("quantizer",),
     params={**{k: v for k, v in _Q.items() if k != "quantizer"}, **_PROBLEM,
             "quantizers": Param("str", default="ternary,qsgd,none,bernoulli",
                                 doc="comma-separated URQs compared in one cell (stochastic_round has no alpha)"),
