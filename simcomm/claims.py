@@ -28,6 +28,7 @@ cell holds, else ``ill-posed``.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import math
 import zlib
@@ -183,6 +184,8 @@ def one_sided_p(x, c: float, side: str, test: str = "t", y=None, seed: int = 0, 
     if test == "bootstrap":
         g = np.random.default_rng(seed)
         bm = g.choice(x, (resamples, n)).mean(axis=1)
+        # The resampled means spread by sd sqrt((n-1)/n) / sqrt(n); rescaled to the unbiased sd.
+        bm = m + math.sqrt(n / (n - 1)) * (bm - m)
         return float((np.sum(sgn * (bm - c) <= 0) + 1) / (bm.size + 1))
     return float(stats.t.sf(sgn * (m - c) / (s / math.sqrt(n)), n - 1))
 
@@ -337,7 +340,8 @@ def _t_p_pairs(cells: list[_Cell]) -> np.ndarray:
     out[:, 0] = np.where(eq, np.maximum(p(M, less), p(-M, greater)), p(hold_line, hold_side))
     sides = np.array([c.equal_sides for c in cells])
     above, below = p(M, greater), p(-M, less)
-    p_eq = np.where(sides == "above", above, np.where(sides == "below", below, np.minimum(1.0, 2 * np.minimum(above, below))))
+    both = np.minimum(1.0, 2 * np.minimum(above, below))
+    p_eq = np.where(sides == "above", above, np.where(sides == "below", below, both))
     out[:, 1] = np.where(eq, p_eq, p(viol_line, viol_side))
     out[[c.block_hold for c in cells], 0] = 1.0
     out[[c.block_viol for c in cells], 1] = 1.0
@@ -538,8 +542,13 @@ def _groups(rows: pd.DataFrame, by: list[str]):
         yield dict(zip(by, key)), grp
 
 
+@functools.lru_cache(maxsize=512)
+def _signature(fn) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
 def _bound_kwargs(fn, claim: ClaimSpec, row: dict) -> dict:
-    sig = inspect.signature(fn)
+    sig = _signature(fn)
     kwargs = {}
     for name, p in sig.parameters.items():
         if name in claim.bound_args:
@@ -570,14 +579,44 @@ def _notes(grp: pd.DataFrame) -> str:
     return "; ".join(notes[:3]) + (f" (+{len(notes) - 3} more)" if len(notes) > 3 else "")
 
 
-def _per_replicate(grp: pd.DataFrame, fn, claim: ClaimSpec, bound_scale: float):
-    """Per replicate: mean observable, mean bound (evaluated on every row), censored flag."""
-    vals, bounds, cens = [], [], []
-    for _, g in grp.groupby("replicate", sort=True):
-        vals.append(float(g["value"].mean()))
-        bounds.append(float(np.mean([_call_bound(fn, claim, r, bound_scale) for r in g.to_dict("records")])))
-        cens.append(bool(g["censored"].any()))
-    return np.array(vals), np.array(bounds), np.array(cens)
+def _bound_rows(rows: pd.DataFrame, fn, claim: ClaimSpec, bound_scale: float) -> np.ndarray:
+    """The bound on every row, evaluated once per distinct combination of the columns it reads."""
+    names = [n for n in _signature(fn).parameters if n in rows.columns and n not in claim.bound_args]
+    if not names:
+        return np.full(len(rows), _call_bound(fn, claim, {}, bound_scale))
+    keys = list(rows[names].itertuples(index=False, name=None))
+    memo = {}
+    for key in keys:
+        if key not in memo:
+            memo[key] = _call_bound(fn, claim, dict(zip(names, key)), bound_scale)
+    return np.array([memo[k] for k in keys], dtype=float)
+
+
+def _split(labels: np.ndarray) -> list[np.ndarray]:
+    """Positions of each distinct label, labels in sorted order, positions in row order."""
+    order = np.argsort(labels, kind="stable")
+    starts = np.flatnonzero(np.r_[True, labels[order][1:] != labels[order][:-1]])
+    return np.split(order, starts[1:])
+
+
+def _per_replicate(values: np.ndarray, bounds: np.ndarray, censored: np.ndarray, replicates: np.ndarray):
+    """Per replicate (sorted): mean observable, mean bound (of every row), censored flag."""
+    groups = _split(replicates)
+    return (np.array([float(np.mean(values[g])) for g in groups]),
+            np.array([float(np.mean(bounds[g])) for g in groups]),
+            np.array([bool(censored[g].any()) for g in groups]))
+
+
+def _group_positions(rows: pd.DataFrame, by: list[str]):
+    """``(params, positions)`` of each cell, in the order of :func:`_groups`."""
+    if not by:
+        yield {}, np.arange(len(rows))
+        return
+    gb = rows.groupby(by, sort=True, dropna=False)
+    keys = list(gb.size().index)
+    for key, pos in zip(keys, _split(gb.ngroup().to_numpy())):
+        key = key if isinstance(key, tuple) else (key,)
+        yield dict(zip(by, key)), pos
 
 
 def _log_or_fail(claim: ClaimSpec, v: np.ndarray, what: str, params: dict) -> np.ndarray:
@@ -587,13 +626,12 @@ def _log_or_fail(claim: ClaimSpec, v: np.ndarray, what: str, params: dict) -> np
     return np.log(v)
 
 
-def _bound_cell(claim: ClaimSpec, params: dict, grp: pd.DataFrame, fn, bound_scale: float) -> _Cell:
-    v, b, cens = _per_replicate(grp, fn, claim, bound_scale)
+def _bound_cell(claim: ClaimSpec, params: dict, v: np.ndarray, b: np.ndarray, cens: np.ndarray, note: str) -> _Cell:
     kind, log = claim.kind, claim.scale == "log"
     b_center = float(np.exp(np.mean(np.log(b)))) if log and np.all(b > 0) else float(np.mean(b))
     m = float(np.exp(np.mean(np.log(v)))) if log and np.all(v > 0) else float(np.mean(v))
     ratio = m / b_center if b_center != 0 else math.nan
-    extra = {"n_rep": len(v), "mean": m, "bound": b_center, "ratio": ratio, "note": _notes(grp)}
+    extra = {"n_rep": len(v), "mean": m, "bound": b_center, "ratio": ratio, "note": note}
     cell = _Cell(params, extra=extra)
     if not np.all(np.isfinite(b)):
         cell.fixed, cell.reason = Verdict.ILL_POSED, "the bound is not finite"
@@ -664,7 +702,15 @@ def _bound_cell(claim: ClaimSpec, params: dict, grp: pd.DataFrame, fn, bound_sca
 
 def _judge_bound(claim, rows, fn, bound_scale: float, cell_params=()) -> tuple[list[_Cell], list]:
     by = _cells_by(rows, cell_params)
-    return [_bound_cell(claim, params, grp, fn, bound_scale) for params, grp in _groups(rows, by)], by
+    bounds = _bound_rows(rows, fn, claim, bound_scale)
+    values = rows["value"].to_numpy(dtype=float)
+    censored = rows["censored"].to_numpy(dtype=bool)
+    replicates = rows["replicate"].to_numpy()
+    cells = []
+    for params, pos in _group_positions(rows, by):
+        v, b, cens = _per_replicate(values[pos], bounds[pos], censored[pos], replicates[pos])
+        cells.append(_bound_cell(claim, params, v, b, cens, _notes(rows.iloc[pos]) if "note" in rows else ""))
+    return cells, by
 
 
 def _fit_slope(x, y, space: str) -> float:
@@ -771,12 +817,15 @@ def _judge_order(claim, rows, paired: bool, swap: bool, lower_scale: float = 1.0
                                   + (" (log scale)" if log else ""))
             elif claim.strict:
                 # Superiority "first below second by at least min_effect": one line at -min_effect.
-                cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", -effect, "greater", -effect
+                cell.hold_side, cell.viol_side = "less", "greater"
+                cell.hold_line = cell.viol_line = -effect
                 cell.viol_text = f"{first} not below {second}" + (f" by at least {effect:.3g}" if effect else "")
             else:
                 # Non-inferiority "first at most second + min_effect": one line at +min_effect.
-                cell.hold_side, cell.hold_line, cell.viol_side, cell.viol_line = "less", effect, "greater", effect
-                cell.viol_text = f"{first} above {second}" + (f" by more than min_effect {effect:.3g}" if effect else "")
+                cell.hold_side, cell.viol_side = "less", "greater"
+                cell.hold_line = cell.viol_line = effect
+                more = f" by more than min_effect {effect:.3g}" if effect else ""
+                cell.viol_text = f"{first} above {second}{more}"
             if pair:
                 cell.x = la - lb
                 ca, cb = a_c.to_numpy(), b_c.to_numpy()
@@ -908,6 +957,7 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, columns=()
         rec.setdefault("ratio", math.nan)
         rec["verdict"], rec["reason"], rec["level"] = v.value, why, (1 - a) if math.isfinite(a) else math.nan
         rec["detect"] = _detect_ratio(c, shift)
+        rec["exact"] = shift == 0.0 if math.isfinite(shift) else None
         records.append(rec)
     table_out = pd.DataFrame(records)
     verdict = worst(table_out["verdict"]) if len(table_out) else Verdict.INCONCLUSIVE

@@ -110,7 +110,7 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
     kind = j.claim.kind
     if kind == "slope":
         _draw_slope(ax, j, plot)
-    elif kind == "order":
+    elif kind in ("order", "equivalent"):
         _draw_order(ax, j, plot)
     else:
         _draw_bound(ax, j, plot, context)
@@ -435,7 +435,7 @@ def paper_figure(j: Judgement, plot: dict | None = None):
     """
     plot = dict(plot or {})
     kind = j.claim.kind
-    if kind == "order":
+    if kind in ("order", "equivalent"):
         fig = _paper_order(j, plot)
     else:
         fig = Figure(figsize=(5.2, 3.6), layout="constrained")

@@ -8,7 +8,7 @@ import re
 from simcomm.claims import Judgement
 
 __all__ = ["report_markdown", "verdict_rows", "controls_text", "update_readme", "PAPERS", "with_committed",
-           "verdict_counts", "RATIO_DEFINITIONS"]
+           "verdict_counts", "RATIO_DEFINITIONS", "DETECT_DEFINITION", "detect_text", "by_about"]
 
 PAPERS = {
     "expgraph": "Ying et al. 2021, Exponential graph is provably efficient for decentralized deep training",
@@ -86,6 +86,24 @@ def controls_text(j: Judgement) -> str:
     return f"{caught}/{len(j.controls)} caught" + (f" (NOT caught: {', '.join(missed)})" if missed else "")
 
 
+def detect_text(j: Judgement) -> str:
+    """The claim's detectable ratio for a table cell (see :data:`DETECT_DEFINITION`)."""
+    d = j.detect
+    if math.isnan(d):
+        return "—"
+    if math.isinf(d):
+        return "none"
+    if "exact" in j.cells and bool(j.cells["exact"].fillna(True).all()):
+        return "exact"
+    return f"{d:.3g}"
+
+
+def by_about(judgements: list[Judgement]) -> list[tuple[str, list[Judgement]]]:
+    """The judgements split into the report's two tables: paper claims, then identity checks."""
+    return [(a, [j for j in judgements if j.claim.about == a]) for a in ABOUT_TITLES
+            if any(j.claim.about == a for j in judgements)]
+
+
 def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
     """Rows of the verdict table: id, paper, statement, provenance, verdict, reason, ratio, controls."""
     return [[j.claim.id, j.claim.paper, j.claim.statement + (f" ({j.scope()})" if j.scope() else ""), j.provenance,
@@ -99,6 +117,25 @@ RATIO_DEFINITIONS = {
     "equal": "the empirical mean / predicted value farthest from 1 over the cells (1 is exact agreement)",
     "slope": "the fitted log-log (or lin-log) slope / predicted slope farthest from 1",
     "order": "the largest mean of the method claimed lower / mean of a competitor (below 1 when the order holds)",
+    "equivalent": "the mean of the method / mean of a competitor farthest from 1 (1 is exact agreement)",
+}
+
+#: what the "detects (80%)" column means (power on the page)
+DETECT_DEFINITION = (
+    "**Detects (80%)**: the ratio, in the units of the tightest ratio, at which the claim's least powered cell "
+    "would be called violated with probability 0.8, at its replicates and measured spread and the Holm level of "
+    "one violated cell among its cells: a departure past the bound, margin or claimed effect at least this large "
+    "would have been found; a smaller one could hide in a \"holds\" or an \"inconclusive\". `exact` marks "
+    "cells without spread (any departure past the line is found); `none` a test that cannot reject at that level."
+)
+
+#: the two tables of the report: what a verdict can be a finding about
+ABOUT_TITLES = {
+    "paper": ("Claims about the papers",
+              "each could refute a paper's statement (or a bound derived here, tagged [N])"),
+    "identity": ("Identity checks",
+                 "the implementation against its own closed form: a violation is a bug here, never a finding "
+                 "about a paper"),
 }
 
 # Cell columns that hold measurements: NaN there means the runs diverged (non-finite values).
@@ -137,7 +174,7 @@ def _value(col: str, v) -> str:
 
 def _column_names(j: Judgement, cols: list[str]) -> list[str]:
     """Column headers a reader can decode; an order claim's interval is of a difference of means."""
-    if j.claim.kind != "order":
+    if j.claim.kind not in ("order", "equivalent"):
         return [{"n_rep": "replicates"}.get(c, c) for c in cols]
     lower = j.claim.lower
     of = f"{lower}/other" if j.claim.scale == "log" else f"mean({lower}) - mean(other)"
@@ -154,7 +191,7 @@ def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
     cells = j.cells
     bad = cells[cells["verdict"] != "holds"]
     show = bad if len(bad) else cells
-    cols = [c for c in show.columns if c not in ("note",)]
+    cols = [c for c in show.columns if c not in ("note", "exact")]
     head = "| " + " | ".join(_column_names(j, cols)) + " | note |"
     lines = ["", f"{'Cells not holding' if len(bad) else 'Cells'} ({len(show)} of {len(cells)}"
              f"{', first ' + str(limit) + ' shown' if len(show) > limit else ''}):", "", head,
@@ -168,9 +205,12 @@ def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
 def _effect_text(c) -> str:
     if c.kind == "equal":
         return f"equivalence margin rel {c.margin_rel:g}, abs {c.margin_abs:g} (rounding atol {c.atol:g})"
+    if c.kind == "equivalent":
+        return f"two-sided equivalence of the methods, margin rel {c.margin_rel:g}, abs {c.margin_abs:g}"
     if c.kind == "slope":
         return f"slope margin {c.slope_tol:g}"
-    sense = "" if c.kind != "order" else ("superiority (<), " if c.strict else "non-inferiority (<=), ")
+    sense = "" if c.kind != "order" else ("superiority (< by at least min_effect), " if c.strict
+                                          else "non-inferiority (<= up to min_effect), ")
     return f"{sense}min_effect rel {c.min_effect_rel:g}, abs {c.min_effect_abs:g}"
 
 
@@ -216,14 +256,19 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
              "[R] recollection. The full texts of the papers were not available: where the paper's exact "
              "statement is unknown, the claim checks the derived statement named in its row.", "",
-             *_ratio_lines(judgements),
-             "| claim | paper | statement | provenance | verdict | reason | tightest ratio | controls |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row, j in zip(verdict_rows(judgements), judgements):
-        row[4] = with_committed(row[4], j, committed)
-        row = [_cell(c) for c in row]
-        row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
-        lines.append("| " + " | ".join(row) + " |")
+             *_ratio_lines(judgements), DETECT_DEFINITION, ""]
+    for about, group in by_about(judgements):
+        title, what = ABOUT_TITLES[about]
+        lines += [f"## {title}", "", f"{what[0].upper() + what[1:]}. {verdict_counts(group)}", "",
+                  "| claim | paper | statement | provenance | verdict | reason | tightest ratio | detects (80%) "
+                  "| controls |", "|---|---|---|---|---|---|---|---|---|"]
+        for row, j in zip(verdict_rows(group), group):
+            row[4] = with_committed(row[4], j, committed)
+            row = [_cell(c) for c in row]
+            row[0] = f"[{row[0]}](#{j.claim.id.replace('.', '').lower()})"
+            row.insert(7, detect_text(j))
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
     order = {p: i for i, p in enumerate(_PAPER_ORDER)}
     paper = None
     for j in sorted(judgements, key=lambda j: (order.get(j.claim.paper, len(order)), j.claim.id)):
@@ -235,7 +280,8 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
                   f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",
                   f"**Verdict: {j.verdict.value}**" + (f" ({j.reason})" if j.reason else "")
-                  + f"; tightest ratio empirical/bound {_ratio(j.ratio)}; {len(j.cells)} cells; "
+                  + f"; tightest ratio empirical/bound {_ratio(j.ratio)}; detects (80%) {detect_text(j)}; "
+                  f"{'identity check' if c.about == 'identity' else 'a claim about the paper'}; {len(j.cells)} cells; "
                   f"family-wise confidence {c.confidence:g} (Holm over the cells; per-cell level in the "
                   f"column `level`); {_effect_text(c)}; test `{c.test}` on a {c.scale} scale."]
         if j.controls:
@@ -252,15 +298,21 @@ _SCALING_CELL = re.compile(r'<td width="50%"><a href="figures/scaling_[^"]*">.*?
 
 
 def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[str]:
-    lines = ["| claim | statement | provenance | verdict | reason | tightest ratio | controls | figure |",
-             "|---|---|---|---|---|---|---|---|"]
-    for j in judgements:
-        v = j.verdict.value
-        shown = {"violated": f"**{v}**", "inconclusive": f"*{v}*", "ill-posed": f"*{v}*"}.get(v, v)
-        fig = f"[png](figures/{figures[j.claim.id]})" if j.claim.id in figures else ""
-        lines.append("| " + " | ".join([f"`{j.claim.id}`", _cell(j.claim.statement), f"[{j.provenance}]", shown,
-                                         _cell(j.reason), _ratio(j.ratio), _cell(controls_text(j)), fig]) + " |")
-    return lines
+    lines = []
+    for about, group in by_about(judgements):
+        title, what = ABOUT_TITLES[about]
+        lines += [f"**{title}** ({what}). {verdict_counts(group)}", "",
+                  "| claim | statement | provenance | verdict | reason | tightest ratio | detects (80%) | controls "
+                  "| figure |", "|---|---|---|---|---|---|---|---|---|"]
+        for j in group:
+            v = j.verdict.value
+            shown = {"violated": f"**{v}**", "inconclusive": f"*{v}*", "ill-posed": f"*{v}*"}.get(v, v)
+            fig = f"[png](figures/{figures[j.claim.id]})" if j.claim.id in figures else ""
+            lines.append("| " + " | ".join([f"`{j.claim.id}`", _cell(j.claim.statement), f"[{j.provenance}]", shown,
+                                             _cell(j.reason), _ratio(j.ratio), detect_text(j),
+                                             _cell(controls_text(j)), fig]) + " |")
+        lines.append("")
+    return lines[:-1]
 
 
 def _gallery(judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str],

@@ -336,7 +336,21 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
                 text, tuple(overrides), network=network, planned_looks=looks(replicates, max_replicates))
     if claim is not None:
         _check_decidable(spec, experiment, where)
+        overridden = {(o if isinstance(o, tuple) else _parse_override(o))[0] for o in overrides}
+        for c in claim.controls:
+            if set(c.set) <= overridden:  # the control's own re-run (with_control) or a --set of its keys
+                continue
+            if c.set and all(_same_setting(params, grid, k, v) for k, v in c.set.items()):
+                raise SpecError(f"{where} [[control]] '{c.name}': 'set' = {c.set} changes nothing (the spec already "
+                                "has these values); set a value that breaks what the claim is about")
     return spec
+
+
+def _same_setting(params: dict, grid: dict, key: str, value: Any) -> bool:
+    """Whether a control's ``key = value`` is what the spec already runs."""
+    if key in grid:
+        return list(grid[key]) == (value if isinstance(value, list) else [value])
+    return key in params and params[key] == value
 
 
 def _judged_cells(spec: Spec) -> int:

@@ -318,3 +318,12 @@ def test_report_names_order_columns_as_differences():
                           "mean_lo": [0.9], "mean_hi": [1.1], "other_lo": [1.9], "other_hi": [2.1]})
     text = report_markdown([Judgement(claim, Verdict.HOLDS, 0.5, cells, "N", ["n"])], {}, mode="full", meta={})
     assert "CI low of mean(a) - mean(other)" in text and "| replicates |" in text
+
+
+def test_committed_verdicts_hold_exactly_the_registered_claims():
+    from simcomm.spec import find_specs, load
+
+    ids = {load(p, quick=True).claim.id for p in find_specs() if load(p, quick=True).claim is not None}
+    committed = json.loads((Path(__file__).resolve().parents[1] / "figures" / "verdicts.json").read_text())["claims"]
+    assert set(committed) == ids, (f"retired: {sorted(set(committed) - ids)}; "
+                                   f"missing (run simcomm check --full): {sorted(ids - set(committed))}")

@@ -81,7 +81,8 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
     committed = committed_verdicts(out) if quick else None
     write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed)
     if not quick:
-        write_verdicts(outcome.judgements, figures / "verdicts.json", meta=outcome.results[0].meta)
+        known = {s.claim.id for s in checking.select_specs((), quick=True, folder=specs_dir)}
+        write_verdicts(outcome.judgements, figures / "verdicts.json", meta=outcome.results[0].meta, known=known)
     title = "simcomm check " + ("--quick" if quick else "--full") + "".join(f" {c}" for c in claim_ids)
     _print_table(outcome.judgements, title=title, committed=committed)
     click.echo(f"report: {outcome.report_path}")
@@ -128,8 +129,12 @@ def committed_verdicts(out: Path) -> dict | None:
     return None
 
 
-def write_verdicts(judgements, path: Path, *, meta: dict) -> None:
-    """Merge this full run's verdicts into ``path`` (a partial --full run keeps the other claims')."""
+def write_verdicts(judgements, path: Path, *, meta: dict, known: set | None = None) -> None:
+    """Merge this full run's verdicts into ``path`` (a partial --full run keeps the other claims').
+
+    With ``known`` (the ids of the specs in the folder), entries of claims no longer registered (retired
+    or renamed) are dropped, so the file holds exactly the registered claims.
+    """
     from simcomm.results import atomic_write_text
 
     try:
@@ -139,6 +144,8 @@ def write_verdicts(judgements, path: Path, *, meta: dict) -> None:
         claims = {}
     for j in judgements:
         claims[j.claim.id] = {k: v for k, v in j.summary().items() if k != "id"}
+    if known is not None:
+        claims = {k: v for k, v in claims.items() if k in known}
     data = {"grids": "full", "git_commit": meta.get("git_commit"),
             "claims": dict(sorted(claims.items()))}
     atomic_write_text(path, json.dumps(data, indent=2) + "\n")

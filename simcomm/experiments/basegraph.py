@@ -124,7 +124,8 @@ def basegraph_exact(params, rng, backend):
     return rows
 
 
-@experiment("basegraph_length", params=dict(_SEQ), deterministic=True, cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]))
+@experiment("basegraph_length", params=dict(_SEQ), deterministic=True,
+            cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]))
 def basegraph_length(params, rng, backend):
     """Period (sequence length) of the Base-(k+1) graph and its maximum degree."""
     del rng, backend
