@@ -177,8 +177,11 @@ def ed_init(x0, n: int) -> EDState:
     return EDState(s.x, s.x.copy(), 0)
 
 
-def ed_update(state: EDState, grads, topology, *, lr: float, backend=None) -> EDState:
+def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = True, backend=None) -> EDState:
     r"""One exact-diffusion step (pure): adapt, correct, combine with :math:`\bar W = (I + W)/2`.
+
+    ``correction=False`` drops the term :math:`x^k - \psi^k` (then it is DSGD with :math:`\bar W`,
+    which keeps a heterogeneity floor: the negative control).
 
     Examples
     --------
@@ -198,7 +201,7 @@ def ed_update(state: EDState, grads, topology, *, lr: float, backend=None) -> ED
     if G.shape != (n, d):
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
     psi = state.x - lr * G
-    phi = psi + state.x - state.psi
+    phi = psi + state.x - state.psi if correction else psi
     x = 0.5 * (phi + _mix(topo, phi, state.k, backend))
     return EDState(x, psi, state.k + 1)
 
@@ -373,7 +376,7 @@ def _node_dist(problem, X) -> float:
 
 def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps: int, lr: float,
                  sigma: float = 0.0, seed: int = 0, record_every: int = 1, tracker_start: str = "gradient",
-                 blowup: float = 1e12, backend=None) -> Trace:
+                 correction: bool = True, blowup: float = 1e12, backend=None) -> Trace:
     r"""Run gradient tracking or exact diffusion on a :class:`~simcomm.models.NodeProblem` from ``problem.x0``.
 
     Parameters
@@ -391,6 +394,8 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     record_every : int
     tracker_start : {"gradient", "zero"}
         Gradient tracking only (module doc).
+    correction : bool
+        Exact diffusion only: ``False`` drops its correction term (:func:`ed_update`).
     blowup : float
         A node distance above ``blowup`` times its start (plus 1) stops the run as diverged.
     backend : str or module, optional
@@ -446,7 +451,7 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
             if method == "gradient_tracking":
                 state = gt_update(state, G, topo, lr=lr, tracker_start=tracker_start, backend=backend)
             else:
-                state = ed_update(state, G, topo, lr=lr, backend=backend)
+                state = ed_update(state, G, topo, lr=lr, correction=correction, backend=backend)
             if j < len(rec) and rec[j] == k + 1:
                 vals = measure(state.x)
                 if not all(map(math.isfinite, vals)) or vals[0] > limit:
