@@ -1,5 +1,6 @@
-"""Simulated distributed optimisers (parameter server, IAG, error feedback, importance sampling, decentralized,
-gradient tracking, exact diffusion, push-sum).
+"""Simulated distributed optimisers: parameter server, IAG, error feedback, importance sampling, decentralized.
+
+Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion and push-sum SGD.
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``),
 and every optimiser returns one record type, :class:`Trace`.

@@ -552,8 +552,10 @@ def validate_stochastic(M: sp.csr_array, stochastic: str, atol: float) -> None:
         if bad.max() > atol:
             i = int(np.argmax(bad))
             other = [k for k in ("row", "column") if k != what and np.abs(sums[k] - 1.0).max() <= atol]
-            hint = (f"; it is {other[0]} stochastic: declare stochastic='{other[0]}'" if other and stochastic == "doubly"
-                    else f"; every {what} of W must sum to 1")
+            if other and stochastic == "doubly":
+                hint = f"; it is {other[0]} stochastic: declare stochastic='{other[0]}'"
+            else:
+                hint = f"; every {what} of W must sum to 1"
             raise UserError(f"mixing matrix is not {stochastic} stochastic: {what} {i} sums to {sums[what][i]:.6g}, "
                             f"not 1{hint}")
 
