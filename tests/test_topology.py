@@ -318,7 +318,7 @@ def test_networkx_round_trip():
 
 def test_describe_keys_and_values():
     d = describe(exponential(1024))
-    assert set(d) == {"name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "period",
+    assert set(d) == {"name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "stochasticity", "period",
                       "product_deviation"}
     assert (d["max_degree"], d["period"], d["product_deviation"], d["doubly_stochastic"]) == (10, None, None, True)
     assert d["rho"] == pytest.approx(th.rho_bound_static_exponential(1024), abs=ATOL)

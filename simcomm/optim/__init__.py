@@ -1,4 +1,6 @@
-"""Simulated distributed optimisers (parameter server, IAG, error feedback, importance sampling, decentralized).
+"""Simulated distributed optimisers: parameter server, IAG, error feedback, importance sampling, decentralized.
+
+Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion and push-sum SGD.
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``),
 and every optimiser returns one record type, :class:`Trace`.
@@ -29,6 +31,21 @@ from simcomm.optim._iag import IAG_ORDERS, compressed_iag
 from simcomm.optim._importance import PROPOSALS, bytes_per_example, importance_sgd
 from simcomm.optim._server import compressed_gd
 from simcomm.optim._trace import Trace
+from simcomm.optim._tracking import (
+    METHODS,
+    TRACKER_STARTS,
+    EDState,
+    GTState,
+    PushSumState,
+    ed_init,
+    ed_update,
+    gt_init,
+    gt_update,
+    pushsum_init,
+    pushsum_update,
+    run_pushsum,
+    run_tracking,
+)
 
 __all__ = [
     "async_compressed_gd",
@@ -47,13 +64,26 @@ __all__ = [
     "ef_update",
     "EFState",
     "EFStepInfo",
+    "ed_init",
+    "ed_update",
+    "EDState",
+    "gt_init",
+    "gt_update",
+    "GTState",
     "IAG_ORDERS",
     "importance_sgd",
     "largest_stable_step",
     "messages_per_step",
+    "METHODS",
     "PROPOSALS",
+    "pushsum_init",
+    "pushsum_update",
+    "PushSumState",
     "run_dsgd",
+    "run_pushsum",
+    "run_tracking",
     "SCHEDULES",
     "step_size",
     "Trace",
+    "TRACKER_STARTS",
 ]

@@ -62,6 +62,7 @@ __all__ = [
     "SCHEDULES",
     "NOISES",
     "counter_keys",
+    "require_stochasticity",
 ]
 
 NOISE_KEY = 1
@@ -119,6 +120,19 @@ def resolve_topology(topology, n: int | None = None):
     topo = from_matrix(W)
     if n is not None and topo.n != n:
         raise UserError(f"W is {topo.n}x{topo.n} but the problem has n={n} nodes; W must be n x n")
+    return topo
+
+
+def require_stochasticity(topo, allowed, method: str):
+    """Raise a one-line :class:`~simcomm.UserError` unless every layer's declared stochasticity is in ``allowed``."""
+    if topo == "parallel":
+        return topo
+    kind = topo.stochasticity
+    if kind not in allowed:
+        fix = ("use push-sum (run_pushsum) for a column-stochastic W" if kind == "column" else
+               "a row-stochastic W drives every node to a weighted average, not the average")
+        raise UserError(f"{method} needs a {' or '.join(allowed)} stochastic mixing matrix, but topology "
+                        f"'{topo.name}' is {kind} stochastic; {fix}")
     return topo
 
 
@@ -265,7 +279,7 @@ def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0
 
     check_hyper(lr, beta)
     n, d = state.x.shape
-    topo = resolve_topology(topology, n)
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
     xp = array_namespace(state.x)
     plans = _plans(topo, xp)
     G = xp.ascontiguousarray(xp.asarray(grads, dtype=state.x.dtype))
@@ -484,7 +498,7 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     xp = namespace_of_backend(be)
     kind = noise_kind(noise, xp)
     n, d = problem.n, problem.d
-    topo = resolve_topology(topology, n)
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
     plans = _plans(topo, xp)
     per_layer = messages_per_step(topo, n)
     bpm = _bytes_per_message(topo, n, d)

@@ -13,9 +13,11 @@ Examples
 
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
 from simcomm.topology._build import ALIASES, NAMES, WITH_K, build
+from simcomm.topology._directed import WEIGHTINGS, directed_exponential, directed_ring, random_matching, s_out
 from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
     RULES,
+    STOCHASTICITIES,
     Topology,
     complete,
     erdos_renyi,
@@ -46,6 +48,8 @@ __all__ = [
     "NAMES",
     "WITH_K",
     "RULES",
+    "STOCHASTICITIES",
+    "WEIGHTINGS",
     "DENSE_MAX",
     "FMMCInfo",
     "Topology",
@@ -54,6 +58,8 @@ __all__ = [
     "circulant_eigenvalues",
     "complete",
     "describe",
+    "directed_exponential",
+    "directed_ring",
     "erdos_renyi",
     "exponential",
     "fastest_mixing",
@@ -69,8 +75,10 @@ __all__ = [
     "one_peer_exponential",
     "one_peer_hypercube",
     "product_deviation",
+    "random_matching",
     "rho",
     "ring",
+    "s_out",
     "simple_base_graph",
     "sparse_matrix",
     "spectral_gap",

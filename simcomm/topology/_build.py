@@ -11,6 +11,7 @@ import math
 
 from simcomm._errors import UserError
 from simcomm.topology import _basegraph
+from simcomm.topology._directed import directed_exponential, directed_ring, random_matching
 from simcomm.topology._fmmc import fastest_mixing
 from simcomm.topology._graphs import (
     Topology,
@@ -35,6 +36,7 @@ __all__ = ["build", "NAMES", "ALIASES", "WITH_K", "WEIGHTS"]
 
 #: Names accepted by :func:`build` (and ``simcomm topology NAME``).
 NAMES = ("ring", "star", "grid", "torus", "hypercube", "complete", "erdos_renyi", "exponential", "one_peer_exponential",
+         "directed_ring", "directed_exponential", "random_matching",
          "base_graph", "simple_base_graph", "hyper_hypercube", "one_peer_hypercube")
 #: Short names accepted by :func:`build` for the Base-(k+1) family.
 ALIASES = {"base": "base_graph", "simple_base": "simple_base_graph"}
@@ -104,7 +106,7 @@ def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = 
         Weight rule for undirected graphs. Regular graphs (ring, torus, hypercube, complete) get the
         same weights under both rules; the exponential graphs have fixed uniform weights.
     rng : numpy.random.Generator or seed, optional
-        Randomness for ``erdos_renyi``.
+        Randomness for ``erdos_renyi`` and ``random_matching`` (one draw).
     k : int, optional
         Maximum number of peers per step for ``base_graph``, ``simple_base_graph`` and
         ``hyper_hypercube`` (default 1); also written ``"base_graph:k=2"`` in ``name``.
@@ -167,4 +169,10 @@ def build(name: str, n: int, *, shape=None, p: float | None = None, rule: str = 
         return erdos_renyi(n, 0.5 if p is None else p, rng=rng, rule=rule)
     if name == "exponential":
         return exponential(n)
+    if name == "directed_ring":
+        return directed_ring(n)
+    if name == "directed_exponential":
+        return directed_exponential(n)
+    if name == "random_matching":
+        return random_matching(n, rng=rng)
     return one_peer_exponential(n)

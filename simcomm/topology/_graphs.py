@@ -16,6 +16,14 @@ Three storage kinds, chosen by the constructor so that mixing and spectra exploi
   as a SciPy CSR matrix.
 * **time-varying** (``one_peer_exponential``, ``time_varying``): a periodic sequence of static
   layers, :math:`W^{(k)} = ` ``layers[k % period]``.
+
+Stochasticity (declared by every topology, :data:`STOCHASTICITIES`): ``"doubly"`` (rows and columns
+sum to 1: gossip keeps the average, the default of every undirected constructor and of circulants),
+``"row"`` (:math:`W\mathbf 1 = \mathbf 1`, each node averages what it receives: consensus, but on a
+weighted average) or ``"column"`` (:math:`\mathbf 1^\top W = \mathbf 1^\top`, each node splits its
+mass among its out-neighbours: the sum is kept, push-sum mixing). A directed circulant *pattern*
+with node-dependent weights (``directed_ring``, ``directed_exponential``) is stored as sparse with
+``node_shifts``/``node_weights`` for the shift kernels.
 """
 
 from __future__ import annotations
@@ -44,10 +52,13 @@ __all__ = [
     "time_varying",
     "from_matrix",
     "from_networkx",
+    "STOCHASTICITIES",
 ]
 
 #: Weight rules for undirected graphs.
 RULES = ("metropolis", "max_degree")
+#: Declared stochasticity of a mixing matrix (module doc).
+STOCHASTICITIES = ("doubly", "row", "column")
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +89,14 @@ class Topology:
         Sparse undirected graphs built from edges: each edge once, ``i < j``.
     layers : tuple of Topology or None
         Time-varying only: the static layers visited cyclically, ``W^(k) = layers[k % period]``.
+    stochasticity : {"doubly", "row", "column"}
+        What the weights are declared (and validated) to be: unit row and column sums, unit row sums
+        only, or unit column sums only (module doc).
+    node_shifts : ndarray of int64, shape (m,), or None
+        Sparse topologies on a 1-D shift pattern only: offsets ``h_t`` with
+        ``W[i, (i + h_t) mod n] = node_weights[t, i]`` (self offset first), the fast path of the kernels.
+    node_weights : ndarray of float64, shape (m, n), or None
+        The weights of ``node_shifts``, one per node (they may differ between nodes).
     """
 
     n: int
@@ -90,6 +109,9 @@ class Topology:
     matrix: object | None = field(default=None, repr=False)
     edges: np.ndarray | None = field(default=None, repr=False)
     layers: tuple | None = field(default=None, repr=False)
+    stochasticity: str = "doubly"
+    node_shifts: np.ndarray | None = field(default=None, repr=False)
+    node_weights: np.ndarray | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -115,7 +137,9 @@ class Topology:
 
     def __repr__(self) -> str:
         extra = f", period={self.period}" if self.layers is not None else ""
-        return f"Topology(name={self.name!r}, n={self.n}, kind={self.kind!r}, directed={self.directed}{extra})"
+        sto = "" if self.stochasticity == "doubly" else f", stochasticity={self.stochasticity!r}"
+        return (f"Topology(name={self.name!r}, n={self.n}, kind={self.kind!r}, directed={self.directed}{sto}"
+                f"{extra})")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -403,13 +427,26 @@ def time_varying(layers, name: str = "time_varying") -> Topology:
     n = layers[0].n
     if any(t.n != n for t in layers):
         raise UserError(f"all layers must have the same n; got {sorted({t.n for t in layers})}")
+    kinds = {t.stochasticity for t in layers}
     return Topology(
         n=n,
         name=name,
         directed=any(t.directed for t in layers),
         rule=layers[0].rule if len({t.rule for t in layers}) == 1 else "custom",
         layers=layers,
+        # the product of row- (column-) stochastic layers is row- (column-) stochastic; a mix is neither
+        stochasticity=kinds.pop() if len(kinds) == 1 else _mixed_stochasticity(layers),
     )
+
+
+def _mixed_stochasticity(layers) -> str:
+    kinds = {t.stochasticity for t in layers}
+    if kinds <= {"doubly", "row"}:
+        return "row"
+    if kinds <= {"doubly", "column"}:
+        return "column"
+    raise UserError("time_varying mixes row- and column-stochastic layers; their products are neither, "
+                    "so no gossip on them has a known limit: use layers of one kind")
 
 
 def star(n: int, rule: str = "metropolis") -> Topology:
@@ -497,8 +534,34 @@ def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topo
     return _edge_topology("erdos_renyi", n, edges, rule)
 
 
-def from_matrix(W, name: str = "custom", atol: float = 1e-10) -> Topology:
-    r"""Topology with a user-given mixing matrix, validated nonnegative and doubly stochastic.
+def check_stochasticity(stochastic: str) -> str:
+    """Return ``stochastic`` if it is one of :data:`STOCHASTICITIES`, else raise a one-line :class:`UserError`."""
+    if stochastic not in STOCHASTICITIES:
+        match = difflib.get_close_matches(str(stochastic), STOCHASTICITIES, n=1)
+        hint = f" (did you mean '{match[0]}'?)" if match else ""
+        raise UserError(f"unknown stochasticity '{stochastic}'{hint}; declare one of {', '.join(STOCHASTICITIES)}")
+    return stochastic
+
+
+def validate_stochastic(M: sp.csr_array, stochastic: str, atol: float) -> None:
+    """Raise a one-line :class:`UserError` unless ``M`` (CSR, nonnegative) has the declared unit sums."""
+    sums = {"row": np.asarray(M.sum(axis=1)).ravel(), "column": np.asarray(M.sum(axis=0)).ravel()}
+    need = ("row", "column") if stochastic == "doubly" else (stochastic,)
+    for what in need:
+        bad = np.abs(sums[what] - 1.0)
+        if bad.max() > atol:
+            i = int(np.argmax(bad))
+            other = [k for k in ("row", "column") if k != what and np.abs(sums[k] - 1.0).max() <= atol]
+            if other and stochastic == "doubly":
+                hint = f"; it is {other[0]} stochastic: declare stochastic='{other[0]}'"
+            else:
+                hint = f"; every {what} of W must sum to 1"
+            raise UserError(f"mixing matrix is not {stochastic} stochastic: {what} {i} sums to {sums[what][i]:.6g}, "
+                            f"not 1{hint}")
+
+
+def from_matrix(W, name: str = "custom", atol: float = 1e-10, stochastic: str = "doubly") -> Topology:
+    r"""Topology with a user-given mixing matrix, validated nonnegative and of the declared stochasticity.
 
     Parameters
     ----------
@@ -508,11 +571,15 @@ def from_matrix(W, name: str = "custom", atol: float = 1e-10) -> Topology:
         Name shown by :func:`describe`.
     atol : float
         Tolerance on row/column sums and on negativity.
+    stochastic : {"doubly", "row", "column"}
+        What ``W`` is declared to be (module doc): ``"doubly"`` (default) needs unit row AND column
+        sums, ``"row"`` unit row sums, ``"column"`` unit column sums (push-sum mixing). The check is
+        never weakened: a matrix that is not what it declares is rejected.
 
     Raises
     ------
     UserError
-        If ``W`` is not square, has non-finite or negative entries, or a row/column sum is not 1.
+        If ``W`` is not square, has non-finite or negative entries, or a sum the declaration needs is not 1.
 
     Examples
     --------
@@ -520,7 +587,10 @@ def from_matrix(W, name: str = "custom", atol: float = 1e-10) -> Topology:
     >>> from simcomm.topology import from_matrix
     >>> from_matrix(np.full((3, 3), 1 / 3)).directed
     False
+    >>> from_matrix(np.array([[0.5, 0.0], [0.5, 1.0]]), stochastic="column").stochasticity
+    'column'
     """
+    check_stochasticity(stochastic)
     M = sp.csr_array(W, dtype=np.float64) if sp.issparse(W) else sp.csr_array(np.asarray(W, dtype=np.float64))
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise UserError(f"mixing matrix must be square (n, n), got shape {M.shape}")
@@ -534,19 +604,10 @@ def from_matrix(W, name: str = "custom", atol: float = 1e-10) -> Topology:
         i = int(np.searchsorted(M.indptr, k, side="right") - 1)
         raise UserError(f"mixing matrix has a negative entry W[{i}, {M.indices[k]}] = {M.data[k]:.3g}; "
                         "weights must be >= 0")
-    rows = np.asarray(M.sum(axis=1)).ravel()
-    cols = np.asarray(M.sum(axis=0)).ravel()
-    for what, s in (("row", rows), ("column", cols)):
-        bad = np.abs(s - 1.0)
-        if bad.max() > atol:
-            i = int(np.argmax(bad))
-            raise UserError(
-                f"mixing matrix is not doubly stochastic: {what} {i} sums to {s[i]:.6g}, not 1; "
-                "every row and every column of W must sum to 1"
-            )
+    validate_stochastic(M, stochastic, atol)
     M.eliminate_zeros()
     directed = bool((M - M.T).count_nonzero() > 0)
-    return Topology(n=n, name=name, directed=directed, rule="custom", matrix=M)
+    return Topology(n=n, name=name, directed=directed, rule="custom", matrix=M, stochasticity=stochastic)
 
 
 def from_networkx(G, *, rule: str = "metropolis", weight: str | None = None) -> Topology:

@@ -95,8 +95,9 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     r"""One gossip step :math:`X \leftarrow W^{(k)} X` without forming an ``n x n`` matrix.
 
     1-D circulant graphs (ring, exponential, one-peer) use the backend's ``shift_mix`` (a few shifted
-    adds, ``O(n d m)``); circulants with many offsets (complete) use the FFT; everything else uses
-    the backend's ``csr_mix``.
+    adds, ``O(n d m)``); circulants with many offsets (complete) use the FFT; shift patterns with
+    per-node weights (directed ring and exponential graphs) use ``node_shift_mix``; everything else
+    uses the backend's ``csr_mix``.
 
     Parameters
     ----------
@@ -134,6 +135,9 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
         if len(shifts) <= _FFT_OFFSETS:
             return be.shift_mix(X, shifts, layer.weights)
         return _fft_mix(layer, X)
+    if layer.node_shifts is not None:
+        # a shift pattern with per-node weights (directed_ring, directed_exponential): O(n d m) shifted adds
+        return be.node_shift_mix(X, layer.node_shifts, layer.node_weights)
     W = sparse_matrix(layer)
     return be.csr_mix(W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data, X)
 

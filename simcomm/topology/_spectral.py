@@ -209,7 +209,8 @@ def _power_norm(matvec, rmatvec, v, iters: int = 100) -> float:
 def describe(topology: Topology) -> dict:
     r"""Summary used by ``simcomm topology``: plain Python values, JSON-ready.
 
-    Keys: ``name, n, max_degree, rho, spectral_gap, doubly_stochastic, period, product_deviation``
+    Keys: ``name, n, max_degree, rho, spectral_gap, doubly_stochastic, stochasticity, period,
+    product_deviation``
     (the last two ``None`` for a static topology). For a time-varying topology ``rho`` is the largest
     per-step value over one period.
 
@@ -228,6 +229,7 @@ def describe(topology: Topology) -> dict:
         "rho": float(r),
         "spectral_gap": float(1.0 - r),
         "doubly_stochastic": bool(is_doubly_stochastic(topology, atol=1e-10)),
+        "stochasticity": topology.stochasticity,
         "period": topology.period,
         "product_deviation": float(product_deviation(topology)) if topology.time_varying else None,
     }

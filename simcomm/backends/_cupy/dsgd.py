@@ -16,7 +16,7 @@ from simcomm.backends._cupy._host import grid_1d
 from simcomm.backends._cupy._src import kernel
 from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 
-__all__ = ["atc_shift_step", "atc_csr_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -52,3 +52,16 @@ def atc_csr_step(X, M, G, lr, beta, indptr, indices, data, out):
     """ATC momentum step with a CSR ``W`` (see the numpy reference)."""
     Y = _adapt(X, M, G, lr, beta)
     return _store(csr_mix_into(indptr, indices, data, Y, _target(out, Y)), out)
+
+
+def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
+    r"""Push-sum SGD step on a shift pattern with per-node weights; see the numpy backend (same order)."""
+    from simcomm.backends._cupy.gossip import node_shift_mix
+
+    Xd, Gd = cp.asarray(X), cp.asarray(G, dtype=X.dtype)
+    Y = Gd * X.dtype.type(lr)
+    Y = Xd - Y
+    new_x, new_w = node_shift_mix(Y, shifts, weights), node_shift_mix(cp.asarray(w), shifts, weights)
+    out[...] = new_x if isinstance(out, cp.ndarray) else cp.asnumpy(new_x)
+    wout[...] = new_w if isinstance(wout, cp.ndarray) else cp.asnumpy(new_w)
+    return out, wout

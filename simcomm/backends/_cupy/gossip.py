@@ -12,7 +12,7 @@ import numpy as np
 from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, like_input, small_device
 from simcomm.backends._cupy._src import TILE, kernel
 
-__all__ = ["shift_mix", "csr_mix", "shift_mix_into", "csr_mix_into"]
+__all__ = ["shift_mix", "csr_mix", "shift_mix_into", "csr_mix_into", "node_shift_mix"]
 
 
 def _grid(n: int, d: int) -> tuple[int, int]:
@@ -53,3 +53,21 @@ def csr_mix(indptr, indices, data, X):
     n = len(indptr) - 1
     out = cp.empty((n,) + Xd.shape[1:], dtype=Xd.dtype)
     return like_input(csr_mix_into(indptr, indices, data, Xd, out), X)
+
+
+def node_shift_mix(X, shifts, weights):
+    r"""Shift-pattern mixing with per-node weights, :math:`Y_i = \sum_t w_{t,i} X_{(i+h_t) \bmod n}`.
+
+    Array operations in the reference's order (a product, then an add, per term: no fused multiply-add),
+    so device arrays give numpy's values bit for bit.
+    """
+    Xd = as_rows(X)
+    n = Xd.shape[0]
+    X2 = Xd.reshape(n, -1)
+    Wd = cp.asarray(np.asarray(cp.asnumpy(weights) if isinstance(weights, cp.ndarray) else weights,
+                               dtype=np.float64)).astype(X2.dtype)
+    out = cp.zeros_like(X2)
+    idx = cp.arange(n)
+    for t, h in enumerate(np.mod(np.asarray(cp.asnumpy(shifts), dtype=np.int64), max(n, 1)).tolist()):
+        out += Wd[t][:, None] * X2[(idx + h) % n]
+    return like_input(out.reshape(Xd.shape), X)

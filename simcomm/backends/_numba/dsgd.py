@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from simcomm.backends._numba.gossip import _axpy_row, _col_block
 
-__all__ = ["atc_shift_step", "atc_csr_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
 
 def _scratch(n: int, block: int, dtype) -> np.ndarray:
     # one (n, block) slab per thread; get_thread_id() is 0 in the serial build
@@ -101,6 +101,37 @@ def _atc_csr_ser(X, M, G, lr, beta, indptr, indices, data, out, block, scratch):
     return out
 
 
+# Push-sum: the same column slabs; the adapt is y = x - lr g (no momentum), the combine has per-node weights.
+@njit(cache=True, inline="always")
+def _pushsum_block(X, G, lr, shifts, weights, out, block, scratch, b):
+    n = X.shape[0]
+    c0 = b * block
+    c1 = min(X.shape[1], c0 + block)
+    Y = scratch[numba.get_thread_id()]
+    for i in range(n):
+        xi, gi, yi = X[i, c0:c1], G[i, c0:c1], Y[i]
+        for c in range(c1 - c0):
+            yi[c] = xi[c] - lr * gi[c]
+    for i in range(n):
+        oi = out[i, c0:c1]
+        for t in range(shifts.shape[0]):
+            _axpy_row(oi, weights[t, i], Y[(i + shifts[t]) % n, : c1 - c0], t == 0)
+
+
+@njit(cache=True, parallel=True)
+def _pushsum_par(X, G, lr, shifts, weights, out, block, scratch):
+    for b in prange((X.shape[1] + block - 1) // block):
+        _pushsum_block(X, G, lr, shifts, weights, out, block, scratch, b)
+    return out
+
+
+@njit(cache=True)
+def _pushsum_ser(X, G, lr, shifts, weights, out, block, scratch):
+    for b in range((X.shape[1] + block - 1) // block):
+        _pushsum_block(X, G, lr, shifts, weights, out, block, scratch, b)
+    return out
+
+
 _PARALLEL_MIN = 1 << 18  # elements n*d from which the threaded kernel is used
 
 
@@ -144,3 +175,31 @@ def atc_csr_step(X, M, G, lr, beta, indptr, indices, data, out):
     blk = _col_block(n, d)  # a (n, blk) slab is 256 KiB of float64, about an L2 cache
     return kernel(X, M, G, X.dtype.type(lr), X.dtype.type(beta), np.asarray(indptr, dtype=np.int64),
                     np.asarray(indices, dtype=np.int64), w, out, blk, _scratch(n, blk, X.dtype))
+
+
+def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
+    r"""Push-sum SGD step on a shift pattern with per-node weights; see the numpy backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> x, wt = pushsum_shift_step(np.array([[0.0], [4.0]]), np.ones(2), np.zeros((2, 1)), 0.1,
+    ...                            np.array([0, 1]), W, np.empty((2, 1)), np.empty(2))
+    >>> x.ravel(), wt
+    (array([2., 2.]), array([1., 1.]))
+    """
+    from simcomm.backends._numba.gossip import node_shift_mix
+
+    n, d = X.shape
+    sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
+    W2 = np.ascontiguousarray(np.asarray(weights, dtype=np.float64).astype(X.dtype)).reshape(sh.size, n)
+    if sh.size == 0:
+        out[...] = 0.0
+        wout[...] = 0.0
+        return out, wout
+    kernel = _pushsum_par if n * d >= _PARALLEL_MIN else _pushsum_ser
+    blk = _col_block(n, d)
+    kernel(X, G, X.dtype.type(lr), sh, W2, out, blk, _scratch(n, blk, X.dtype))
+    wout[...] = node_shift_mix(np.asarray(w, dtype=X.dtype), sh, W2)
+    return out, wout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["shift_mix", "csr_mix"]
+__all__ = ["shift_mix", "csr_mix", "node_shift_mix"]
 
 # Below this many entries (n * d) the serial kernel is used: starting the parallel threads costs
 # tens of microseconds, more than the work itself (small simulations call the kernel every step).
@@ -153,3 +153,45 @@ def csr_mix(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np.nda
     else:
         out = _csr_mix(*args)
     return out.reshape((n,) + X.shape[1:])
+
+
+@njit(cache=True)
+def _node_shift_row(X, shifts, weights, out, i):
+    n = X.shape[0]
+    oi = out[i]
+    if shifts.shape[0] == 0:
+        oi[:] = 0.0
+    for t in range(shifts.shape[0]):
+        _axpy_row(oi, weights[t, i], X[(i + shifts[t]) % n], t == 0)
+
+
+@njit(cache=True, parallel=True)
+def _node_shift_mix(X, shifts, weights, out):
+    for i in prange(X.shape[0]):
+        _node_shift_row(X, shifts, weights, out, i)
+    return out
+
+
+@njit(cache=True)
+def _node_shift_mix_serial(X, shifts, weights, out):
+    for i in range(X.shape[0]):
+        _node_shift_row(X, shifts, weights, out, i)
+    return out
+
+
+def node_shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    r"""Shift-pattern mixing with per-node weights :math:`Y_i = \sum_t w_{t,i} X_{(i+h_t) \bmod n}`; see numpy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> node_shift_mix(np.arange(3.0), np.array([0, 1]), np.array([[1.0, 0.5, 0.0], [0.0, 0.5, 1.0]]))
+    array([0. , 1.5, 0. ])
+    """
+    X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1))
+    n = X2.shape[0]
+    out = np.empty_like(X2)
+    sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
+    w = np.ascontiguousarray(np.asarray(weights, dtype=np.float64).astype(X2.dtype)).reshape(sh.size, n)
+    kernel = _node_shift_mix_serial if X2.size < PARALLEL_MIN else _node_shift_mix
+    return kernel(X2, sh, w, out).reshape(X.shape)

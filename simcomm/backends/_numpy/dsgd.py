@@ -18,7 +18,7 @@ import numpy as np
 
 from simcomm.backends._numpy.gossip import csr_mix, shift_mix
 
-__all__ = ["atc_shift_step", "atc_csr_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -74,3 +74,51 @@ def atc_csr_step(X, M, G, lr, beta, indptr, indices, data, out):
     """
     out[...] = csr_mix(indptr, indices, data, _adapt(X, M, G, lr, beta))
     return out
+
+
+def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
+    r"""One push-sum SGD step on a shift pattern with per-node weights (column stochastic ``W``).
+
+    Numerators and weights are mixed by the same ``W`` (Kempe et al. 2003; SGP, Assran et al. 2019)::
+
+        x_i <- sum_t W[i, i + h_t] (x_{i+h_t} - lr g_{i+h_t})      # numerators: adapt, then push
+        w_i <- sum_t W[i, i + h_t] w_{i+h_t}                        # push-sum weights
+
+    and the de-biased model is the ratio ``z_i = x_i / w_i`` (computed by the caller).
+
+    Parameters
+    ----------
+    X, G : ndarray, shape (n, d)
+        Numerators and the gradients at the de-biased models ``z`` (zero for plain consensus).
+    w : ndarray, shape (n,)
+        Push-sum weights.
+    lr : float
+    shifts : ndarray of int64, shape (m,)
+    weights : ndarray of float64, shape (m, n)
+        ``W[i, i + h_t] = weights[t, i]``.
+    out : ndarray, shape (n, d)
+        Receives the new numerators (must not alias ``X`` or ``G``).
+    wout : ndarray, shape (n,)
+        Receives the new weights (must not alias ``w``).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``out, wout``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[0.5, 0.5], [0.5, 0.5]])   # n = 2, self and the other node
+    >>> x, wt = pushsum_shift_step(np.array([[0.0], [4.0]]), np.ones(2), np.zeros((2, 1)), 0.1,
+    ...                            np.array([0, 1]), W, np.empty((2, 1)), np.empty(2))
+    >>> x.ravel(), wt
+    (array([2., 2.]), array([1., 1.]))
+    """
+    from simcomm.backends._numpy.gossip import node_shift_mix
+
+    Y = np.multiply(G, lr)
+    np.subtract(X, Y, out=Y)
+    out[...] = node_shift_mix(Y, shifts, weights)
+    wout[...] = node_shift_mix(w, shifts, weights)
+    return out, wout

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["shift_mix", "csr_mix"]
+__all__ = ["shift_mix", "csr_mix", "node_shift_mix"]
 
 
 def shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -73,3 +73,35 @@ def csr_mix(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np.nda
     W = sp.csr_array((np.asarray(data, dtype=X2.dtype), indices, indptr), shape=(n, X2.shape[0]))
     # scipy's CSR product accumulates row i over p = indptr[i] .. indptr[i+1]-1 in order, from 0
     return np.asarray(W @ X2).reshape((n,) + X.shape[1:])
+
+
+def node_shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    r"""Shift-pattern mixing with per-node weights, :math:`Y_i = \sum_t w_{t,i} X_{(i + h_t) \bmod n}`.
+
+    The directed ring and exponential graphs with node-dependent (push or pull) weights: ``W[i, i +
+    h_t] = weights[t, i]``, no n x n matrix. Terms are added in the order of ``shifts``, from 0.0.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n,) or (n, d)
+    shifts : ndarray of int64, shape (m,)
+    weights : ndarray of float64, shape (m, n)
+
+    Returns
+    -------
+    ndarray
+        Same shape and dtype as ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> node_shift_mix(np.arange(3.0), np.array([0, 1]), np.array([[1.0, 0.5, 0.0], [0.0, 0.5, 1.0]]))
+    array([0. , 1.5, 0. ])
+    """
+    X2 = X.reshape(X.shape[0], -1)
+    n = X2.shape[0]
+    out = np.zeros_like(X2)
+    idx = np.arange(n)
+    for t, h in enumerate(np.mod(np.asarray(shifts, dtype=np.int64), n).tolist()):
+        out += np.asarray(weights[t], dtype=X2.dtype)[:, None] * X2[(idx + h) % n]
+    return out.reshape(X.shape)

@@ -1,0 +1,182 @@
+r"""Decentralized experiments beyond doubly stochastic gossip: push-sum, gradient tracking, random graphs.
+
+The bounds are in ``theory/decentralized.py`` (all [N]); the methods in :mod:`simcomm.optim`
+(``run_pushsum``, ``run_tracking``, ``run_dsgd``) and the graphs in :mod:`simcomm.topology`
+(``directed_exponential``, ``directed_ring``, ``random_matching``, ``s_out``).
+
+* ``tracking_floor``: DSGD, gradient tracking and exact diffusion on the same heterogeneous
+  quadratic (common Hessian, heterogeneity exactly ``b``), exact gradients by default, one constant
+  step, from ``x0 = 0``: the node distance :math:`\frac1n\sum_i\|x_i - x^\star\|^2` after ``steps``.
+* ``pushsum_consensus``: push-sum average consensus on a digraph with uneven (random) self-weights:
+  the largest distance of any node's ratio to the exact average of the starting values.
+* ``random_gossip``: one round of a random topology (a uniform matching or an s-out draw) on a
+  random ``x``: :math:`\sum_i\|x_i' - \bar x\|^2/\sum_i\|x_i - \bar x\|^2`, averaged over ``draws``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcomm.experiments._registry import Param, experiment
+from simcomm.models._decentralized import diagonal_quadratic
+from simcomm.optim._decentralized import run_dsgd
+from simcomm.optim._tracking import TRACKER_STARTS, run_pushsum, run_tracking
+from simcomm.topology import build, directed_exponential, directed_ring, mix, random_matching, rho, s_out
+
+__all__ = []
+
+#: static normal doubly stochastic topologies (the floor bound's assumption)
+FLOOR_TOPOLOGIES = ("ring", "torus", "exponential", "hypercube")
+
+
+def _check_floor(params):
+    n, t = params["n"], params["topology"]
+    if t == "hypercube" and n & (n - 1):
+        raise ValueError(f"hypercube needs n a power of 2, got n={n}")
+    if t == "torus" and not any(n % r == 0 for r in range(2, int(n**0.5) + 1)):
+        raise ValueError(f"torus needs n = r*c with both sides >= 2, got n={n}")
+    if params["mu"] > params["L"]:
+        raise ValueError(f"curvatures need mu <= L, got mu={params['mu']}, L={params['L']}")
+
+
+def _tracking_cost(p):
+    """(seconds, bytes) of one replicate: three runs of ``steps`` steps at ~40 us each (small n d)."""
+    return 3 * p["steps"] * (4e-5 + 2e-9 * p["n"] * p["d"]), 20 * 8 * p["n"] * p["d"]
+
+
+@experiment("tracking_floor", check=_check_floor, cost=_tracking_cost, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "d": Param("int", default=10, low=1, doc="dimension of the diagonal quadratic"),
+    "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum (0: every f_i minimised at x*)"),
+    "mu": Param("float", default=0.1, low=0.0, low_open=True, doc="smallest curvature (the floor bound's mu)"),
+    "L": Param("float", default=1.0, low=0.0, low_open=True, doc="largest curvature"),
+    "topology": Param("str", default="ring", choices=FLOOR_TOPOLOGIES, doc="static normal doubly stochastic graph"),
+    "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="constant step size (the bound needs lr L <= 1)"),
+    "steps": Param("int", default=3000, low=1, doc="iterations T"),
+    "sigma": Param("float", default=0.0, low=0.0, doc="gradient noise std per coordinate (0: exact gradients)"),
+    "tracker_start": Param("str", default="gradient", choices=TRACKER_STARTS,
+                           doc="gradient tracking's first tracker: the gradient (exact) or zero (the control)"),
+    "ed_correction": Param("bool", default=True,
+                           doc="exact diffusion's correction term (false: DSGD with (I + W)/2, the control)"),
+})
+def tracking_floor(params, rng, backend):
+    r"""DSGD vs gradient tracking vs exact diffusion on one heterogeneous quadratic, the same step (module doc).
+
+    Rows ``metric="node_dist_sq"`` (:math:`\frac1n\sum_i\|x_i^{(T)} - x^\star\|^2`) with ``method``
+    = ``dsgd``, ``gradient_tracking`` and, on symmetric graphs, ``exact_diffusion``; each carries
+    ``rho`` (:math:`\max_{m\ne0}|\lambda_m(W)|`, the spectral fast path) for the floor bound and
+    ``note`` when a run diverged (the value is then NaN). All three methods share the problem and,
+    with ``sigma > 0``, the per-node noise streams.
+    """
+    n, steps, lr = params["n"], params["steps"], params["lr"]
+    prob = diagonal_quadratic(n, params["d"], b=params["b"], mu=params["mu"], L=params["L"], rng=rng,
+                              backend="numpy")
+    seed = int(rng.integers(2**62))
+    topo = build(params["topology"], n)
+    r = float(rho(topo))
+
+    def dist(X):
+        E = np.asarray(X) - prob.x_star
+        return float(np.sum(E * E) / n)
+
+    tr = run_dsgd(prob, topo, steps=steps, lr=lr, sigma=params["sigma"], seed=seed, record_every=steps,
+                  backend=backend, noise="stream")
+    rows = [dict(metric="node_dist_sq", value=dist(tr.x) if not tr.diverged[0] else float("nan"), method="dsgd",
+                 rho=r, note=tr.note)]
+    methods = ["gradient_tracking"] + ([] if topo.directed else ["exact_diffusion"])
+    for method in methods:
+        tr = run_tracking(prob, topo, method=method, steps=steps, lr=lr, sigma=params["sigma"], seed=seed,
+                          record_every=steps, tracker_start=params["tracker_start"],
+                          correction=params["ed_correction"], backend=backend)
+        rows.append(dict(metric="node_dist_sq", value=float(tr.node_dist_sq[-1]), method=method, rho=r, note=tr.note))
+    return rows
+
+
+PUSHSUM_TOPOLOGIES = ("directed_exponential", "directed_ring", "s_out")
+
+
+def _check_pushsum(params):
+    if params["self_low"] > params["self_high"]:
+        raise ValueError(f"self_low ({params['self_low']}) must be <= self_high ({params['self_high']})")
+    if params["topology"] == "s_out" and params["s"] > params["n"] - 1:
+        raise ValueError(f"s-out needs s <= n - 1 = {params['n'] - 1}, got s={params['s']}")
+
+
+def _check_random(params):
+    if params["sampling"] == "s_out" and params["s"] > params["n"] - 1:
+        raise ValueError(f"s-out needs s <= n - 1 = {params['n'] - 1}, got s={params['s']}")
+
+
+@experiment("pushsum_consensus", check=_check_pushsum, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "d": Param("int", default=4, low=1, doc="columns of x (independent coordinates)"),
+    "topology": Param("str", default="directed_exponential", choices=PUSHSUM_TOPOLOGIES,
+                      doc="static digraph with uneven self-weights, or s_out (push weights, a fresh draw every step)"),
+    "s": Param("int", default=1, low=1, doc="s_out: targets per node and step"),
+    "self_low": Param("float", default=0.1, low=0.0, high=1.0, high_open=True,
+                      doc="self-weights a_i ~ U[self_low, self_high] (static digraphs)"),
+    "self_high": Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="see self_low"),
+    "steps": Param("int", default=3000, low=1, doc="push-sum steps"),
+    "debias": Param("bool", default=True, doc="report the ratio x/w (push-sum); false: the numerators (plain gossip)"),
+    "offset": Param("float", default=1.0, doc="common mean of the starting values: x_i(0) ~ offset + N(0, 1)"),
+})
+def pushsum_consensus(params, rng, backend):
+    r"""Push-sum average consensus from Gaussian starts (mean ``offset``) on a column-stochastic digraph (module doc).
+
+    Rows: ``max_error`` :math:`\max_i\|z_i^{(T)} - \bar x^{(0)}\|_\infty` (the numerators instead of
+    the ratio with ``debias = false``), ``weight_spread`` (max over min push-sum weight at ``T``, how
+    uneven the mixing is: 1 for a doubly stochastic ``W``), and ``start_spread``
+    :math:`\max_i\|x_i^{(0)} - \bar x^{(0)}\|_\infty` (the scale of the problem).
+    """
+    n, d = params["n"], params["d"]
+    # a common offset: models start around one point, as in training; the bias of plain gossip,
+    # (n v_i - 1) xbar_0, is then of the order of the offset instead of the ~1/sqrt(n) of a centred start
+    X0 = params["offset"] + rng.standard_normal((n, d))
+    if params["topology"] == "s_out":
+        s = params["s"]
+
+        def topo(r):
+            return s_out(n, s, rng=r, weighting="push")
+
+        tr = run_pushsum(X0, topo, steps=params["steps"], debias=params["debias"], record_every=params["steps"],
+                         backend=backend, rng=rng)
+    else:
+        a = rng.uniform(params["self_low"], params["self_high"], n)
+        make = directed_exponential if params["topology"] == "directed_exponential" else directed_ring
+        tr = run_pushsum(X0, make(n, self_weights=a, weighting="push"), steps=params["steps"],
+                         debias=params["debias"], record_every=params["steps"], backend=backend)
+    note = tr.note
+    return [dict(metric="max_error", value=float(tr.max_error[-1]), note=note),
+            dict(metric="weight_spread", value=float(tr.weight_spread[-1]), note=note),
+            dict(metric="start_spread", value=float(np.abs(X0 - X0.mean(axis=0)).max()))]
+
+
+@experiment("random_gossip", check=_check_random, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "sampling": Param("str", default="matching", choices=("matching", "s_out"),
+                      doc="uniform random matching, or Epidemic Learning's s-out round (pull weights)"),
+    "s": Param("int", default=1, low=1, doc="s_out: targets per node (1 <= s <= n - 1)"),
+    "d": Param("int", default=4, low=1, doc="columns of x"),
+    "draws": Param("int", default=2000, low=1, doc="rounds averaged per replicate (a fresh x and graph each)"),
+    "lazy": Param("bool", default=False, doc="mix with (I + W)/2 instead of W (wrong weights: the control)"),
+})
+def random_gossip(params, rng, backend):
+    r"""One random-topology round, :math:`\sum_i\|x_i' - \bar x\|^2/\sum_i\|x_i - \bar x\|^2`, mean over draws.
+
+    Each draw takes a fresh Gaussian ``x`` and a fresh topology from the replicate's stream, mixes
+    with the library's kernel (:func:`simcomm.topology.mix`, CSR: no ``n x n`` matrix), and measures
+    the distance to the mean BEFORE the round (for a matching the mean is kept; an s-out round moves
+    it). Row ``contraction``: the mean over ``draws`` of that ratio.
+    """
+    n, d, s = params["n"], params["d"], params["s"]
+    total = 0.0
+    for _ in range(params["draws"]):
+        x = rng.standard_normal((n, d))
+        xbar = x.mean(axis=0)
+        topo = random_matching(n, rng=rng) if params["sampling"] == "matching" else s_out(n, s, rng=rng)
+        y = mix(topo, x, backend=backend)
+        if params["lazy"]:
+            y = 0.5 * (x + y)
+        e, f = x - xbar, y - xbar
+        total += float(np.sum(f * f) / np.sum(e * e))
+    return [dict(metric="contraction", value=total / params["draws"])]

@@ -1,0 +1,463 @@
+r"""Bias-corrected decentralized methods (gradient tracking, exact diffusion) and push-sum SGD.
+
+All vectorised over nodes (one ``(n, d)`` array), the combine by :func:`simcomm.topology.mix` (shift
+kernels for circulants and directed shift patterns, CSR otherwise: never an ``n x n`` matrix).
+Gradient noise comes from the same per-node streams as :func:`simcomm.optim.run_dsgd`
+(``node_noise_rng(seed, i)``, one ``standard_normal(d)`` per step), so a DSGD run and a run of these
+methods with the same seed see the same noise draws (common random numbers).
+
+Gradient tracking (ATC form; Nedic, Olshevsky & Shi 2017 "DIGing"; Xu et al. 2015)::
+
+    y_i <- sum_j W_ij (y_j + g_j(x_j^k) - g_j(x_j^{k-1}))     # tracker of the average gradient
+    x_i <- sum_j W_ij (x_j - lr y_j)
+
+started from ``y^{-1} = 0`` and ``g^{-1} = 0`` (``tracker_start="gradient"``), so the first tracker is
+``W g^0`` and, for doubly stochastic ``W``, :math:`\bar y^k = \bar g^k` at every step: at a fixed point
+:math:`\bar g = 0`, the optimum, whatever the heterogeneity. ``tracker_start="zero"`` starts from
+``g^{-1} = g^0`` (a tracker that starts at 0): then :math:`\bar y^k = \bar g^k - \bar g^0` and the
+fixed point is where the average gradient equals the one at the start (the negative control).
+
+Exact diffusion (Yuan, Ying, Zhao & Sayed 2019, Part I; D^2 of Tang et al. 2018 with
+:math:`\bar W = (I + W)/2`)::
+
+    psi^{k+1} = x^k - lr g(x^k)
+    phi^{k+1} = psi^{k+1} + x^k - psi^k          (psi^0 = x^0)
+    x^{k+1}   = Wbar phi^{k+1},   Wbar = (I + W)/2
+
+needs a symmetric doubly stochastic ``W``.
+
+Push-sum SGD (Kempe et al. 2003; SGP, Assran et al. 2019) over a column-stochastic ``W``::
+
+    x_i <- sum_j W_ij (x_j - lr g_j(z_j)),   w_i <- sum_j W_ij w_j,   z_i = x_i / w_i
+
+from ``w = 1``. The numerators' sum is kept (columns sum to 1), the weights carry the bias of the
+mixing, and the ratio ``z`` is de-biased. ``debias=False`` uses the numerators themselves (plain
+gossip with the same column-stochastic ``W``: the control).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from simcomm._errors import UserError, closest
+from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
+from simcomm.optim._trace import Trace, diverged_at_step
+
+__all__ = [
+    "METHODS",
+    "TRACKER_STARTS",
+    "GTState",
+    "gt_init",
+    "gt_update",
+    "EDState",
+    "ed_init",
+    "ed_update",
+    "PushSumState",
+    "pushsum_init",
+    "pushsum_update",
+    "run_tracking",
+    "run_pushsum",
+]
+
+#: Methods of :func:`run_tracking`: gradient tracking and exact diffusion.
+METHODS = ("gradient_tracking", "exact_diffusion")
+#: Starts of the gradient tracker (module doc).
+TRACKER_STARTS = ("gradient", "zero")
+
+
+def _mix(topo, X, k, be):
+    from simcomm.topology import mix
+
+    if topo == "parallel":
+        return np.broadcast_to(X.mean(axis=0), X.shape).copy()
+    return mix(topo, X, k, backend=be)
+
+
+# --------------------------------------------------------------------------- gradient tracking
+
+
+class GTState(NamedTuple):
+    """Gradient tracking state: iterates, trackers, the gradients used at the previous step, step counter.
+
+    Attributes
+    ----------
+    x, y, g : ndarray, shape (n, d)
+    k : int
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    g: np.ndarray
+    k: int
+
+
+def gt_init(x0, n: int) -> GTState:
+    """Every node at ``x0``; tracker and previous gradient zero (so the first tracker is ``W g^0``).
+
+    Examples
+    --------
+    >>> gt_init(np.zeros(2), 3).y.shape
+    (3, 2)
+    """
+    x0 = np.asarray(x0, dtype=np.float64)
+    if x0.ndim != 1 or not np.all(np.isfinite(x0)):
+        raise UserError(f"x0 must be one finite vector of shape (d,), got shape {x0.shape}")
+    z = np.zeros((int(n), x0.size))
+    return GTState(np.tile(x0, (int(n), 1)), z, z.copy(), 0)
+
+
+def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str = "gradient",
+              backend=None) -> GTState:
+    r"""One ATC gradient-tracking step (pure): ``y <- W(y + g - g_prev)``, then ``x <- W(x - lr y)``.
+
+    Parameters
+    ----------
+    state : GTState
+    grads : ndarray, shape (n, d)
+        Stochastic gradients at ``state.x``.
+    topology : Topology, str or ndarray
+        Doubly stochastic (checked).
+    lr : float
+    tracker_start : {"gradient", "zero"}
+        At ``k = 0`` only: ``"zero"`` replaces the previous gradient by ``grads`` (module doc).
+    backend : str or module, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import ring
+    >>> s = gt_update(gt_init(np.zeros(1), 3), np.array([[3.0], [0.0], [0.0]]), ring(3), lr=1.0)
+    >>> s.x.ravel(), float(s.y.mean())   # every node moved by the average gradient; ybar = gbar
+    (array([-1., -1., -1.]), 1.0)
+    """
+    check_hyper(lr, 0.0)
+    if tracker_start not in TRACKER_STARTS:
+        raise UserError(f"unknown tracker_start '{tracker_start}'{closest(tracker_start, TRACKER_STARTS)}; "
+                        f"use one of {', '.join(TRACKER_STARTS)}")
+    n, d = state.x.shape
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "gradient tracking")
+    G = np.asarray(grads, dtype=np.float64)
+    if G.shape != (n, d):
+        raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
+    g_prev = G if (state.k == 0 and tracker_start == "zero") else state.g
+    y = _mix(topo, state.y + G - g_prev, state.k, backend)
+    x = _mix(topo, state.x - lr * y, state.k, backend)
+    return GTState(x, y, G.copy(), state.k + 1)
+
+
+# --------------------------------------------------------------------------- exact diffusion
+
+
+class EDState(NamedTuple):
+    """Exact diffusion state: iterates, the previous adapted iterates ``psi``, step counter.
+
+    Attributes
+    ----------
+    x, psi : ndarray, shape (n, d)
+    k : int
+    """
+
+    x: np.ndarray
+    psi: np.ndarray
+    k: int
+
+
+def ed_init(x0, n: int) -> EDState:
+    """Every node at ``x0``, ``psi^0 = x^0``.
+
+    Examples
+    --------
+    >>> float(ed_init(np.ones(2), 3).psi.sum())
+    6.0
+    """
+    s = gt_init(x0, n)
+    return EDState(s.x, s.x.copy(), 0)
+
+
+def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = True, backend=None) -> EDState:
+    r"""One exact-diffusion step (pure): adapt, correct, combine with :math:`\bar W = (I + W)/2`.
+
+    ``correction=False`` drops the term :math:`x^k - \psi^k` (then it is DSGD with :math:`\bar W`,
+    which keeps a heterogeneity floor: the negative control).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import ring
+    >>> s = ed_update(ed_init(np.zeros(1), 3), np.array([[3.0], [0.0], [0.0]]), ring(3), lr=1.0)
+    >>> s.x.ravel()   # Wbar (x0 - g): node 0 keeps (1/2 + 1/6) of -3, the others 1/6
+    array([-2. , -0.5, -0.5])
+    """
+    check_hyper(lr, 0.0)
+    n, d = state.x.shape
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "exact diffusion")
+    if topo != "parallel" and topo.directed:
+        raise UserError(f"exact diffusion needs a symmetric W, but '{topo.name}' is directed; "
+                        "use gradient tracking (it allows any doubly stochastic W)")
+    G = np.asarray(grads, dtype=np.float64)
+    if G.shape != (n, d):
+        raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
+    psi = state.x - lr * G
+    phi = psi + state.x - state.psi if correction else psi
+    x = 0.5 * (phi + _mix(topo, phi, state.k, backend))
+    return EDState(x, psi, state.k + 1)
+
+
+# --------------------------------------------------------------------------- push-sum
+
+
+class PushSumState(NamedTuple):
+    """Push-sum state: numerators ``x``, weights ``w`` (start at 1), step counter.
+
+    The de-biased models are ``z = x / w[:, None]`` (:attr:`z`).
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, d)
+    w : ndarray, shape (n,)
+    k : int
+    """
+
+    x: np.ndarray
+    w: np.ndarray
+    k: int
+
+    @property
+    def z(self) -> np.ndarray:
+        """The de-biased models :math:`z_i = x_i / w_i`."""
+        return self.x / self.w[:, None]
+
+
+def pushsum_init(X0) -> PushSumState:
+    """Numerators ``X0`` (shape ``(n, d)``: each node's own start) and weights 1.
+
+    Examples
+    --------
+    >>> pushsum_init(np.zeros((3, 2))).w
+    array([1., 1., 1.])
+    """
+    X0 = np.array(X0, dtype=np.float64)
+    if X0.ndim != 2 or not np.all(np.isfinite(X0)):
+        raise UserError(f"X0 must be a finite (n, d) array, one row per node; got shape {X0.shape}")
+    return PushSumState(X0, np.ones(X0.shape[0]), 0)
+
+
+def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, backend=None) -> PushSumState:
+    r"""One push-sum (SGP) step (pure): numerators ``W (x - lr g)``, weights ``W w``.
+
+    ``topology`` must be column (or doubly) stochastic; a shift pattern with per-node weights
+    (:func:`simcomm.topology.directed_exponential`) runs the fused ``pushsum_shift_step`` kernel.
+    ``grads`` (shape ``(n, d)``, taken at :attr:`PushSumState.z`) may be ``None`` for plain
+    averaging; ``lr = 0`` is allowed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import directed_ring
+    >>> t = directed_ring(3, self_weights=[0.5, 0.2, 0.8])
+    >>> s = pushsum_init(np.array([[3.0], [0.0], [0.0]]))
+    >>> for _ in range(200):
+    ...     s = pushsum_update(s, None, t)
+    >>> s.z.ravel().round(12), s.x.ravel().round(3)   # the ratio is the average; numerators are not:
+    (array([1., 1., 1.]), array([0.727, 0.455, 1.818]))
+
+    (the numerators tend to :math:`3 v`, :math:`v_i \propto 1/(1 - a_i)` the Perron vector of this ``W``.)
+    """
+    from simcomm.backends import get_backend
+    from simcomm.topology import sparse_matrix
+
+    if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr >= 0):
+        raise UserError(f"step size lr must be a finite number >= 0, got {lr!r}")
+    n, d = state.x.shape
+    topo = resolve_topology(topology, n)
+    require_stochasticity(topo, ("column", "doubly"), "push-sum")
+    G = np.zeros((n, d)) if grads is None else np.asarray(grads, dtype=np.float64)
+    if G.shape != (n, d):
+        raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
+    if topo == "parallel":
+        return PushSumState(np.tile((state.x - lr * G).mean(axis=0), (n, 1)), np.ones(n), state.k + 1)
+    layer = topo.layer(state.k)
+    be = get_backend(backend)
+    out, wout = np.empty_like(state.x), np.empty_like(state.w)
+    if layer.node_shifts is not None:
+        be.pushsum_shift_step(np.ascontiguousarray(state.x), state.w, np.ascontiguousarray(G), float(lr),
+                              layer.node_shifts, layer.node_weights, out, wout)
+    else:
+        W = sparse_matrix(layer)
+        args = (W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data)
+        out = be.csr_mix(*args, state.x - lr * G)
+        wout = be.csr_mix(*args, state.w[:, None])[:, 0]
+    return PushSumState(out, wout, state.k + 1)
+
+
+def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: int = 1, backend=None,
+                rng=None) -> Trace:
+    r"""Push-sum average consensus from each node's ``X0[i]``; records the distance to the exact average.
+
+    Parameters
+    ----------
+    X0 : ndarray, shape (n, d)
+    topology : Topology, or callable ``rng -> Topology``
+        Column (or doubly) stochastic; a callable draws a fresh (random) topology every step from ``rng``.
+    steps : int
+    debias : bool
+        Report the ratio ``z = x / w`` (push-sum) or the numerators ``x`` themselves (plain gossip with
+        the same column-stochastic ``W``: the control).
+    record_every : int
+    backend : str or module, optional
+    rng : numpy.random.Generator or seed, optional
+        Needed with a callable ``topology``.
+
+    Returns
+    -------
+    Trace
+        ``records``: ``max_error`` :math:`\max_i\|z_i - \bar x^0\|_\infty` and ``mean_sq_error``
+        :math:`\frac1n\sum_i\|z_i - \bar x^0\|^2` (or the same for the numerators with ``debias=False``),
+        ``weight_spread`` (``max w / min w``). ``x``: the final reported models.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simcomm.topology import directed_exponential
+    >>> t = directed_exponential(8, self_weights=np.linspace(0.1, 0.8, 8))
+    >>> X0 = np.arange(8.0)[:, None]
+    >>> bool(run_pushsum(X0, t, steps=300).max_error[-1] < 1e-12)
+    True
+    >>> bool(run_pushsum(X0, t, steps=300, debias=False).max_error[-1] > 0.1)
+    True
+    """
+    steps = int(steps)
+    if steps < 0 or record_every < 1:
+        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    state = pushsum_init(X0)
+    n = state.x.shape[0]
+    draw = callable(topology) and not hasattr(topology, "layer")
+    if draw:
+        if rng is None:
+            raise UserError("a topology drawn every step needs rng= (a seed or a numpy Generator)")
+        rng = np.random.default_rng(rng)
+    else:
+        topology = resolve_topology(topology, n)
+    target = state.x.mean(axis=0)
+    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    maxe, mse, spread = (np.full(len(rec), np.nan) for _ in range(3))
+
+    def measure(s):
+        Z = s.z if debias else s.x
+        E = Z - target
+        return float(np.abs(E).max()), float(np.sum(E * E) / n), float(s.w.max() / s.w.min())
+
+    maxe[0], mse[0], spread[0] = measure(state)
+    j, diverged = 1, None
+    for k in range(steps):
+        topo = topology(rng) if draw else topology
+        state = pushsum_update(state, None, topo, backend=backend)
+        if j < len(rec) and rec[j] == k + 1:
+            vals = measure(state)
+            if not all(map(math.isfinite, vals)):
+                diverged = k + 1
+                break
+            maxe[j], mse[j], spread[j] = vals
+            j += 1
+    return Trace(np.asarray(rec), {"max_error": maxe, "mean_sq_error": mse, "weight_spread": spread},
+                 state.z if debias else state.x, diverged_at_step(diverged))
+
+
+# --------------------------------------------------------------------------- a whole run
+
+
+def _node_dist(problem, X) -> float:
+    E = X - problem.x_star
+    return float(np.sum(E * E) / X.shape[0])
+
+
+def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps: int, lr: float,
+                 sigma: float = 0.0, seed: int = 0, record_every: int = 1, tracker_start: str = "gradient",
+                 correction: bool = True, blowup: float = 1e12, backend=None) -> Trace:
+    r"""Run gradient tracking or exact diffusion on a :class:`~simcomm.models.NodeProblem` from ``problem.x0``.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+    topology : Topology, str or ndarray
+        Doubly stochastic (symmetric for exact diffusion).
+    method : {"gradient_tracking", "exact_diffusion"}
+    steps : int
+    lr : float
+        Constant step size.
+    sigma : float
+        Gradient noise per coordinate (the per-node streams of :func:`~simcomm.optim.run_dsgd`).
+    seed : int
+    record_every : int
+    tracker_start : {"gradient", "zero"}
+        Gradient tracking only (module doc).
+    correction : bool
+        Exact diffusion only: ``False`` drops its correction term (:func:`ed_update`).
+    blowup : float
+        A node distance above ``blowup`` times its start (plus 1) stops the run as diverged.
+    backend : str or module, optional
+
+    Returns
+    -------
+    Trace
+        ``records``: ``node_dist_sq`` :math:`\frac1n\sum_i\|x_i - x^\star\|^2`, ``consensus``
+        :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2` and ``subopt`` :math:`f(\bar x) - f^\star`;
+        ``x`` the final iterates.
+
+    Examples
+    --------
+    >>> from simcomm.models import heterogeneous_least_squares
+    >>> prob = heterogeneous_least_squares(8, 4, b=1.0, rng=0)
+    >>> tr = run_tracking(prob, "ring", steps=3000, lr=0.1 / prob.L)
+    >>> bool(tr.node_dist_sq[-1] < 1e-20)   # no heterogeneity floor
+    True
+    """
+    from simcomm.models._decentralized import node_gradients, suboptimality
+
+    if method not in METHODS:
+        raise UserError(f"unknown method '{method}'{closest(method, METHODS)}; use one of {', '.join(METHODS)}")
+    check_hyper(lr, 0.0)
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise UserError(f"noise sigma must be a finite number >= 0, got {sigma!r}")
+    steps = int(steps)
+    if steps < 0 or record_every < 1:
+        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    n, d = problem.n, problem.d
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), method.replace("_", " "))
+    if method == "exact_diffusion" and topo != "parallel" and topo.directed:
+        raise UserError(f"exact diffusion needs a symmetric W, but '{topo.name}' is directed; "
+                        "use gradient tracking (it allows any doubly stochastic W)")
+    noise = _Noise(seed, n, d, steps) if sigma > 0 else None
+    state = gt_init(problem.x0, n) if method == "gradient_tracking" else ed_init(problem.x0, n)
+    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    dist, cons, sub = (np.full(len(rec), np.nan) for _ in range(3))
+
+    def measure(X):
+        D = X - X.mean(axis=0)
+        return _node_dist(problem, X), float(np.sum(D * D) / n), suboptimality(problem, X.mean(axis=0))
+
+    dist[0], cons[0], sub[0] = measure(state.x)
+    limit = blowup * (1.0 + dist[0])
+    j, diverged = 1, None
+    G = np.empty((n, d))
+    with np.errstate(all="ignore"):
+        for k in range(steps):
+            G = node_gradients(problem, state.x, out=G)
+            if noise is not None:
+                noise.add(G, k, sigma)
+            if method == "gradient_tracking":
+                state = gt_update(state, G, topo, lr=lr, tracker_start=tracker_start, backend=backend)
+            else:
+                state = ed_update(state, G, topo, lr=lr, correction=correction, backend=backend)
+            if j < len(rec) and rec[j] == k + 1:
+                vals = measure(state.x)
+                if not all(map(math.isfinite, vals)) or vals[0] > limit:
+                    diverged = k + 1
+                    break
+                dist[j], cons[j], sub[j] = vals
+                j += 1
+    return Trace(np.asarray(rec), {"node_dist_sq": dist, "consensus": cons, "subopt": sub}, state.x,
+                 diverged_at_step(diverged))

@@ -1,0 +1,97 @@
+"""Push-sum and random-topology steps at n = 256, d = 100,000 (float64) against the dense W @ X baseline.
+
+``test_bench_pushsum_step``: one push-sum SGD step on the directed exponential graph with uneven
+(per-node) push weights, the fused ``pushsum_shift_step`` (numerators and weights mixed by the same
+column-stochastic W, column slabs, O(n d tau)) against numpy's dense ``W @ (X - lr G)`` and ``W @ w``.
+``floor_ratio``: the step's time over the memory-bandwidth floor of the 3 arrays it must touch (X and
+G read, the new X written) at a copy bandwidth measured in the same run.
+
+``test_bench_random_matching_mix``: one random-matching round drawn from the stream (the CSR of a
+uniform matching built in O(n), then ``mix``) against building the dense W and ``W @ X``.
+"""
+
+import time
+
+import numpy as np
+
+from simcomm.backends import get_backend
+from simcomm.topology import directed_exponential, mix, mixing_matrix, random_matching
+from tests.benchmarks._timing import best_time
+
+N, D = 256, 100_000
+LR = 0.01
+
+
+def _copy_bandwidth(a: np.ndarray) -> float:
+    dst = np.empty_like(a)
+    best = np.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        np.copyto(dst, a)
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.nbytes / best  # one read + one write
+
+
+def _time_fast(benchmark, fn, rounds=5):
+    benchmark.pedantic(fn, rounds=rounds, iterations=1)
+    if benchmark.stats is not None:
+        return benchmark.stats.stats.min
+    return best_time(fn, rounds)[0]  # pytest-benchmark disabled: time the same call ourselves
+
+
+def test_bench_pushsum_step(benchmark):
+    be = get_backend("numba")
+    rng = np.random.default_rng(12345)
+    topo = directed_exponential(N, self_weights=rng.uniform(0.1, 0.9, N))
+    X, G = rng.standard_normal((N, D)), rng.standard_normal((N, D))
+    w = rng.uniform(0.5, 2.0, N)
+    out, wout = np.empty_like(X), np.empty_like(w)
+
+    def fast():
+        return be.pushsum_shift_step(X, w, G, LR, topo.node_shifts, topo.node_weights, out, wout)
+
+    fast()
+    W = mixing_matrix(topo)
+
+    def dense():
+        return W @ (X - LR * G), W @ w
+
+    t_dense, (ref, wref) = best_time(dense, 3)
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)  # different summation order: rtol
+    np.testing.assert_allclose(wout, wref, rtol=1e-12)
+    del ref
+    t_fast = _time_fast(benchmark, fast)
+    floor = 3 * X.nbytes / _copy_bandwidth(X)
+    benchmark.extra_info["ratio"] = t_dense / t_fast
+    benchmark.extra_info["baseline"] = "numpy dense push-sum step: W @ (X - lr G), W @ w (BLAS gemm)"
+    benchmark.extra_info["floor_ratio"] = t_fast / floor
+    benchmark.extra_info["n_d"] = [N, D]
+    benchmark.extra_info["target"] = (f"time/bandwidth floor = {t_fast / floor:.2f} (issue target <= 1.5); "
+                                      f"no step can beat dense/floor = {t_dense / floor:.1f}x here")
+    print(f"\npush-sum: fast {t_fast * 1e3:.1f} ms, dense {t_dense * 1e3:.1f} ms, ratio {t_dense / t_fast:.1f}x, "
+          f"floor {floor * 1e3:.1f} ms (fast/floor {t_fast / floor:.2f})")
+
+
+def test_bench_random_matching_mix(benchmark):
+    rng = np.random.default_rng(12345)
+    X = rng.standard_normal((N, D))
+
+    def fast():
+        return mix(random_matching(N, rng=rng), X, backend="numba")
+
+    def dense():
+        return mixing_matrix(random_matching(N, rng=rng)) @ X
+
+    # the same draw on both sides: equal results
+    a = mix(random_matching(N, rng=7), X, backend="numba")
+    np.testing.assert_allclose(a, mixing_matrix(random_matching(N, rng=7)) @ X, rtol=1e-12, atol=1e-14)
+    del a
+    t_dense, _ = best_time(dense, 3)
+    t_fast = _time_fast(benchmark, fast)
+    floor = 2 * X.nbytes / _copy_bandwidth(X)  # X read once, the result written once
+    benchmark.extra_info["ratio"] = t_dense / t_fast
+    benchmark.extra_info["baseline"] = "dense W of the drawn matching, then W @ X (BLAS gemm)"
+    benchmark.extra_info["floor_ratio"] = t_fast / floor
+    benchmark.extra_info["target"] = f"no n x n matrix; time/bandwidth floor = {t_fast / floor:.2f}"
+    print(f"\nrandom matching: fast {t_fast * 1e3:.1f} ms, dense {t_dense * 1e3:.1f} ms, "
+          f"ratio {t_dense / t_fast:.1f}x, fast/floor {t_fast / floor:.2f}")

@@ -1,0 +1,242 @@
+r"""Bounds for decentralized methods beyond doubly stochastic gossip: push-sum, gradient tracking, random graphs.
+
+Everything here is [N]: derived in this project (the derivations are in the docstrings) and checked
+by simulation, NOT a theorem quoted from a paper. The methods themselves come from the literature
+(push-sum: Kempe, Dobra & Gehrke 2003; gradient tracking: Nedic, Olshevsky & Shi 2017; exact
+diffusion: Yuan et al. 2019; Epidemic Learning's s-out sampling: de Vos et al. 2023), but the exact
+statements checked are this project's. They are filed under the paper key ``expgraph`` (the
+decentralized side of simcomm).
+
+Notation: :math:`W` the mixing matrix (``W[i, j]`` the weight node ``i`` puts on node ``j``),
+:math:`\rho = \max_{m \ne 0}|\lambda_m(W)| = \|W - J\|_2` for a normal doubly stochastic ``W``,
+:math:`b^2 = \frac1n\sum_i\|\nabla f_i(x^\star)\|^2` the heterogeneity at the optimum, ``lr`` the
+constant step size.
+"""
+
+from __future__ import annotations
+
+import math
+
+from theory._bound import bound
+
+__all__ = [
+    "pushsum_average_error",
+    "dsgd_heterogeneity_floor",
+    "floor_fraction",
+    "matching_contraction",
+    "s_out_contraction",
+    "random_gossip_contraction",
+]
+
+PAPER = "expgraph"
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper=PAPER,
+    constant=True,
+    statement="push-sum over a strongly connected column-stochastic W: the ratio z_i = x_i / w_i tends to the exact "
+              "average of the starting values at every node (distance 0)",
+)
+def pushsum_average_error() -> float:
+    r"""Limit of :math:`\max_i\|z_i^{(k)} - \bar x^{(0)}\|_\infty` under push-sum: 0.
+
+    **Statement** (equal): let :math:`W` be column stochastic (:math:`\mathbf 1^\top W = \mathbf
+    1^\top`), primitive (strongly connected with a self-loop). Then :math:`W^k \to v\mathbf 1^\top`
+    with :math:`Wv = v`, :math:`\mathbf 1^\top v = 1`, :math:`v > 0` (Perron-Frobenius), so the
+    numerators :math:`x^{(k)} = W^k x^{(0)} \to v\,(\mathbf 1^\top x^{(0)}) = n v \bar x^{(0)}` and the
+    weights :math:`w^{(k)} = W^k\mathbf 1 \to n v`: the ratio tends to :math:`\bar x^{(0)}` at every
+    node, geometrically. Plain gossip with the same :math:`W` (no weights) ends at
+    :math:`n v_i\,\bar x^{(0)}`, off by the factor :math:`n v_i \ne 1` whenever the in-weights are
+    uneven (the negative control).
+
+    Provenance: N (the argument is the standard one of Kempe et al. 2003; this exact statement and its
+    check are this project's).
+
+    Examples
+    --------
+    >>> pushsum_average_error()
+    0.0
+    """
+    return 0.0
+
+
+def _check_floor_args(lr, rho, mu):
+    if not (lr > 0 and 0 <= rho < 1 and mu > 0 and lr * mu <= 1):
+        raise ValueError(f"need lr > 0, 0 <= rho < 1, mu > 0 and lr * mu <= 1; got lr={lr}, rho={rho}, mu={mu}")
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="DSGD (ATC, exact gradients, constant step lr <= 1/L) on quadratics with a common Hessian and a normal "
+              "doubly stochastic W: at its fixed point (1/n) sum_i ||x_i - x*||^2 <= lr^2 rho^2 b^2 / (1 - (1 - lr mu) "
+              "rho)^2 <= lr^2 rho^2 b^2/(1 - rho)^2",
+)
+def dsgd_heterogeneity_floor(lr: float, rho: float, b: float, mu: float) -> float:
+    r"""DSGD's heterogeneity floor: :math:`\mathrm{lr}^2\rho^2 b^2/(1 - (1 - \mathrm{lr}\,\mu)\rho)^2`.
+
+    **Statement** (upper; [N]): let :math:`f_i(x) = \frac12 (x - c_i)^\top H (x - c_i)` share the
+    Hessian :math:`H = \mathrm{diag}(h)`, :math:`\mu \le h_j \le L`, :math:`\mathrm{lr}\,L \le 1`,
+    and let :math:`W` be normal and doubly stochastic. DSGD in adapt-then-combine form with exact
+    gradients, :math:`X \leftarrow W(X - \mathrm{lr}\,\nabla F(X))`, converges to a fixed point with
+
+    .. math:: \frac1n\sum_i \|x_i - x^\star\|^2 \le
+              \frac{\mathrm{lr}^2 \rho^2 b^2}{(1 - (1 - \mathrm{lr}\,\mu)\rho)^2}
+              \le \frac{\mathrm{lr}^2\rho^2 b^2}{(1-\rho)^2}.
+
+    Derivation: per coordinate :math:`j` with :math:`a = \mathrm{lr}\,h_j \in (0, 1]` the fixed point
+    solves :math:`(I - (1-a)W)x = aWc`. In the unitary eigenbasis of :math:`W` (:math:`W` normal),
+    mode :math:`m` gives :math:`\hat x_m = a\lambda_m\hat c_m/(1 - (1-a)\lambda_m)`; mode 0
+    (:math:`\lambda_0 = 1`) gives :math:`\bar x = \bar c = x^\star`, so the distance is the sum over
+    :math:`m \ne 0` of :math:`|\mathrm{lr}\,\lambda_m/(1 - (1-a)\lambda_m)|^2\,h_j^2|\hat c_m|^2`.
+    With :math:`|\lambda_m| \le \rho`, :math:`|1 - (1-a)\lambda_m| \ge 1 - (1-a)\rho \ge 1 - (1 -
+    \mathrm{lr}\mu)\rho`, and :math:`\frac1n\sum_j h_j^2\sum_{m\ne0}|\hat c_m|^2 = b^2` (the
+    :math:`c_i - x^\star` have no mode-0 part), the bound follows. Equality needs the heterogeneity in
+    the slowest real mode and on the flattest coordinate; for generic heterogeneity it is loose by the
+    spread of the spectrum.
+
+    Parameters
+    ----------
+    lr : float
+        Constant step size, ``0 < lr * mu <= 1`` (and ``lr * L <= 1`` for the statement).
+    rho : float
+        :math:`\max_{m\ne0}|\lambda_m(W)|`, in ``[0, 1)``.
+    b : float
+        Heterogeneity at the optimum.
+    mu : float
+        Smallest curvature.
+
+    Examples
+    --------
+    >>> round(dsgd_heterogeneity_floor(0.1, 0.5, 1.0, 0.1), 6)   # 0.01 * 0.25 / (1 - 0.99 * 0.5)^2
+    0.009802
+    """
+    _check_floor_args(lr, rho, mu)
+    return (lr * rho * b) ** 2 / (1.0 - (1.0 - lr * mu) * rho) ** 2
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="gradient tracking (ATC, exact gradients, the same constant step) has no heterogeneity floor: after T "
+              "steps (1/n) sum_i ||x_i - x*||^2 is below a stated fraction of DSGD's floor bound",
+)
+def floor_fraction(lr: float, rho: float, b: float, mu: float, fraction: float) -> float:
+    r"""``fraction`` times :func:`dsgd_heterogeneity_floor`: the level a floor-free method must go below.
+
+    **Statement** (upper; [N]): gradient tracking keeps :math:`\bar y^k = \bar g^k` (doubly
+    stochastic :math:`W`, tracker started at the gradient), so every fixed point has
+    :math:`\bar g = 0` and consensus: the optimum, whatever :math:`b`. At a step at which its
+    iteration is a contraction it converges linearly, so after ``T`` steps its distance
+    :math:`\frac1n\sum_i\|x_i - x^\star\|^2` is below any fixed fraction of DSGD's floor for ``T``
+    large enough; the spec states the fraction (``1e-6``) and ``T`` beforehand. A method WITH a floor
+    of the size of DSGD's (a tracker started at zero, or no tracking at all) breaks it.
+
+    Examples
+    --------
+    >>> floor_fraction(0.1, 0.5, 1.0, 0.1, 1e-6) == 1e-6 * dsgd_heterogeneity_floor(0.1, 0.5, 1.0, 0.1)
+    True
+    """
+    if not fraction > 0:
+        raise ValueError(f"fraction must be > 0, got {fraction}")
+    return float(fraction) * dsgd_heterogeneity_floor(lr, rho, b, mu)
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper=PAPER,
+    statement="one uniform random (near-)perfect matching, pairs averaging: E||W x - xbar||^2 = (n-2)/(2(n-1)) "
+              "||x - xbar||^2 for n even and ||x - xbar||^2 / 2 for n odd, for every x",
+)
+def matching_contraction(n: int) -> float:
+    r"""Expected one-step contraction of a uniform random matching: :math:`\frac{n-2}{2(n-1)}` (n even), 1/2 (odd).
+
+    **Statement** (equal; [N]): with :math:`e = x - \mathbf 1\bar x` (:math:`\sum_i e_i = 0`) and
+    :math:`W = (I + P)/2` for a uniform perfect matching :math:`P` (n even),
+    :math:`\|We\|^2 = \frac12\sum_{\{i,j\}\in P}(e_i + e_j)^2`. Each pair is matched with probability
+    :math:`1/(n-1)`, so :math:`E\|We\|^2 = \frac{1}{2(n-1)}\sum_{i<j}(e_i+e_j)^2 =
+    \frac{1}{2(n-1)}\big((n-2)\|e\|^2 + (\sum_i e_i)^2\big) = \frac{n-2}{2(n-1)}\|e\|^2`. For odd
+    ``n`` one uniform node is left alone (probability :math:`1/n`) and each pair is matched with
+    probability :math:`1/n`: :math:`E\|We\|^2 = \frac{\|e\|^2}{n} + \frac{(n-2)\|e\|^2}{2n} =
+    \frac{\|e\|^2}{2}`. ``W`` is doubly stochastic, so :math:`\bar x` is kept and this is the
+    expected contraction of :math:`E\|x - \mathbf 1\bar x\|^2` per round, for every ``x``.
+
+    Examples
+    --------
+    >>> matching_contraction(2), round(matching_contraction(16), 6), matching_contraction(7)
+    (0.0, 0.466667, 0.5)
+    """
+    n = int(n)
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+    return (n - 2) / (2.0 * (n - 1)) if n % 2 == 0 else 0.5
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper=PAPER,
+    statement="Epidemic Learning s-out round (each node sends to s uniform distinct others, receivers average): "
+              "E sum_i ||x_i' - xbar||^2 = beta ||x - xbar||^2 with beta = E[(N - K)/(N (1 + K))], "
+              "K ~ Binomial(N, s/N), N = n - 1, for every x",
+)
+def s_out_contraction(n: int, s: int) -> float:
+    r"""Expected one-round contraction of EL's s-out averaging about the old mean: :math:`E[\frac{N-K}{N(1+K)}]`.
+
+    **Statement** (equal; [N]): every node sends its model to ``s`` distinct nodes drawn uniformly
+    from the :math:`N = n-1` others, independently, and every node replaces its model by the
+    average of its own and the received ones, :math:`x_i' = (x_i + \sum_{j\to i}x_j)/(1+K_i)`.
+    Then for every ``x``, with :math:`\bar x` the mean BEFORE the round,
+
+    .. math:: E\sum_i\|x_i' - \bar x\|^2 = \beta_s\sum_i\|x_i - \bar x\|^2,\qquad
+              \beta_s = E\Big[\frac{N - K}{N(1 + K)}\Big],\ K\sim\mathrm{Bin}(N, s/N).
+
+    Derivation: node :math:`j \ne i` includes :math:`i` with probability :math:`q = s/N`,
+    independently over :math:`j`, so :math:`K_i \sim \mathrm{Bin}(N, q)` and, given :math:`K_i = k`,
+    the senders are a uniform :math:`k`-subset of the others. With :math:`e = x - \mathbf 1\bar x`,
+    the others' deviations have mean :math:`-e_i/N`; sampling :math:`k` of them without
+    replacement, :math:`E\|e_i + \sum_S e_j\|^2 = (1-\frac kN)^2\|e_i\|^2 + \frac{k(N-k)}{N-1}
+    (\frac{Q_i}{N} - \frac{\|e_i\|^2}{N^2})`, :math:`Q_i = \sum_{j\ne i}\|e_j\|^2`. Summing over
+    :math:`i` (:math:`\sum_i Q_i = N\|e\|^2`) and dividing by :math:`(1+k)^2`, the coefficient of
+    :math:`\|e\|^2` is :math:`\frac{(N-k)^2 + k(N-k)(N+1)}{N^2(1+k)^2} = \frac{N-k}{N(1+k)}`.
+    (:math:`s = N`: every node hears everyone, :math:`\beta = 0`; the round is not mean-preserving, so
+    this is the distance to the OLD mean, the quantity EL's analysis contracts.)
+
+    Examples
+    --------
+    >>> s_out_contraction(10, 9), round(s_out_contraction(16, 1), 6)
+    (0.0, 0.601753)
+    """
+    n, s = int(n), int(s)
+    N = n - 1
+    if not (n >= 2 and 1 <= s <= N):
+        raise ValueError(f"need n >= 2 and 1 <= s <= n - 1, got n={n}, s={s}")
+    q = s / N
+    return float(sum(math.comb(N, k) * q**k * (1 - q) ** (N - k) * (N - k) / (N * (1 + k)) for k in range(N + 1)))
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper=PAPER,
+    statement="expected one-round contraction of a random topology drawn every round: matching_contraction(n) "
+              "for sampling = matching, s_out_contraction(n, s) for sampling = s_out",
+)
+def random_gossip_contraction(sampling: str, n: int, s: int) -> float:
+    r"""Dispatch on ``sampling``: :func:`matching_contraction` or :func:`s_out_contraction` ([N], equal).
+
+    Examples
+    --------
+    >>> random_gossip_contraction("matching", 8, 1) == matching_contraction(8)
+    True
+    """
+    if sampling == "matching":
+        return matching_contraction(n)
+    if sampling == "s_out":
+        return s_out_contraction(n, s)
+    raise ValueError(f"unknown sampling {sampling!r}; use 'matching' or 's_out'")
