@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -17,7 +18,7 @@ from simcomm.claims import Judgement, judge
 from simcomm.experiments import get_experiment
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
-from simcomm.spec import Spec, check_plot_columns, find_specs, load, with_control
+from simcomm.spec import ControlSpec, Spec, check_plot_columns, find_specs, load, with_control
 
 __all__ = ["select_specs", "evaluate", "CheckOutcome"]
 
@@ -70,64 +71,91 @@ def _judge(spec: Spec, table, **kw) -> Judgement:
     return judge(spec.claim, table, **design(spec), **kw)
 
 
-def _more_replicates(specs, results, judgements, run, judge_one=None) -> None:
-    """Adaptive replicates: while a spec with ``{min, max}`` has undecided cells, double its replicates.
+@dataclass
+class Trial:
+    """One judgement to reach: a spec, its results so far, how it is judged, and the latest verdict.
+
+    Claims and their negative controls are trials alike; adaptive replicates extend a trial in place
+    of its own value (spec, results, judgement), never by position in parallel lists.
+    """
+
+    spec: Spec
+    results: Results
+    judge: Callable  # (spec, table) -> Judgement
+    judgement: Judgement | str | None = None
+
+    def rejudge(self) -> None:
+        """Judge the current results (a control whose rows cannot be judged records why, as text)."""
+        try:
+            self.judgement = self.judge(self.spec, self.results.table)
+        except UserError as exc:
+            self.judgement = str(exc)
+
+    @property
+    def undecided(self) -> bool:
+        """Adaptive replicates left and a cell still inconclusive."""
+        j, s = self.judgement, self.spec
+        return (isinstance(j, Judgement) and bool(s.max_replicates) and s.replicates < s.max_replicates
+                and bool((j.cells["verdict"] == "inconclusive").any()))
+
+
+def _more_replicates(trials: list[Trial], run) -> None:
+    """Adaptive replicates: while a trial with ``{min, max}`` has undecided cells, double its replicates.
 
     Every look is judged at ``alpha / looks``, the looks planned when the spec was loaded
     (Bonferroni over the planned looks, :attr:`Spec.looks` never recomputed from the replicates
-    reached), so adding replicates until a cell is decided cannot inflate the family-wise error. ``judge_one(i, spec,
-    table)`` judges entry ``i`` (default: the spec's own claim).
+    reached), so adding replicates until a cell is decided cannot inflate the family-wise error.
     """
-    judge_one = judge_one or (lambda i, spec, table: _judge(spec, table))
-    while True:
-        todo = [i for i, (s, j) in enumerate(zip(specs, judgements))
-                if s.max_replicates and s.replicates < s.max_replicates
-                and (j.cells["verdict"] == "inconclusive").any()]
-        if not todo:
-            return
-        batch = [dataclasses.replace(specs[i], first_replicate=specs[i].replicates,
-                                     replicates=min(2 * specs[i].replicates, specs[i].max_replicates)) for i in todo]
-        for i, extra, b in zip(todo, run(batch), batch):
-            table = pd.concat([results[i].table, extra.table], ignore_index=True)
-            specs[i] = dataclasses.replace(specs[i], replicates=b.replicates, first_replicate=0)
-            results[i] = Results(table, {**results[i].meta, "replicates_used": b.replicates})
-            judgements[i] = judge_one(i, specs[i], table)
+    while todo := [t for t in trials if t.undecided]:
+        batch = [dataclasses.replace(t.spec, first_replicate=t.spec.replicates,
+                                     replicates=min(2 * t.spec.replicates, t.spec.max_replicates)) for t in todo]
+        for t, extra, b in zip(todo, run(batch), batch):
+            t.results = Results(pd.concat([t.results.table, extra.table], ignore_index=True),
+                                {**t.results.meta, "replicates_used": b.replicates})
+            t.spec = dataclasses.replace(t.spec, replicates=b.replicates, first_replicate=0)
+            t.rejudge()
 
 
-def _run_controls(specs, results, judgements, run) -> None:
+def _claim_trial(spec: Spec, res: Results) -> Trial:
+    t = Trial(spec, res, lambda s, table: _judge(s, table))
+    t.rejudge()
+    if isinstance(t.judgement, str):  # the claim itself must be judgeable: its error is the user's to fix
+        raise UserError(t.judgement)
+    return t
+
+
+def _control_trials(owner: Trial, run_specs: dict) -> list[tuple[ControlSpec, Trial]]:
+    """The owner's controls as trials: a ``set`` re-runs the experiment, the rest transform its table."""
+    out = []
+    for c in owner.spec.claim.controls:
+        spec = run_specs.get(id(c), owner.spec)
+
+        def judge_control(s, table, c=c):
+            claim, table = c.transform(s.claim, table)
+            return judge(claim, table, **design(s))
+
+        out.append((c, Trial(spec, owner.results, judge_control)))
+    return out
+
+
+def _run_controls(trials: list[Trial], run) -> None:
     """Judge every claim's negative controls (adaptive replicates as for the claim); each must be violated."""
-    entries = []  # (claim index, control, spec the control runs on)
-    for i, spec in enumerate(specs):
-        for c in spec.claim.controls:
-            entries.append((i, c, dataclasses.replace(with_control(spec, c), seed=spec.seed) if c.set else spec))
-    reruns = [k for k, (_, c, _) in enumerate(entries) if c.set]
-    tables = {k: r.table for k, r in zip(reruns, run([entries[k][2] for k in reruns]) if reruns else [])}
-
-    def judge_control(k, spec, table):
-        _, c, _ = entries[k]
-        return judge(spec.claim, table, **design(spec),
-                     bound_scale=c.bound_scale, bound=c.bound, swap=c.swap, lower_scale=c.lower_scale)
-
-    c_specs = [e[2] for e in entries]
-    c_results = [Results(tables[k], {}) if k in tables else results[e[0]] for k, e in enumerate(entries)]
-    c_judgements = []
-    for k, spec in enumerate(c_specs):
-        try:
-            c_judgements.append(judge_control(k, spec, c_results[k].table))
-        except UserError as exc:  # a control whose rows cannot be judged did not catch anything
-            c_judgements.append(str(exc))
-    live = [k for k, j in enumerate(c_judgements) if not isinstance(j, str) and entries[k][1].set]
-    if live:
-        sub_specs, sub_res = [c_specs[k] for k in live], [c_results[k] for k in live]
-        sub_j = [c_judgements[k] for k in live]
-        _more_replicates(sub_specs, sub_res, sub_j, run, judge_one=lambda i, s, t: judge_control(live[i], s, t))
-        for k, j in zip(live, sub_j):
-            c_judgements[k] = j
-    for i in range(len(specs)):
-        out = [(c.name, j if isinstance(j, str) else j.verdict.value)
-               for (owner, c, _), j in zip(entries, c_judgements) if owner == i]
-        out = [(n, v if v in ("holds", "violated", "inconclusive", "ill-posed") else f"error: {v}") for n, v in out]
-        judgements[i] = dataclasses.replace(judgements[i], controls=tuple(out))
+    reruns = {id(c): dataclasses.replace(with_control(t.spec, c), seed=t.spec.seed)
+              for t in trials for c in t.spec.claim.controls if c.set}
+    per_owner = [_control_trials(t, reruns) for t in trials]
+    fresh = [ct for controls in per_owner for c, ct in controls if c.set]
+    for ct, res in zip(fresh, run([ct.spec for ct in fresh]) if fresh else []):
+        ct.results = res
+    for controls in per_owner:
+        for _, ct in controls:
+            ct.rejudge()
+    _more_replicates([ct for ct in fresh if isinstance(ct.judgement, Judgement)], run)
+    for t, controls in zip(trials, per_owner):
+        out = []
+        for c, ct in controls:
+            v = ct.judgement if isinstance(ct.judgement, str) else ct.judgement.verdict.value
+            out.append((c.name, v if v in ("holds", "violated", "inconclusive", "ill-posed") else f"error: {v}"))
+        t.judgement = dataclasses.replace(t.judgement, controls=tuple(out))
 
 
 def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, backend: str = "numba",
@@ -149,10 +177,10 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
     results = run(specs)
     for spec, res in zip(specs, results):
         check_plot_columns(spec, res.table.columns)  # [plot] x/hue/labels name real columns
-    judgements = [_judge(spec, res.table) for spec, res in zip(specs, results)]
-    _more_replicates(specs, results, judgements, run)
+    trials = [_claim_trial(spec, res) for spec, res in zip(specs, results)]
+    _more_replicates(trials, run)
     if controls:
-        _run_controls(specs, results, judgements, run)
-    figures = {spec.claim.id: bound_vs_empirical(j, spec.plot, _context(spec, res))
-               for spec, res, j in zip(specs, results, judgements)}
-    return CheckOutcome(results, judgements, figures)
+        _run_controls(trials, run)
+    figures = {t.spec.claim.id: bound_vs_empirical(t.judgement, t.spec.plot, _context(t.spec, t.results))
+               for t in trials}
+    return CheckOutcome([t.results for t in trials], [t.judgement for t in trials], figures)

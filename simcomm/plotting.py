@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from simcomm.claims import Judgement, Verdict  # noqa: E402
+from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict  # noqa: E402
 
 __all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "PAPER_COLORS"]
 
@@ -107,13 +107,7 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
     fig = Figure(figsize=(7.2, 4.6), layout="constrained")
     ax = fig.subplots()
     cells = j.cells
-    kind = j.claim.kind
-    if kind == "slope":
-        _draw_slope(ax, j, plot)
-    elif kind in ("order", "equivalent"):
-        _draw_order(ax, j, plot)
-    else:
-        _draw_bound(ax, j, plot, context)
+    _drawing(j)[0](ax, j, plot, context)
     ax.set_title(_title(j, plot), fontsize=9.5, color=_VERDICT_COLOR[j.verdict], loc="left")
     ax.grid(True, which="major", alpha=0.3)
     handles = ax.get_legend_handles_labels()[0]
@@ -434,16 +428,7 @@ def paper_figure(j: Judgement, plot: dict | None = None):
     matplotlib.figure.Figure
     """
     plot = dict(plot or {})
-    kind = j.claim.kind
-    if kind in ("order", "equivalent"):
-        fig = _paper_order(j, plot)
-    else:
-        fig = Figure(figsize=(5.2, 3.6), layout="constrained")
-        ax = fig.subplots()
-        if kind == "slope":
-            _paper_slope(ax, j, plot)
-        else:
-            _paper_bound(ax, fig, j, plot)
+    fig = _drawing(j)[1](j, plot)
     if plot.get("title"):
         fig.suptitle(_wrap(plot["title"]), fontsize=9.5)
     return fig
@@ -667,3 +652,31 @@ def trace_figure(table: pd.DataFrame, metric: str, *, x: str = "step", plot: dic
     if series:
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return fig
+
+
+def _one_panel(draw):
+    """A paper drawing of one panel: ``draw(ax, fig, j, plot)`` on a fresh figure."""
+    def paper(j: Judgement, plot: dict):
+        fig = Figure(figsize=(5.2, 3.6), layout="constrained")
+        draw(fig.subplots(), fig, j, plot)
+        return fig
+    return paper
+
+
+#: each claim kind's two drawings, keyed by the kind's class in :data:`simcomm.claims.KINDS` (a subclass
+#: inherits its base's): the annotated figure of the report ``(ax, judgement, plot, context)`` and the
+#: figure for a paper ``(judgement, plot) -> Figure``. A new kind registers its own here.
+DRAWINGS = {
+    BoundKind: (_draw_bound, _one_panel(_paper_bound)),
+    SlopeKind: (lambda ax, j, plot, context: _draw_slope(ax, j, plot),
+                _one_panel(lambda ax, fig, j, plot: _paper_slope(ax, j, plot))),
+    MethodsKind: (lambda ax, j, plot, context: _draw_order(ax, j, plot), _paper_order),
+}
+
+
+def _drawing(j: Judgement):
+    """The drawings of ``j``'s kind (looked up by its class, then its bases)."""
+    for cls in type(KINDS[j.claim.kind]).__mro__:
+        if cls in DRAWINGS:
+            return DRAWINGS[cls]
+    raise KeyError(f"claim kind '{j.claim.kind}' has no drawing; register one in simcomm.plotting.DRAWINGS")

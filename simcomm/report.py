@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from simcomm.claims import Judgement
+from simcomm.claims import KINDS, Judgement
 
 __all__ = ["report_markdown", "verdict_rows", "controls_text", "update_readme", "PAPERS", "with_committed",
            "verdict_counts", "RATIO_DEFINITIONS", "DETECT_DEFINITION", "detect_text", "by_about"]
@@ -111,14 +111,7 @@ def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
 
 
 #: what "tightest ratio" means for each claim kind (the report defines it for readers of the table)
-RATIO_DEFINITIONS = {
-    "upper": "the largest empirical mean / bound over the cells (at most 1 when the bound holds)",
-    "lower": "the smallest empirical mean / bound over the cells (at least 1 when the bound holds)",
-    "equal": "the empirical mean / predicted value farthest from 1 over the cells (1 is exact agreement)",
-    "slope": "the fitted log-log (or lin-log) slope / predicted slope farthest from 1",
-    "order": "the largest mean of the method claimed lower / mean of a competitor (below 1 when the order holds)",
-    "equivalent": "the mean of the method / mean of a competitor farthest from 1 (1 is exact agreement)",
-}
+RATIO_DEFINITIONS = {name: kind.ratio for name, kind in KINDS.items()}
 
 #: what the "detects (80%)" column means (power on the page)
 DETECT_DEFINITION = (
@@ -161,7 +154,7 @@ def verdict_counts(judgements: list[Judgement]) -> str:
 def _ratio_lines(judgements: list[Judgement]) -> list[str]:
     kinds = list(dict.fromkeys(j.claim.kind for j in judgements))
     return ["**Tightest ratio**, per kind of claim (— when no cell gives a finite ratio):", ""] + [
-        f"- `{k}`: {RATIO_DEFINITIONS[k]}." for k in kinds if k in RATIO_DEFINITIONS] + [""]
+        f"- `{k}`: {KINDS[k].ratio}." for k in kinds if k in KINDS] + [""]
 
 
 def _value(col: str, v) -> str:
@@ -259,7 +252,7 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              *_ratio_lines(judgements), DETECT_DEFINITION, ""]
     for about, group in by_about(judgements):
         title, what = ABOUT_TITLES[about]
-        lines += [f"## {title}", "", f"{what[0].upper() + what[1:]}. {verdict_counts(group)}", "",
+        lines += [f"**{title}** ({what}). {verdict_counts(group)}", "",
                   "| claim | paper | statement | provenance | verdict | reason | tightest ratio | detects (80%) "
                   "| controls |", "|---|---|---|---|---|---|---|---|---|"]
         for row, j in zip(verdict_rows(group), group):

@@ -6,6 +6,7 @@ names the file, the key and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import inspect
@@ -20,10 +21,10 @@ from typing import Any
 from simcomm._errors import SpecError, closest
 from simcomm.experiments._registry import get_experiment
 
-__all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir", "find_specs",
+__all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir",
+           "find_specs",
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
-KINDS = ("upper", "lower", "equal", "slope", "order", "equivalent")
 #: what a claim is about: a statement of a paper (it could refute the paper, or a bound derived here
 #: [N]) or an identity check (the implementation against its own closed form: it catches a bug)
 ABOUT = ("paper", "identity")
@@ -73,6 +74,24 @@ class ControlSpec:
     swap: bool = False
     lower_scale: float = 1.0
 
+    def transform(self, claim: "ClaimSpec", table):
+        """The (claim, table) this control judges: its bound, scale, swap and method scaling applied.
+
+        ``set`` is not applied here: it re-runs the experiment (:func:`with_control`), which changes
+        the table the claim is judged on. The judge itself stays pure: it sees only the result.
+        """
+        if self.bound:
+            claim = dataclasses.replace(claim, bound=self.bound)
+        if self.bound_scale != 1.0:
+            claim = dataclasses.replace(claim, bound_scale=claim.bound_scale * self.bound_scale)
+        if self.swap:
+            claim = dataclasses.replace(claim, swapped=not claim.swapped)
+        if self.lower_scale != 1.0:  # the claimed-lower method made worse by a stated factor
+            table = table.copy()
+            rows = (table["metric"] == claim.observable) & (table[claim.compare].astype(str) == claim.lower)
+            table.loc[rows, "value"] = table.loc[rows, "value"] * self.lower_scale
+        return claim, table
+
 
 @dataclass(frozen=True)
 class ClaimSpec:
@@ -104,6 +123,9 @@ class ClaimSpec:
     provenance: str | None = None
     controls: tuple = ()
     about: str = "paper"
+    # set by a negative control's transform (never by a spec, never part of the content hash)
+    bound_scale: float = 1.0
+    swapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,7 +168,8 @@ class Spec:
 
     def to_dict(self) -> dict:
         """Plain-data form (for ``meta.json`` and the content hash)."""
-        claim = None if self.claim is None else {k: v for k, v in vars(self.claim).items()}
+        claim = None if self.claim is None else {k: v for k, v in vars(self.claim).items()
+                                                 if k not in ("bound_scale", "swapped")}
         if claim is not None:
             claim["higher"] = list(claim["higher"])
             claim["controls"] = [vars(c) for c in claim["controls"]]
@@ -161,6 +184,15 @@ class Spec:
     def hash(self) -> str:
         """Content hash of everything that determines the results."""
         return content_hash(self.to_dict())
+
+
+def __getattr__(name: str):
+    """``KINDS``: the names of the registered claim kinds (:data:`simcomm.claims.KINDS`), loaded lazily."""
+    if name == "KINDS":
+        from simcomm.claims._kinds import KINDS
+
+        return tuple(KINDS)
+    raise AttributeError(f"module 'simcomm.spec' has no attribute '{name}'")
 
 
 def looks(low: int, high: int | None) -> int:
@@ -561,36 +593,16 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
     for key in ("id", "paper", "statement", "kind", "observable"):
         if key not in table:
             raise SpecError(f"{where}: missing '{key}'")
+    from simcomm.claims._kinds import KINDS  # the kind registry (same layer; its module never imports spec)
+
     if table["kind"] not in KINDS:
         raise SpecError(f"{where}: kind '{table['kind']}' is unknown{closest(table['kind'], KINDS)}; "
                         f"use one of {', '.join(KINDS)}")
     if table["paper"] not in PAPERS:
         raise SpecError(f"{where}: paper '{table['paper']}' is unknown{closest(table['paper'], PAPERS)}; "
                         f"use one of {', '.join(PAPERS)}")
-    kind = table["kind"]
-    if kind in ("upper", "lower", "equal", "slope") and "bound" not in table:
-        article = "an" if kind in ("upper", "equal") else "a"
-        raise SpecError(f"{where}: {article} '{kind}' claim needs 'bound' = \"theory.module:function\"")
-    if kind == "slope" and ("slope_in" not in table or "slope_tol" not in table):
-        raise SpecError(f"{where}: a 'slope' claim needs 'slope_in' (a grid parameter) and 'slope_tol'")
-    if kind == "slope" and table["slope_in"] not in grid_axes:
-        raise SpecError(f"{where}: slope_in '{table['slope_in']}' is not a grid axis"
-                        f"{closest(table['slope_in'], grid_axes)}; grid axes: {', '.join(sorted(grid_axes)) or 'none'}")
-    if kind == "order" and not {"compare", "lower", "higher"} <= set(table):
-        raise SpecError(f"{where}: an 'order' claim needs 'compare', 'lower' and 'higher'")
-    if kind == "equivalent":
-        if not {"compare", "method", "versus"} <= set(table):
-            raise SpecError(f"{where}: an 'equivalent' claim needs 'compare', 'method' and 'versus' (the methods "
-                            "whose observable should agree with method's)")
-        if {"lower", "higher"} & set(table):
-            raise SpecError(f"{where}: an 'equivalent' claim names its methods 'method' and 'versus', not "
-                            "'lower'/'higher' (those are an 'order' claim's)")
-        if "strict" in table:
-            raise SpecError(f"{where}: 'strict' applies to upper/lower/order claims; an 'equivalent' claim is "
-                            "two-sided (holds inside +- its margin, violated outside)")
-    elif {"method", "versus"} & set(table):
-        raise SpecError(f"{where}: 'method'/'versus' name the methods of an 'equivalent' claim; a '{kind}' claim "
-                        "does not take them")
+    kind = KINDS[table["kind"]]
+    kind.validate(table, where, grid_axes)
     if table.get("about", "paper") not in ABOUT:
         raise SpecError(f"{where}: about '{table['about']}' is unknown{closest(table['about'], ABOUT)}; use 'paper' "
                         "(the claim could refute a paper's statement, or a bound derived here) or 'identity' (the "
@@ -623,27 +635,13 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
     if table.get("test", "t") not in TESTS:
         raise SpecError(f"{where}: test '{table['test']}' is unknown{closest(table['test'], TESTS)}; "
                         f"use one of {', '.join(TESTS)}")
-    if kind in ("equal", "equivalent") and not (table.get("margin_rel", 0) > 0 or table.get("margin_abs", 0) > 0):
-        raise SpecError(f"{where}: an '{kind}' claim needs an equivalence margin: 'margin_rel' and/or 'margin_abs' "
-                        "> 0 (the largest deviation that still counts as equal; 'atol' is for rounding only)")
-    if kind not in ("equal", "equivalent") and ("margin_rel" in table or "margin_abs" in table):
-        raise SpecError(f"{where}: 'margin_rel'/'margin_abs' apply to 'equal' claims; a '{kind}' claim states "
-                        "'min_effect_rel'/'min_effect_abs'" if kind != "slope" else
-                        f"{where}: a 'slope' claim states its margin as 'slope_tol'")
-    if kind in ("equal", "equivalent", "slope") and ("min_effect_rel" in table or "min_effect_abs" in table):
-        raise SpecError(f"{where}: 'min_effect_*' applies to upper/lower/order claims; an '{kind}' claim states "
-                        "its margin instead")
+    kind.validate_size(table, where)
     if table.get("scale") == "log" and table.get("min_effect_abs", 0) > 0:
         raise SpecError(f"{where}: with scale = 'log' state the effect as 'min_effect_rel' (a ratio), "
                         "not 'min_effect_abs'")
     for c in controls:
-        if (c.swap or c.lower_scale != 1.0) and kind not in ("order", "equivalent"):
-            raise SpecError(f"{where}: control '{c.name}' swaps or scales methods, which only an 'order' claim has")
-        if (c.bound_scale != 1.0 or c.bound) and kind in ("order", "equivalent"):
-            raise SpecError(f"{where}: control '{c.name}' changes the bound of an '{kind}' claim, which has none")
-    data = dict(table)
-    if kind == "equivalent":  # stored as the two sides of an order comparison
-        data["lower"], data["higher"] = data.pop("method"), data.pop("versus")
+        kind.check_control(c, where)
+    data = kind.normalise(dict(table))
     data["higher"] = tuple(data.get("higher", ()))
     data["controls"] = controls
     for key in numbers:

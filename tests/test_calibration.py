@@ -21,7 +21,7 @@ import pytest
 from scipy import stats
 
 import tests._toy  # noqa: F401  (registers the toy experiment and bounds)
-from simcomm.checking import _judge, _more_replicates, design
+from simcomm.checking import _claim_trial, _more_replicates, design
 from simcomm.claims import POWER, Verdict, judge
 from simcomm.results import Results
 from simcomm.spec import ClaimSpec, loads
@@ -201,12 +201,10 @@ def test_adaptive_looks_keep_alpha(capsys):
 
     trials, hits = 400, 0
     for _ in range(trials):
-        specs = [spec0]
-        results = [Results(rows(0, spec0.replicates), {})]
-        judgements = [_judge(spec0, results[0].table)]
-        _more_replicates(specs, results, judgements, run)
-        assert specs[0].looks == 4  # never recomputed from the replicates reached
-        hits += judgements[0].verdict is Verdict.VIOLATED
+        trial = _claim_trial(spec0, Results(rows(0, spec0.replicates), {}))
+        _more_replicates([trial], run)
+        assert trial.spec.looks == 4  # never recomputed from the replicates reached
+        hits += trial.judgement.verdict is Verdict.VIOLATED
     _rate("adaptive replicates {min = 4, max = 32}, one cell at its bound", hits, trials, capsys)
 
 

@@ -105,8 +105,8 @@ def test_topology_json_keys_and_values():
     r = _run(["topology", "exponential", "-n", "64", "--json"])
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
-    assert list(info) == ["name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "period",
-                          "product_deviation"]
+    assert list(info) == ["name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "stochasticity",
+                          "period", "product_deviation"]
     # rho = 1 - 2/(1 + ceil(log2 64)) = 5/7 for even n (papers/exponential_graph.md C1)
     assert info["n"] == 64 and info["max_degree"] == 6 and abs(info["rho"] - 5 / 7) < 1e-12
     assert info["period"] is None and info["doubly_stochastic"] is True
