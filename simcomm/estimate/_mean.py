@@ -80,7 +80,7 @@ def index_budget(k: int, d: int) -> int:
 
 def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.random.Generator,
                       keys: np.ndarray | None = None, rescale: bool = True) -> np.ndarray:
-    """Server estimates from observations ``X`` (R, n, m) whose columns are in skew order.
+    r"""Server estimates from observations ``X`` (R, n, m) whose columns are in skew order.
 
     The ``m`` columns hold every coordinate that can be nonzero; ``d >= m`` is the full dimension
     (it matters only for ``rand_k``, whose nodes draw among all ``d`` coordinates). ``keys``, if

@@ -404,7 +404,8 @@ def urq_bits(params, rng, backend):
     for name in (t.strip() for t in params["quantizers"].split(",")):
         q = _quantizer({**params, "quantizer": name})
         a = q.alpha(p.d)
-        tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L), steps=params["max_steps"], mode="aggregate", stop_gap=stop,
+        tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L), steps=params["max_steps"], mode="aggregate",
+                           stop_gap=stop,
                            rng=np.random.default_rng(stream), backend=backend)
         it = float(tr.first_below(stop)[0])
         reached = math.isfinite(it)
