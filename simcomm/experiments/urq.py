@@ -319,9 +319,8 @@ def _b_step(alpha, L, tau):
                          doc="target (f - f*) / (f(x0) - f*)"),
             "max_steps": Param("int", default=20000, low=1, doc="iteration budget per method"),
             "heterogeneous": Param("bool", default=True, doc="different data on each worker"),
-            "iag_lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
-                                  doc="negative control only: both IAG orders run at the seed condition's step "
-                                      "times this")},
+            "gd_lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
+                                 doc="negative control only: synchronous GD runs at 1/(alpha L) times this")},
     check=_check_problem,
 )
 def iag_vs_gd(params, rng, backend):
@@ -331,8 +330,8 @@ def iag_vs_gd(params, rng, backend):
     with tau = n - 1 and L -> alpha L. tau = n - 1 is the staleness of cyclic order only: random order
     has unbounded staleness, so its run uses the same step OUTSIDE the condition (a step the
     condition does not cover, reported for comparison). Not reaching eps within ``max_steps``
-    gives ``nan`` with a note (so an order claim cannot pass on it). ``iag_lr_scale`` != 1 (negative
-    control) multiplies the IAG step.
+    gives ``nan`` with a note (so an order claim cannot pass on it). ``gd_lr_scale`` != 1 (negative
+    control) multiplies GD's step.
     """
     q = _quantizer(params)
     n = params["n"]
@@ -346,9 +345,9 @@ def iag_vs_gd(params, rng, backend):
     rows = []
     stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
     kw = dict(stop_gap=stop, rng=rng, backend=backend)
-    iag_lr = _b_step(a, p.L, n - 1) * params["iag_lr_scale"]
+    iag_lr = _b_step(a, p.L, n - 1)
     runs = {
-        "gd": lambda: compressed_gd(p, q, lr=1.0 / (a * p.L), steps=K, mode="workers", **kw),
+        "gd": lambda: compressed_gd(p, q, lr=1.0 / (a * p.L) * params["gd_lr_scale"], steps=K, mode="workers", **kw),
         "iag_cyclic": lambda: compressed_iag(p, q, lr=iag_lr, steps=K, order="cyclic", **kw),
         "iag_random": lambda: compressed_iag(p, q, lr=iag_lr, steps=K, order="random", **kw),
     }
