@@ -34,11 +34,15 @@ def cell_id(params: dict, experiment=None) -> int:
 
     With ``experiment`` (an :class:`~simcomm.experiments.Experiment`), a renamed parameter counts under
     its former name (:attr:`Param.former <simcomm.experiments.Param>`): renaming a parameter changes no
-    random stream, so results computed before the rename are reproduced bit for bit.
+    random stream, so results computed before the rename are reproduced bit for bit. A parameter
+    declared ``keyed_at_default=False`` (added later, e.g. a negative-control switch) is left out of
+    the key while it has its default value, so adding it moves no stream either.
     """
     if experiment is not None:
         declared = experiment.params
-        params = {(declared[k].former or k) if k in declared else k: v for k, v in params.items()}
+        # a parameter added later (keyed_at_default = False) is not part of the key at its default
+        params = {(declared[k].former or k) if k in declared else k: v for k, v in params.items()
+                  if not (k in declared and not declared[k].keyed_at_default and v == declared[k].default)}
     return int(content_hash(params)[:8], 16)
 
 

@@ -101,6 +101,16 @@ def test_cell_id_keys_renamed_parameters_by_their_former_name():
     assert cell_id({"lr": 0.1, "n": 4}, exp) != cell_id({"lr": 0.1, "n": 4})
 
 
+def test_cell_id_leaves_a_later_parameter_out_at_its_default():
+    # a negative-control switch added to an experiment must not move the streams of existing cells
+    from simcomm.experiments import Experiment, Param
+
+    exp = Experiment("added", lambda p, rng, be: [], {"n": Param("int", 4),
+                                                      "flip": Param("bool", False, keyed_at_default=False)})
+    assert cell_id({"n": 4, "flip": False}, exp) == cell_id({"n": 4})
+    assert cell_id({"n": 4, "flip": True}, exp) != cell_id({"n": 4})
+
+
 def test_cache_resume_and_identical_tables(tmp_path):
     s = spec()
     calls = []

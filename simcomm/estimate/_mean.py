@@ -79,13 +79,14 @@ def index_budget(k: int, d: int) -> int:
 
 
 def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.random.Generator,
-                      keys: np.ndarray | None = None) -> np.ndarray:
-    """Server estimates from observations ``X`` (R, n, m) whose columns are in skew order.
+                      keys: np.ndarray | None = None, rescale: bool = True) -> np.ndarray:
+    r"""Server estimates from observations ``X`` (R, n, m) whose columns are in skew order.
 
     The ``m`` columns hold every coordinate that can be nonzero; ``d >= m`` is the full dimension
     (it matters only for ``rand_k``, whose nodes draw among all ``d`` coordinates). ``keys``, if
     given, are uniforms on ``X``'s support that are i.i.d. and independent of ``X`` given ``X``
-    (``rtop_k`` only); otherwise they are drawn from ``rng``.
+    (``rtop_k`` only); otherwise they are drawn from ``rng``. ``rescale = False`` drops the random
+    subset's :math:`|S_i|/\min(k', |S_i|)` factor (a biased estimator: negative controls only).
     """
     R, n, m = X.shape
     if scheme == "rtop_k":
@@ -100,7 +101,7 @@ def _scheme_estimates(X: np.ndarray, kprime: int, d: int, scheme: str, rng: np.r
                 keys = np.where(X, rng.random(X.shape), 2.0)
             kth = np.partition(keys, kprime - 1, axis=-1)[..., kprime - 1 : kprime]
             sent = X & (keys <= kth)
-        scale = size / np.maximum(np.minimum(kprime, size), 1)
+        scale = size / np.maximum(np.minimum(kprime, size), 1) if rescale else np.ones(size.shape)
         return np.einsum("rnm,rn->rm", sent, scale, dtype=np.float64) / n
     if scheme == "top_k":
         sent = X & (np.cumsum(X, axis=-1) <= kprime)  # the first k' elements of S_i in skew order
@@ -172,7 +173,7 @@ def estimate_mean(X, k: int, *, scheme: str, rng, order=None) -> np.ndarray:
 
 
 def mean_estimation_mse(theta, n: int, k: int, *, replicates: int, rng, d: int | None = None,
-                        schemes=SCHEMES) -> dict:
+                        schemes=SCHEMES, rescale: bool = True) -> dict:
     r"""Monte Carlo squared errors :math:`\|\hat\theta - \theta\|^2` of each scheme.
 
     Every replicate draws fresh observations of ``n`` nodes; all schemes see the same observations
@@ -194,6 +195,9 @@ def mean_estimation_mse(theta, n: int, k: int, *, replicates: int, rng, d: int |
     d : int, optional
         Full dimension (default ``len(theta)``); sets the index cost and ``rand_k``'s draw.
     schemes : sequence of str, default all of :data:`SCHEMES`
+    rescale : bool, default True
+        ``False`` drops ``rtop_k``'s rescaling by :math:`|S_i|/\min(k', |S_i|)`: a biased estimator,
+        for negative controls only.
 
     Returns
     -------
@@ -243,6 +247,6 @@ def mean_estimation_mse(theta, n: int, k: int, *, replicates: int, rng, d: int |
         with np.errstate(divide="ignore", invalid="ignore"):  # th = [0] only when theta is all zero
             keys = u / th
         for s in schemes:
-            est = _scheme_estimates(X, kprime, int(d), s, rng, keys if s == "rtop_k" else None)
+            est = _scheme_estimates(X, kprime, int(d), s, rng, keys if s == "rtop_k" else None, rescale)
             out[s][a:b] = ((est - th) ** 2).sum(axis=-1)
     return out

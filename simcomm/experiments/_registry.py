@@ -36,6 +36,11 @@ class Param:
         (:func:`simcomm.runner.cell_id`) under their former names, so a rename changes no draw and
         results computed before it are reproduced bit for bit; a spec, ``--set`` or control that still
         uses the former name gets a one-line error naming the new one.
+    keyed_at_default : bool
+        ``False`` for a parameter added to an experiment that already has published results (a
+        negative-control switch): while it has its default value it is left out of the cell's
+        random-stream key (:func:`simcomm.runner.cell_id`), so adding it moves no stream and every
+        result computed before it is reproduced bit for bit; any other value is keyed as usual.
     """
 
     kind: str
@@ -47,6 +52,7 @@ class Param:
     choices: tuple | None = None
     doc: str = ""
     former: str | None = None
+    keyed_at_default: bool = True
 
     def allowed(self) -> str:
         """Describe the allowed values in words."""

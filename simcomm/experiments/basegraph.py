@@ -124,12 +124,19 @@ def basegraph_exact(params, rng, backend):
     return rows
 
 
-@experiment("basegraph_length", params=dict(_SEQ), deterministic=True,
-            cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]))
+@experiment("basegraph_length", deterministic=True, cost=lambda p: (1e-5 * p["n"] + 0.01, 400 * p["n"]), params={
+    **_SEQ,
+    "build_k": Param("int", default=0, low=0, keyed_at_default=False,
+                     doc="negative control only: build the sequence for this many peers instead of k (0: k)"),
+})
 def basegraph_length(params, rng, backend):
-    """Period (sequence length) of the Base-(k+1) graph and its maximum degree."""
+    """Period (sequence length) of the Base-(k+1) graph and its maximum degree.
+
+    ``build_k > 0`` (negative control) builds the graph for ``build_k`` peers while the cell (and the
+    bound) keeps ``k``: a sequence with fewer peers than claimed is longer.
+    """
     del rng, backend
-    topo = _CONSTRUCTIONS[params["construction"]](params["n"], params["k"])
+    topo = _CONSTRUCTIONS[params["construction"]](params["n"], params["build_k"] or params["k"])
     return [dict(metric="period", value=float(topo.period)), dict(metric="max_degree", value=float(max_degree(topo)))]
 
 

@@ -337,6 +337,10 @@ def dsgd_one_peer(params, rng, backend):
 @experiment("dsgd_one_peer_pow2", columns=("nodes", "sizes"), params={
     **_TRACK,
     "p": Param("int", default=4, low=3, high=10, doc="compares n = 2^p with n = 3 * 2^(p-2) (e.g. 16 with 12)"),
+    "graph": Param("str", default="one_peer_exponential", choices=("one_peer_exponential", "ring"),
+                   keyed_at_default=False,
+                   doc="negative control only: ring runs in place of the one-peer exponential graph (no power-of-2 "
+                       "structure), still divided by the static graph's error"),
 })
 def dsgd_one_peer_pow2(params, rng, backend):
     r"""One-peer's consensus error relative to the static exponential graph, at a power of two and nearby.
@@ -346,19 +350,19 @@ def dsgd_one_peer_pow2(params, rng, backend):
     :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, one-peer / static, on the same problem and noise
     (a ratio of two measurements: the sizes differ, so each is compared with its own static graph).
     Rows ``one_peer_loss_ratio`` carry the same for :math:`f(\bar x)-f^\star` (reported, not judged:
-    gossip barely moves it). Both sizes in one cell, so an order claim compares them.
+    gossip barely moves it). Both sizes in one cell, so an order claim compares them. ``graph = "ring"``
+    (negative control) runs the ring where the one-peer graph would be.
     """
     p = params["p"]
+    one = params["graph"]
     rows = []
     for label, n in (("power_of_2", 1 << p), ("not_power_of_2", 3 << (p - 2))):
-        _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
-        note = notes["one_peer_exponential"] or notes["exponential"]
+        _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", one), backend)
+        note = notes[one] or notes["exponential"]
         sizes = f"{3 << (p - 2)} vs {1 << p}"
-        rows.append(dict(metric="one_peer_consensus_ratio", value=_tail_ratio(cons["one_peer_exponential"],
-                                                                             cons["exponential"]),
+        rows.append(dict(metric="one_peer_consensus_ratio", value=_tail_ratio(cons[one], cons["exponential"]),
                          nodes=label, sizes=sizes, note=note))
-        rows.append(dict(metric="one_peer_loss_ratio", value=_tail_ratio(subs["one_peer_exponential"],
-                                                                        subs["exponential"]),
+        rows.append(dict(metric="one_peer_loss_ratio", value=_tail_ratio(subs[one], subs["exponential"]),
                          nodes=label, sizes=sizes, note=note))
     return rows
 

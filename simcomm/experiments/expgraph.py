@@ -12,7 +12,17 @@ import math
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.topology import NAMES, RULES, build, max_degree, mix, one_peer_exponential, product_deviation, rho
+from simcomm.topology import (
+    NAMES,
+    RULES,
+    base_graph,
+    build,
+    max_degree,
+    mix,
+    one_peer_exponential,
+    product_deviation,
+    rho,
+)
 
 _STATIC = tuple(t for t in NAMES if t != "one_peer_exponential")
 
@@ -31,18 +41,36 @@ def _check_shape(params):
         raise ValueError(f"{t} needs n = r*c with both sides >= 2, got n={n}")
 
 
+def _built(params) -> str:
+    """The topology actually measured: ``topology``, or ``replace_with`` under that negative control."""
+    return params["topology"] if params.get("replace_with", "none") == "none" else params["replace_with"]
+
+
+def _check_spectrum(params):
+    _check_shape(params)
+    _check_shape({**params, "topology": _built(params)})
+
+
 @experiment(
     "topology_spectrum",
-    deterministic=lambda p: p["topology"] != "erdos_renyi",  # only the random graph draws from the rng
+    # only the random graph draws from the rng
+    deterministic=lambda p: "erdos_renyi" not in (p["topology"], _built(p)),
     params={**_TOPO,
-            "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability")},
-    check=_check_shape,
+            "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability"),
+            "replace_with": Param("str", default="none", choices=("none",) + NAMES, keyed_at_default=False,
+                                  doc="negative control only: measure this topology in place of `topology` (the "
+                                      "cell, and so the bound, keep `topology`)")},
+    check=_check_spectrum,
 )
 def topology_spectrum(params, rng, backend):
-    """rho = ||W - J||_2, spectral gap 1 - rho and max degree of one topology (FFT / ARPACK fast paths)."""
+    """rho = ||W - J||_2, spectral gap 1 - rho and max degree of one topology (FFT / ARPACK fast paths).
+
+    ``replace_with`` (negative control) measures another topology while the cell keeps its label.
+    """
     del backend
-    p = params["p"] if params["topology"] == "erdos_renyi" else None
-    topo = build(params["topology"], params["n"], p=p, rule=params["rule"], rng=rng)
+    name = _built(params)
+    p = params["p"] if name == "erdos_renyi" else None
+    topo = build(name, params["n"], p=p, rule=params["rule"], rng=rng)
     r = rho(topo)
     return [
         dict(metric="rho", value=r),
@@ -80,6 +108,10 @@ def _phase_deviation(topo, backend, block: int = 256) -> float:
         "order": Param("str", default="increasing", choices=("increasing", "random"),
                        doc="order of the hop lengths 2^t within a period (random: a permutation drawn from rng)"),
         "kernel_max_n": Param("int", default=4096, low=0, doc="largest n for the phase-by-phase kernel product"),
+        "graph": Param("str", default="one_peer_exponential", choices=("one_peer_exponential", "base_graph"),
+                       keyed_at_default=False,
+                       doc="negative control only: base_graph measures the Base-2 graph (one peer per step, "
+                           "exact for every n) in place of the one-peer exponential graph"),
     },
 )
 def one_peer_deviation(params, rng, backend):
@@ -87,12 +119,13 @@ def one_peer_deviation(params, rng, backend):
 
     ``deviation``: ||prod - J||_2 from the product of the layers' eigenvalue vectors (FFT).
     ``phase_deviation`` (n <= kernel_max_n): max over every start phase of ||prod - J||_F, the product
-    formed by applying the gossip kernel to the identity.
+    formed by applying the gossip kernel to the identity. ``graph = "base_graph"`` (negative control)
+    measures one period of the Base-2 graph instead (sparse layers: dense products up to moderate n).
     """
     n = params["n"]
     tau = (n - 1).bit_length()
     order = None if params["order"] == "increasing" else rng.permutation(tau).tolist()
-    topo = one_peer_exponential(n, order=order)
+    topo = one_peer_exponential(n, order=order) if params["graph"] == "one_peer_exponential" else base_graph(n, 1)
     rows = [dict(metric="deviation", value=product_deviation(topo))]
     if n <= params["kernel_max_n"]:
         rows.append(dict(metric="phase_deviation", value=_phase_deviation(topo, backend)))

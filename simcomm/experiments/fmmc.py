@@ -119,23 +119,29 @@ def fmmc_vs_mh(params, rng, backend):
 
 
 @experiment("fmmc_ring", columns=("stat",), deterministic=True,
-            cost=lambda p: (0.3 if p["method"] == "symmetric" else _sdp_seconds(p["n"]), 64 * 8 * p["n"] ** 2),
+            cost=lambda p: (0.3 if p["method"] != "sdp" else _sdp_seconds(p["n"]), 64 * 8 * p["n"] ** 2),
             params={
     "n": Param("int", default=16, low=3, doc="number of nodes of the ring"),
-    "method": Param("str", default="sdp", choices=("sdp", "symmetric"), doc="general SDP or symmetry-reduced LP"),
+    "method": Param("str", default="sdp", choices=("sdp", "symmetric", "metropolis"),
+                    doc="general SDP or symmetry-reduced LP (metropolis: negative control only, the "
+                        "Metropolis-Hastings weights 1/3, nothing optimised)"),
     "solver": Param("str", default="auto", choices=("auto", "CLARABEL", "SCS"), doc="SDP solver (auto: by n)"),
 })
 def fmmc_ring(params, rng, backend):
     r"""Edge weights of the fastest-mixing ring: rows ``metric="edge_weight"`` with ``stat`` = min / max.
 
-    Also ``metric="rho"``: :math:`\rho` of the returned ``W``.
+    Also ``metric="rho"``: :math:`\rho` of the returned ``W``. ``method = "metropolis"`` (negative
+    control) returns the ring's Metropolis-Hastings weights instead of solving anything.
     """
     del rng, backend
     n = params["n"]
     solver = None if params["solver"] == "auto" else params["solver"]
     if params["method"] == "symmetric" and solver is not None:
         raise UserError("the symmetric LP always uses CLARABEL; leave solver = 'auto'")
-    topo = fastest_mixing(ring(n), method=params["method"], solver=solver)
+    if params["method"] == "metropolis":
+        topo = ring(n)  # W = (I + S + S^-1)/3: the Metropolis-Hastings weights of the ring
+    else:
+        topo = fastest_mixing(ring(n), method=params["method"], solver=solver)
     W = sparse_matrix(topo)
     i = np.arange(n)
     w = np.asarray(W[i, (i + 1) % n]).ravel()  # the n ring edges (i, i+1)

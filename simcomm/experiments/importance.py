@@ -359,6 +359,9 @@ def _gradient_sending_bytes(model: MLP, X, y, *, steps, lr, batch_size, n, theta
     params={
         **{k: _DATA[k] for k in ("dataset", "n_samples", "hidden", "depth")},
         **{k: _TRAIN[k] for k in ("steps", "lr", "batch_size", "n", "period")},
+        "score_period": Param("int", default=0, low=0, keyed_at_default=False,
+                              doc="negative control only: the workers refresh every score_period steps while the "
+                                  "cell (and the bound) keep `period` (0: period)"),
     },
 )
 def is_communication(params, rng, backend):
@@ -375,7 +378,8 @@ def is_communication(params, rng, backend):
     Rows per ``method``: ``bytes_per_example`` (both directions) and ``uplink_bytes_per_example``, per
     training example used (steps * batch_size); and ``bytes_ratio`` = score bytes / gradient bytes (both
     directions, one row) with columns ``n_train`` and ``n_params`` (theory.importance.comm_bytes_ratio
-    takes them).
+    takes them). ``score_period > 0`` (negative control) runs the workers on another refresh period
+    than the cell's ``period``.
     """
     ds, model = _setup({**params, "l2": 0.0}, rng)
     X, y = ds.X_train, ds.y_train
@@ -384,7 +388,7 @@ def is_communication(params, rng, backend):
     used = params["steps"] * params["batch_size"]
     tr = importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal="stale",
-        n=params["n"], staleness=staleness("period", period=params["period"]),
+        n=params["n"], staleness=staleness("period", period=params["score_period"] or params["period"]),
         record_every=params["steps"], x0=theta0, rng=r_is,
     )
     sent, _ = _gradient_sending_bytes(model, X, y, steps=params["steps"], lr=params["lr"],

@@ -281,6 +281,8 @@ def compression_pays(params, rng, backend):
         "alpha": Param("float", default=1e-4, low=0.0, doc="seconds per message"),
         "beta": Param("float", default=1e-9, low=0.0, doc="seconds per byte (links and NICs)"),
         "compute": Param("float", default=1e-3, low=0.0, doc="compute seconds per step (every node)"),
+        "onepeer_lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
+                                  doc="negative control only: the one-peer run's step size is lr times this"),
     },
 )
 def one_peer_time(params, rng, backend):
@@ -295,6 +297,8 @@ def one_peer_time(params, rng, backend):
     ``model_bytes`` (the size of the model a user trains). Rows: ``static_time`` (value) with the
     one-peer run's ``onepeer_time`` as a column (the bound scales it), ``onepeer_time`` and
     ``step_ratio`` (static / one-peer hitting steps). A missed target is censored at the horizon.
+    ``onepeer_lr_scale`` != 1 (negative control) changes the one-peer run's step size only, so the two
+    graphs no longer reach the target at the same step.
     """
     import math
 
@@ -312,7 +316,8 @@ def one_peer_time(params, rng, backend):
         topo = build(name, n)
         s = 0.0
         for j in range(params["inner"]):
-            tr = run_dsgd(prob, name, steps=T, lr=params["lr"] * math.sqrt(n), beta=params["momentum"],
+            scale = params["onepeer_lr_scale"] if name == "one_peer_exponential" else 1.0
+            tr = run_dsgd(prob, name, steps=T, lr=params["lr"] * scale * math.sqrt(n), beta=params["momentum"],
                           sigma=params["sigma"], seed=seed + j, schedule="inv_sqrt", k0=params["k0"],
                           backend=backend)
             s = s + tr.subopt / params["inner"]

@@ -157,7 +157,12 @@ def _profile(d, s, alpha, support):
     return skewed_profile(min(d, math.ceil(support * s)), s, alpha)
 
 
-@experiment("mean_estimation", columns=("method",), params=_MODEL, check=_check_model)
+@experiment("mean_estimation", columns=("method",), check=_check_model, params={
+    **_MODEL,
+    "rescale": Param("bool", default=True, keyed_at_default=False,
+                     doc="negative control only: false drops the random subset's |S|/min(k', |S|) rescaling "
+                         "(a biased estimator)"),
+})
 def mean_estimation(params, rng, backend):
     """MSE of the three estimation schemes (model F1 [N]), on the same observations.
 
@@ -165,10 +170,12 @@ def mean_estimation(params, rng, backend):
     support in the skew ordering; rand_k: k' uniformly random coordinates), each the mean of ``draws``
     squared errors ``||theta_hat - theta||^2``; and ``topk_minus_subset``, the mean over the same
     ``draws`` repetitions of top-k's squared error minus the random subset's (a paired difference).
+    ``rescale = false`` (negative control) makes the random subset a biased estimator.
     """
     d = params["d"]
     theta = _profile(d, params["s"], params["alpha"], params["support"])
-    err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["draws"], rng=rng)
+    err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["draws"], rng=rng,
+                              rescale=params["rescale"])
     # No k' column: it is a function of (k, d), and a co-varying column would split plot lines.
     rows = [dict(metric="mse", value=float(err[s].mean()), method=s) for s in SCHEMES]
     # The paired difference on the same observations (common random numbers): raw measurements only.

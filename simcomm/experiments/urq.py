@@ -27,6 +27,16 @@ _Q = {
 }
 
 
+#: negative control of the D1 claims: the step ignores the compression (added later: unkeyed at its default)
+_STEP = Param("str", default="alpha", choices=("alpha", "uncompressed"), keyed_at_default=False,
+              doc="negative control only: uncompressed runs at lr = 1/L, the plain-GD step, instead of 1/(alpha L)")
+
+
+def _d1_step(params, a: float, L: float) -> float:
+    """The D1 step 1/(alpha L), or 1/L under the ``step = "uncompressed"`` negative control."""
+    return 1.0 / (L if params.get("step", "alpha") == "uncompressed" else a * L)
+
+
 def _quantizer(params):
     name = params["quantizer"]
     key = {"qsgd": "s", "bernoulli": "p", "rand_k": "k", "stochastic_round": "delta"}.get(name)
@@ -149,7 +159,8 @@ _QUAD = {**_PROBLEM, "problem": Param("str", default="quadratic", choices=("quad
     "urq_rate",
     params={**_Q, **_QUAD,
             "target": Param("float", default=1e-4, low=0.0, low_open=True, high=1.0, high_open=True,
-                            doc="run until the bound predicts gap ratio 'target' (sets K)")},
+                            doc="run until the bound predicts gap ratio 'target' (sets K)"),
+            "step": _STEP},
     check=_check_problem,
 )
 def urq_rate(params, rng, backend):
@@ -164,7 +175,8 @@ def urq_rate(params, rng, backend):
                                                               mu=params["mu"], rng=rng)
     a = q.alpha(p.d)
     K = max(1, math.ceil(math.log(1.0 / params["target"]) * a * p.L / p.mu))
-    tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=K, mode="aggregate", record_every=K, rng=rng, backend=backend)
+    tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L), steps=K, mode="aggregate", record_every=K, rng=rng,
+                       backend=backend)
     g0, gK = tr.f_gap[0, 0], tr.f_gap[0, -1]
     rate = (max(gK, 0.0) / g0) ** (1.0 / K) if math.isfinite(gK) else math.inf
     note = tr.notes()[0]
@@ -179,7 +191,8 @@ def urq_rate(params, rng, backend):
             "d": Param("int", default=100, low=1, doc="dimension"),
             "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness"),
             "f0_gap": Param("float", default=20.0, low=0.0, low_open=True, doc="f(x0) - f*, < d L / 2"),
-            "K": Param("int", default=200, low=1, doc="iterations")},
+            "K": Param("int", default=200, low=1, doc="iterations"),
+            "step": _STEP},
     check=lambda prm: _check_nonconvex(prm),
 )
 def urq_nonconvex(params, rng, backend):
@@ -190,7 +203,7 @@ def urq_nonconvex(params, rng, backend):
     q = _quantizer(params)
     p = make_problem("nonconvex", n=1, d=params["d"], L=params["L"], f0_gap=params["f0_gap"], rng=rng)
     a = q.alpha(p.d)
-    tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=params["K"], mode="aggregate", record_every=params["K"],
+    tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L), steps=params["K"], mode="aggregate", record_every=params["K"],
                        track_grad=True, rng=rng, backend=backend)
     return [dict(metric="avg_grad_norm2", value=float(tr.grad2_mean[0]), note=tr.notes()[0])]
 
@@ -206,15 +219,21 @@ def urq_nonconvex(params, rng, backend):
             "sigma2": Param("float", default=1.0, low=0.0, doc="(1/n) sum |grad f_i(x*)|^2 (0: identical workers)"),
             "e0": Param("float", default=1.0, low=0.0, low_open=True, doc="|x0 - x*|^2"),
             "K1": Param("int", default=400, low=0, doc="first iteration of the plateau average"),
-            "K": Param("int", default=1000, low=1, doc="last iteration")},
+            "K": Param("int", default=1000, low=1, doc="last iteration"),
+            "lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
+                              doc="negative control only: the run's step is lr times this (the bound keeps lr)")},
     check=lambda prm: _check_floor(prm),
 )
 def urq_floor(params, rng, backend):
-    """n workers quantize local gradients (D2): plateau = mean of |x_k - x*|^2 over K1 <= k <= K."""
+    """n workers quantize local gradients (D2): plateau = mean of |x_k - x*|^2 over K1 <= k <= K.
+
+    ``lr_scale`` != 1 (negative control) runs at ``lr * lr_scale`` while the cell keeps ``lr``.
+    """
     q = _quantizer(params)
     p = make_problem("quadratic", n=params["n"], d=params["d"], L=params["L"], mu=params["mu"],
                      sigma2=params["sigma2"], e0=params["e0"], rotate=True, rng=rng)
-    tr = compressed_gd(p, q, lr=params["lr"], steps=params["K"], mode="workers", rng=rng, backend=backend)
+    tr = compressed_gd(p, q, lr=params["lr"] * params["lr_scale"], steps=params["K"], mode="workers", rng=rng,
+                       backend=backend)
     plateau = float(tr.dist2[0, params["K1"]:].mean())
     return [dict(metric="plateau", value=plateau, note=tr.notes()[0])]
 
@@ -230,7 +249,10 @@ def urq_floor(params, rng, backend):
             "tau": Param("int", default=4, low=0, high=64, doc="constant delay"),
             "steps": Param("int", default=2000, low=100, doc="iterations per probe at tau = 0"),
             "steps_per_tau": Param("int", default=500, low=0, doc="extra iterations per unit of tau"),
-            "iters": Param("int", default=11, low=1, high=40, doc="bisection halvings (geometric)")},
+            "iters": Param("int", default=11, low=1, high=40, doc="bisection halvings (geometric)"),
+            "delay": Param("str", default="constant", choices=("constant", "uniform"), keyed_at_default=False,
+                           doc="negative control only: uniform draws delays in [0, tau] (the limits are for a "
+                               "constant tau)")},
     check=_check_problem,
 )
 def delay_exact(params, rng, backend):
@@ -253,7 +275,8 @@ def delay_exact(params, rng, backend):
     ``(40 (tau + 1)) ** (2 ** -iters) - 1`` (0.2% at tau = 0 to 0.4% at tau = 64 for iters = 11).
 
     Rows: ``lr_max`` = geometric midpoint of the final bracket (problem units); ``alpha`` (the URQ's
-    second-moment factor, worst case over d) is a column for bounds that need it.
+    second-moment factor, worst case over d) is a column for bounds that need it. ``delay = "uniform"``
+    (negative control) draws each step's delay uniformly in ``[0, tau]`` instead.
     """
     q = _quantizer(params)
     tau = params["tau"]
@@ -264,7 +287,7 @@ def delay_exact(params, rng, backend):
     stream = int(rng.integers(2**63))
 
     def stable(lr):
-        tr = async_compressed_gd(p, q, lr=lr, steps=K, tau=tau, delay="constant", record_every=every,
+        tr = async_compressed_gd(p, q, lr=lr, steps=K, tau=tau, delay=params["delay"], record_every=every,
                                  rng=np.random.default_rng(stream), backend=backend)
         if tr.diverged_at[0] >= 0:
             return False
@@ -295,7 +318,9 @@ def _b_step(alpha, L, tau):
             "eps": Param("float", default=1e-2, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) / (f(x0) - f*)"),
             "max_steps": Param("int", default=20000, low=1, doc="iteration budget per method"),
-            "heterogeneous": Param("bool", default=True, doc="different data on each worker")},
+            "heterogeneous": Param("bool", default=True, doc="different data on each worker"),
+            "gd_lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
+                                 doc="negative control only: synchronous GD runs at 1/(alpha L) times this")},
     check=_check_problem,
 )
 def iag_vs_gd(params, rng, backend):
@@ -305,7 +330,8 @@ def iag_vs_gd(params, rng, backend):
     with tau = n - 1 and L -> alpha L. tau = n - 1 is the staleness of cyclic order only: random order
     has unbounded staleness, so its run uses the same step OUTSIDE the condition (a step the
     condition does not cover, reported for comparison). Not reaching eps within ``max_steps``
-    gives ``nan`` with a note (so an order claim cannot pass on it).
+    gives ``nan`` with a note (so an order claim cannot pass on it). ``gd_lr_scale`` != 1 (negative
+    control) multiplies GD's step.
     """
     q = _quantizer(params)
     n = params["n"]
@@ -319,10 +345,11 @@ def iag_vs_gd(params, rng, backend):
     rows = []
     stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
     kw = dict(stop_gap=stop, rng=rng, backend=backend)
+    iag_lr = _b_step(a, p.L, n - 1)
     runs = {
-        "gd": lambda: compressed_gd(p, q, lr=1.0 / (a * p.L), steps=K, mode="workers", **kw),
-        "iag_cyclic": lambda: compressed_iag(p, q, lr=_b_step(a, p.L, n - 1), steps=K, order="cyclic", **kw),
-        "iag_random": lambda: compressed_iag(p, q, lr=_b_step(a, p.L, n - 1), steps=K, order="random", **kw),
+        "gd": lambda: compressed_gd(p, q, lr=1.0 / (a * p.L) * params["gd_lr_scale"], steps=K, mode="workers", **kw),
+        "iag_cyclic": lambda: compressed_iag(p, q, lr=iag_lr, steps=K, order="cyclic", **kw),
+        "iag_random": lambda: compressed_iag(p, q, lr=iag_lr, steps=K, order="random", **kw),
     }
     for method, run in runs.items():
         tr = run()
@@ -357,7 +384,8 @@ def _check_bits(params):
                                 doc="comma-separated URQs compared in one cell (stochastic_round has no alpha)"),
             "eps": Param("float", default=1e-3, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) / (f(x0) - f*)"),
-            "max_steps": Param("int", default=50000, low=1, doc="iteration budget")},
+            "max_steps": Param("int", default=50000, low=1, doc="iteration budget"),
+            "step": _STEP},
     check=_check_bits,
 )
 def urq_bits(params, rng, backend):
@@ -375,7 +403,8 @@ def urq_bits(params, rng, backend):
     for name in (t.strip() for t in params["quantizers"].split(",")):
         q = _quantizer({**params, "quantizer": name})
         a = q.alpha(p.d)
-        tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=params["max_steps"], mode="aggregate", stop_gap=stop,
+        tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L), steps=params["max_steps"], mode="aggregate",
+                           stop_gap=stop,
                            rng=np.random.default_rng(stream), backend=backend)
         it = float(tr.first_below(stop)[0])
         reached = math.isfinite(it)
