@@ -20,8 +20,13 @@ def _imports(path: Path) -> set[str]:
 
 def test_theory_imports_only_math_numpy_theory():
     allowed = {"math", "numpy", "theory", "__future__", "dataclasses", "functools", "typing", "fractions", "itertools"}
+    # theory/pep.py alone reads and writes its cache of solved SDPs (json, os for SIMCOMM_PEP_CACHE, pathlib),
+    # times its solves (time) and, on a cache miss, solves with PEPit (imported lazily: the ``pep`` extra),
+    # silencing PEPit's prints and cvxpy's warnings (contextlib, io, warnings): a bound that is the value of an
+    # SDP needs its solver, and the shipped cache keeps the claims running without it
+    per_file = {"pep.py": {"json", "os", "pathlib", "time", "contextlib", "io", "warnings", "PEPit"}}
     for path in (ROOT / "theory").rglob("*.py"):
-        extra = _imports(path) - allowed
+        extra = _imports(path) - allowed - per_file.get(path.name, set())
         assert not extra, f"{path.name} imports {extra}; theory may import only math/numpy/theory"
 
 
