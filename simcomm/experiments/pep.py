@@ -160,6 +160,7 @@ def pep_compressed_gd(params, rng, backend):
 
 @experiment(
     "pep_worst_case",
+    deterministic=True,  # deterministic directions on a fixed 1-D instance: the rng is never drawn from
     params={**_CLASS,
             "oracle": Param("str", default="worst", choices=("worst", "exact"),
                             doc="worst: d = (1 -/+ eps) grad f, the PEP worst case; exact: d = grad f"),
