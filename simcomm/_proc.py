@@ -16,10 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["rss", "peak_rss", "reset_peak", "memory_ceiling", "start_watchdog", "Ledger"]
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
+__all__ = ["available_memory", "rss", "peak_rss", "reset_peak", "memory_ceiling", "start_watchdog", "Ledger"]
 
 def _status(field: str) -> int | None:
     """A ``kB`` field of /proc/self/status in bytes (VmRSS, VmHWM, VmSize), or None off Linux."""
@@ -31,6 +28,20 @@ def _status(field: str) -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new process on this machine (MemAvailable), or None."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def rss() -> int | None:

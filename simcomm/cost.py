@@ -9,10 +9,8 @@ whose modelled memory exceeds what this machine has free is refused before it st
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from simcomm._errors import UserError
 from simcomm.experiments._registry import get_experiment
@@ -52,16 +50,9 @@ def fmt_bytes(b: float) -> str:
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new process on this machine (MemAvailable), or None."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
+    from simcomm import _proc
+
+    return _proc.available_memory()
 
 
 @dataclass

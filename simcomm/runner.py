@@ -302,7 +302,8 @@ def read_cache_entry(path: str | Path) -> tuple[list[dict] | None, str | None]:
     if head.get("key") != path.stem:
         return None, f"its header names another cell ({str(head.get('key'))[:16]}): moved or copied"
     if len(body) != head.get("bytes") or hashlib.sha256(body).hexdigest() != head.get("sha256"):
-        return None, f"its checksum does not match its content ({len(body)} of {head.get('bytes')} bytes): truncated or edited"
+        size = f" ({len(body)} bytes, the header says {head.get('bytes')})" if len(body) != head.get("bytes") else ""
+        return None, f"its checksum does not match its content{size}: truncated or edited"
     try:
         rows = json.loads(body)
     except ValueError:  # pragma: no cover - a body that passes its checksum parses
@@ -325,7 +326,7 @@ def _cache_warning(path: Path, spec: Spec, params: dict, problem: str) -> None:
 
 def _memory_budget(map) -> tuple[int | None, int]:
     """(bytes one cell may use, cells running at once) for ``map`` on this machine; None: no guard."""
-    from simcomm.cost import available_memory
+    from simcomm._proc import available_memory
 
     workers = 1 if map is builtins.map else getattr(map, "workers", None)
     if not workers:
@@ -346,7 +347,6 @@ def _probe(spec: Spec, params: dict, backend: str, module: str, budget: int, wor
     other replicates run later and join them (each replicate has its own stream).
     """
     from simcomm import _proc
-    from simcomm.cost import available_memory
 
     before = _proc.rss()
     measured = _proc.reset_peak() and before is not None
@@ -359,15 +359,16 @@ def _probe(spec: Spec, params: dict, backend: str, module: str, budget: int, wor
     if not measured:
         return rows
     peak = max(0, (_proc.peak_rss() or 0) - before)
-    avail = available_memory() or 0
+    avail = _proc.available_memory() or 0
     at_once = max(1, min(workers, cells))
-    if avail and peak * at_once > avail + peak:  # + peak: the probe's own memory is free again
-        fit = max(1, int((avail + peak) // max(peak, 1)))
+    if avail and peak * at_once > avail:  # (read after the probe: its memory is free again)
+        fit = max(1, int(avail // max(peak, 1)))
         fix = f"use --jobs {fit} or smaller values" if fit < at_once else "use smaller values"
         raise CellOutOfMemory(
             f"{spec.name}: the cell {_short(params)} of experiment '{spec.experiment}' needs ~{_fmt_bytes(peak)} "
-            f"per replicate (measured on its first replicate); {at_once} such cells at once need "
-            f"~{_fmt_bytes(peak * at_once)}, more than the {_fmt_bytes(avail + peak)} available; {fix}")
+            f"per replicate (measured on its first replicate, the grid's last cell); {at_once} cells of that size "
+            f"running at once need "
+            f"~{_fmt_bytes(peak * at_once)}, more than the {_fmt_bytes(avail)} available; {fix}")
     return rows
 
 

@@ -79,9 +79,12 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
                                     cache_dir=cache, progress=bar.update, controls=controls)
     figures = out / "figures" if not quick else out / "results" / "quick"
     committed = committed_verdicts(out) if quick else None
-    write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed)
+    extra = {}
     if not quick:
-        write_verdicts(outcome.judgements, figures / "verdicts.json", meta=outcome.results[0].meta)
+        path = figures / "verdicts.json"
+        extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta)
+    write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed,
+                  extra=extra)
     title = "simcomm check " + ("--quick" if quick else "--full") + "".join(f" {c}" for c in claim_ids)
     _print_table(outcome.judgements, title=title, committed=committed)
     click.echo(f"report: {outcome.report_path}")
@@ -132,6 +135,11 @@ def write_verdicts(judgements, path: Path, *, meta: dict) -> None:
     """Merge this full run's verdicts into ``path`` (a partial --full run keeps the other claims')."""
     from simcomm.results import atomic_write_text
 
+    atomic_write_text(path, verdicts_text(judgements, path, meta=meta))
+
+
+def verdicts_text(judgements, path: Path, *, meta: dict) -> str:
+    """The text of ``path`` with this full run's verdicts merged in (the other claims' kept)."""
     try:
         data = json.loads(path.read_text())
         claims = dict(data["claims"])
@@ -141,36 +149,43 @@ def write_verdicts(judgements, path: Path, *, meta: dict) -> None:
         claims[j.claim.id] = {k: v for k, v in j.summary().items() if k != "id"}
     data = {"grids": "full", "git_commit": meta.get("git_commit"),
             "claims": dict(sorted(claims.items()))}
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    return json.dumps(data, indent=2) + "\n"
 
 
 def write_outcome(outcome, specs, out: Path, *, mode: str, figures: Path | None = None,
-                  names: dict | None = None, committed: dict | None = None) -> None:
-    """Write results/<spec>/<hash>/, one PNG per claim and REPORT.md into ``figures`` (all atomic).
+                  names: dict | None = None, committed: dict | None = None, extra: dict | None = None) -> None:
+    """Write results/<spec>/<hash>/, one PNG per claim and REPORT.md into ``figures``, as one set.
 
-    ``names`` maps claim id -> figure file name (default ``<claim_id with _>.png``).
+    ``names`` maps claim id -> figure file name (default ``<claim_id with _>.png``); ``extra`` maps
+    more paths to their contents (verdicts.json). Every file is rendered first and then written all
+    or none (:func:`simcomm.results.write_files`): a full disk or a refused write leaves the previous
+    gallery as it was, never half of a new one.
     """
     import io
 
     import matplotlib.pyplot as plt
 
     from simcomm.report import report_markdown
-    from simcomm.results import atomic_write_bytes, atomic_write_text
+    from simcomm.results import write_files
 
     figures = out / "figures" if figures is None else figures
     names = dict(names or {})
+    files = {}
     for spec, res, j in zip(specs, outcome.results, outcome.judgements):
-        res.write(out / "results" / spec.name / spec.hash, verdict={**j.summary(), "cells": j.cells.to_dict("records")})
+        files.update(res.files(out / "results" / spec.name / spec.hash,
+                               verdict={**j.summary(), "cells": j.cells.to_dict("records")}))
         fig = outcome.figures[j.claim.id]
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
         names.setdefault(j.claim.id, f"{j.claim.id.replace('.', '_')}.png")
-        atomic_write_bytes(figures / names[j.claim.id], buf.getvalue())
+        files[figures / names[j.claim.id]] = buf.getvalue()
     meta = outcome.results[0].meta if outcome.results else {}
     outcome.report = report_markdown(outcome.judgements, names, mode=mode, meta=meta, committed=committed)
     outcome.report_path = figures / "REPORT.md"
-    atomic_write_text(outcome.report_path, outcome.report)
+    files[outcome.report_path] = outcome.report
+    files.update(extra or {})
+    write_files(files)
 
 
 def _print_table(judgements, title: str = "simcomm check", committed: dict | None = None) -> None:

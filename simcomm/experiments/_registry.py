@@ -71,6 +71,9 @@ class Param:
         elif self.kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise SpecError(bad)
+            if abs(value) > 2**63 - 1:  # numpy's int64 holds every size a cell computes with
+                raise SpecError(f"{where}: '{key}' = {value} is too large to compute with; use {self.allowed()} "
+                                "that fits in 64 bits (below 2**63)")
         elif self.kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise SpecError(bad)
