@@ -481,6 +481,10 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
     out = []
     for s, spec in enumerate(specs):
         rows = [row for c in range(len(cells_of[s])) for row in cached[(s, c)]]
+        timed = set(get_experiment(spec.experiment).wall_clock)
+        clock = [row for row in rows if row.get("metric") in timed] if timed else []
+        if clock:  # wall-clock rows differ between runs: metadata, never the judged table
+            rows = [row for row in rows if row.get("metric") not in timed]
         table = pd.DataFrame(rows)
         meta = dict(
             spec=spec.to_dict(), spec_hash=spec.hash, seed=spec.seed,
@@ -490,6 +494,8 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
             backend=backend, executor=executor, versions=versions(), git_commit=git_commit(),
             code_version=code_version(get_experiment(spec.experiment).func.__module__),
         )
+        if clock:
+            meta["wall_clock"] = clock
         out.append(Results(table, meta))
     return out
 

@@ -101,6 +101,9 @@ class Experiment:
     # cost(params) -> (seconds, bytes): rough time and peak memory of ONE replicate of a cell, so a run
     # can be estimated (and a cell that cannot fit in memory refused) before anything starts.
     cost: Callable | None = None
+    # metrics that are wall-clock measurements (a solver's seconds): the runner moves their rows out of
+    # the table into meta.json ("wall_clock"), so a resumed or re-run table is identical byte for byte.
+    wall_clock: tuple = ()
 
     def renamed(self, key: str) -> str | None:
         """The parameter whose former name is ``key`` (see :attr:`Param.former`), else ``None``."""
@@ -137,7 +140,7 @@ EXPERIMENTS: dict[str, Experiment] = {}
 
 
 def experiment(name: str, *, params: dict | None = None, check: Callable | None = None,
-               cost: Callable | None = None):
+               cost: Callable | None = None, wall_clock: tuple = ()):
     """Register ``func(params, rng, backend) -> list[dict]`` under ``name``.
 
     Each returned row is ``dict(metric=str, value=float, **extra_columns)``.
@@ -146,10 +149,14 @@ def experiment(name: str, *, params: dict | None = None, check: Callable | None 
     peak memory (order of magnitude is enough): ``simcomm run``/``check`` print the estimate, refuse
     a cell that cannot fit in memory before it starts, and refuse a run longer than the limit. Without
     it, the run times one replicate of the first cell when the run is large.
+
+    ``wall_clock`` names metrics that measure elapsed time (they differ between runs): their rows go
+    to ``meta.json`` under ``"wall_clock"``, never into ``table.csv``, so no claim can read them.
     """
 
     def register(func):
-        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost)
+        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost,
+                                       tuple(wall_clock))
         return func
 
     return register

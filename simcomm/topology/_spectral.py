@@ -118,8 +118,14 @@ def rho(W, k: int | None = None) -> float:
         if W.kind == "circulant":
             return _rho_circulant(W)
         return _rho_matrix(W.matrix, symmetric=not W.directed)
+    if isinstance(W, str):
+        raise UserError(f"rho needs a Topology or a mixing matrix, got the string {W!r}; build the topology "
+                        f"first, e.g. rho(simcomm.topology.build({W!r}, n=16))")
     if not sp.issparse(W):
-        W = np.asarray(W, dtype=np.float64)
+        try:
+            W = np.asarray(W, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise UserError(f"rho needs a Topology or a square matrix of numbers, got {type(W).__name__}") from None
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise UserError(f"rho needs a square matrix, got shape {W.shape}")
     return _rho_matrix(W)
