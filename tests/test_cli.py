@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -132,3 +133,44 @@ def test_list_experiments_names_the_former_name_of_a_renamed_parameter():
     assert res.exit_code == 0, res.output
     assert "lr: a number > 0, default 0.1. step size (was gamma)" in res.output  # urq_floor
     assert "draws: an integer >= 1" in res.output and "(was mc)" in res.output
+
+
+def _readme_first_spec() -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    return text.split("```toml\n", 1)[1].split("```", 1)[0]
+
+
+def test_plot_draws_the_readme_sweep_without_a_claim(tmp_path):
+    spec = tmp_path / "my.toml"
+    spec.write_text(_readme_first_spec())
+    # the README's spec verbatim, on shorter runs (the plot is what is tested here)
+    r = _run(["run", str(spec), "--out", str(tmp_path), "--jobs", "1", "--set", "burn_in=20", "--set", "steps=60",
+              "--set", "replicates=3", "--set", "n=[8, 16]"])
+    assert r.exit_code == 0, r.output
+    (folder,) = (tmp_path / "results" / "my").iterdir()
+    r = _run(["plot", str(folder)])
+    assert r.exit_code == 0, r.output
+    assert (folder / "figure.png").stat().st_size > 5000
+    r = _run(["plot", str(folder), "--x", "topology", "--hue", "n", "-o", str(tmp_path / "cat.svg")])
+    assert r.exit_code == 0 and (tmp_path / "cat.svg").is_file(), r.output
+    svg = (tmp_path / "cat.svg").read_text()
+    assert "exponential" in svg and "topology=" not in svg  # plain category labels, not key=value
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--x", "k"], "--x 'k' is not a column of"),
+    (["--trace", "consensus_error", "--x", "k"], "--x 'k' is not a column of"),
+    (["--hue", "topolgy"], "--hue 'topolgy' is not a column of table.csv (did you mean 'topology'?)"),
+    (["--metric", "loss"], "--metric 'loss' is not a metric of the table"),
+    (["--trace", "consensus_error"], "no trace rows of metric 'consensus_error'"),
+])
+def test_plot_names_a_bad_column_in_one_line(tmp_path, args, needle):
+    from simcomm.results import Results
+
+    table = pd.DataFrame({"topology": ["ring", "ring", "exponential", "exponential"], "n": [8, 16, 8, 16],
+                          "replicate": 0, "metric": "consensus_error", "value": [0.1, 0.2, 0.01, 0.02]})
+    Results(table, {"spec": {"name": "my", "grid": {"topology": ["ring", "exponential"], "n": [8, 16]}}}).write(
+        tmp_path / "res")
+    r = _run(["plot", str(tmp_path / "res"), *args])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and needle in lines[0], r.output
