@@ -106,7 +106,7 @@ def test_topology_json_keys_and_values():
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     assert list(info) == ["name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "period",
-                          "product_deviation"]
+                          "product_deviation", "rate_per_step", "spectral_gap_per_step"]
     # rho = 1 - 2/(1 + ceil(log2 64)) = 5/7 for even n (papers/exponential_graph.md C1)
     assert info["n"] == 64 and info["max_degree"] == 6 and abs(info["rho"] - 5 / 7) < 1e-12
     assert info["period"] is None and info["doubly_stochastic"] is True
@@ -174,3 +174,33 @@ def test_plot_names_a_bad_column_in_one_line(tmp_path, args, needle):
     r = _run(["plot", str(tmp_path / "res"), *args])
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert r.exit_code == 2 and len(lines) == 1 and needle in lines[0], r.output
+
+
+def test_topology_time_varying_reports_its_per_period_rate_and_never_a_negative_gap():
+    r = _run(["topology", "one_peer_exponential", "-n", "100", "--json"])
+    info = json.loads(r.output)
+    # a one-peer layer alone does not contract (rho 1); a period of 7 steps does
+    assert info["rho"] == 1.0 and info["spectral_gap"] == 0.0 and info["period"] == 7
+    assert 0 < info["product_deviation"] < 1
+    assert abs(info["rate_per_step"] - info["product_deviation"] ** (1 / 7)) < 1e-12
+    for name, n in (("base", "25"), ("one_peer_exponential", "64"), ("simple_base_graph", "10")):
+        info = json.loads(_run(["topology", name, "-n", n, "--json"]).output)
+        assert info["spectral_gap"] >= 0 and info["spectral_gap_per_step"] >= 0, info
+
+
+@pytest.mark.parametrize("name, n", [("ring", "16"), ("one_peer_exponential", "100"), ("base", "25"), ("star", "9")])
+def test_topology_steps_prints_the_consensus_error_after_t_steps(name, n):
+    import numpy as np
+
+    from simcomm.topology import build, mixing_matrix
+
+    r = _run(["topology", name, "-n", n, "--steps", "9", "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    topo = build(name, int(n))
+    P = np.eye(int(n))
+    for k in range(9):  # the explicit product of the nine mixing matrices
+        P = mixing_matrix(topo, k) @ P
+    assert info["steps"] == 9 and abs(info["consensus_after_steps"] - np.linalg.norm(P - 1 / int(n), 2)) < 1e-10
+    r = _run(["topology", name, "-n", n, "--steps", "-1"])
+    assert r.exit_code == 2 and "Invalid value for '--steps'" in r.output

@@ -39,7 +39,15 @@ from simcomm.topology._mixing import (
     sparse_matrix,
     to_networkx,
 )
-from simcomm.topology._spectral import circulant_eigenvalues, describe, product_deviation, rho, spectral_gap
+from simcomm.topology._spectral import (
+    circulant_eigenvalues,
+    describe,
+    deviation_after,
+    product_deviation,
+    rate_per_step,
+    rho,
+    spectral_gap,
+)
 
 __all__ = [
     "ALIASES",
@@ -54,6 +62,7 @@ __all__ = [
     "circulant_eigenvalues",
     "complete",
     "describe",
+    "deviation_after",
     "erdos_renyi",
     "exponential",
     "fastest_mixing",
@@ -69,6 +78,7 @@ __all__ = [
     "one_peer_exponential",
     "one_peer_hypercube",
     "product_deviation",
+    "rate_per_step",
     "rho",
     "ring",
     "simple_base_graph",
