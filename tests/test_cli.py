@@ -204,3 +204,24 @@ def test_topology_steps_prints_the_consensus_error_after_t_steps(name, n):
     assert info["steps"] == 9 and abs(info["consensus_after_steps"] - np.linalg.norm(P - 1 / int(n), 2)) < 1e-10
     r = _run(["topology", name, "-n", n, "--steps", "-1"])
     assert r.exit_code == 2 and "Invalid value for '--steps'" in r.output
+
+
+def test_check_table_is_compact_with_totals_and_wide_on_request(tmp_path):
+    args = ["check", "--specs", str(DATA), "--jobs", "1", "--out", str(tmp_path)]
+    r = _run(args)
+    assert r.exit_code == 0, r.output
+    header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
+    assert "ratio" in header and "reason" in header and "statement" not in header and "paper" not in header
+    assert "1 claim: 1 hold." in r.output and "--wide adds" in r.output
+    r = _run([*args, "--wide"])
+    header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
+    assert "statement" in header and "controls" in header and "the sample mean equals mu" in r.output
+
+
+def test_short_reason_cuts_at_a_word():
+    from simcomm.cli.check import _short_reason
+
+    text = "the confidence interval straddles the margin in 3 of 8 cells; more replicates would decide it"
+    short = _short_reason(text, 40)
+    assert short.endswith(" ...") and len(short) <= 44 and text.startswith(short[:-4])
+    assert _short_reason("short", 40) == "short"

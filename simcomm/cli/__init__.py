@@ -31,7 +31,8 @@ def cli(ctx, debug):
 
     \b
     Examples:
-      simcomm check --quick                 # run every claim on small grids, write figures/REPORT.md
+      simcomm check --quick                 # every claim on small grids: results/quick/REPORT.md
+      simcomm check --full                  # the full grids: the gallery figures/ and figures/REPORT.md
       simcomm check expgraph.rho_even --full
       simcomm list                          # the claims, their papers and provenance tags
       simcomm run sims/expgraph_rho_even.toml --set "n=[8,16]"

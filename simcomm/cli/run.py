@@ -84,7 +84,7 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
                   names={spec.claim.id: f"{spec.name}.png"}, extra=extra)
     words = ["simcomm", "run", spec_path, *(["--quick"] if quick else []),
              *[w for o in overrides for w in ("--set", o)]]
-    _print_table(outcome.judgements, title=shlex.join(words))
+    _print_table(outcome.judgements, title=shlex.join(words), wide=True)  # one claim: every column fits
     click.echo(f"results: {folder} (figure {spec.name}.png, REPORT.md)")
 
 
