@@ -237,6 +237,8 @@ def _alive(pid: int) -> bool:
 
 
 def _slow_run(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    import tempfile
+
     path = tmp_path / "slow.toml"
     path.write_text('[experiment]\nname = "toy_mean"\nreplicates = 2\n[params]\ndelay = 2.0\n'
                     '[grid]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n')
@@ -247,7 +249,7 @@ def _slow_run(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
     while time.monotonic() < deadline:
         # the workers are running cells once the ledger names them
         workers = [p for p in _children(proc.pid)
-                   if any(Path("/tmp").glob(f"simcomm-ledger-*/{p}.json"))]
+                   if any(Path(tempfile.gettempdir()).glob(f"simcomm-ledger-*/{p}.json"))]
         if len(workers) >= 1:
             break
         time.sleep(0.1)
