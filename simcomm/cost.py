@@ -9,10 +9,8 @@ whose modelled memory exceeds what this machine has free is refused before it st
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from simcomm._errors import UserError
 from simcomm.experiments._registry import get_experiment
@@ -52,16 +50,9 @@ def fmt_bytes(b: float) -> str:
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new process on this machine (MemAvailable), or None."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
+    from simcomm import _proc
+
+    return _proc.available_memory()
 
 
 @dataclass
@@ -76,10 +67,14 @@ class Estimate:
     workers: int
     source: str  # "cost model", "one timed replicate", "cost model + one timed replicate" or ""
     partial: bool = False  # some specs have no estimate: seconds is a lower bound
+    bad_cache: int = 0  # cache entries that failed their check (counted in todo: they are recomputed)
 
     def line(self) -> str:
         """One line for the terminal, printed before the run starts."""
-        cached = f" ({self.cells - self.todo} cached)" if self.todo < self.cells else ""
+        notes = [f"{self.cells - self.todo} cached"] if self.todo < self.cells else []
+        if self.bad_cache:
+            notes.append(f"{self.bad_cache} bad cache {'entry' if self.bad_cache == 1 else 'entries'} to recompute")
+        cached = f" ({', '.join(notes)})" if notes else ""
         head = f"plan: {self.cells} cells{cached}, {self.runs} replicate-runs to compute"
         if self.todo == 0:
             return f"plan: all {self.cells} cells are cached; nothing to compute"
@@ -133,7 +128,7 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
     UserError
         One line: the run is too large (and how to narrow it), or a cell cannot fit in memory.
     """
-    from simcomm.runner import cell_key, run_cell
+    from simcomm.runner import cache_problem, run_cell
 
     cells = sum(s.n_cells for s in specs)
     if cells > max_cells and not yes:
@@ -143,9 +138,17 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
     todo = runs = 0
     seconds, peak, sources = 0.0, 0.0, set()
     unknown = False
+    bad = 0
     for spec in specs:
         exp = get_experiment(spec.experiment)
-        pending = [p for p in spec.cells() if cache_dir is None or not cell_key(spec, p, backend, cache_dir).is_file()]
+        pending = []
+        for p in spec.cells():
+            # A cached cell counts only when its entry passes its checksum: a truncated, edited or
+            # misplaced entry is recomputed, so the plan counts it as to compute.
+            ok, problem = cache_problem(spec, p, backend, cache_dir) if cache_dir is not None else (False, None)
+            bad += problem is not None
+            if not ok:
+                pending.append(p)
         todo += len(pending)
         runs += len(pending) * spec.replicates
         if not pending:
@@ -180,7 +183,7 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
             unknown = True
     workers = max(1, min(jobs, todo))
     est = Estimate(cells, todo, runs, seconds if sources else None, peak or None, workers,
-                   " + ".join(sorted(sources)), partial=unknown and bool(sources))
+                   " + ".join(sorted(sources)), partial=unknown and bool(sources), bad_cache=bad)
     # With some specs unmodelled the known part is a lower bound, so refusing on it is still right.
     if est.seconds is not None and not yes and est.seconds / workers > max_hours * 3600:
         reps = max(s.replicates for s in specs)

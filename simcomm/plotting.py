@@ -14,7 +14,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict  # noqa: E402
 
-__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "PAPER_COLORS"]
+__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "PAPER_COLORS"]
 
 _VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
 
@@ -620,13 +620,12 @@ def trace_figure(table: pd.DataFrame, metric: str, *, x: str = "step", plot: dic
 
     plot = dict(plot or {})
     rows = table[table["metric"] == metric] if "metric" in table else table.iloc[:0]
-    if "step" in rows:
-        rows = rows[rows["step"].notna()]
+    rows = rows[rows["step"].notna()] if "step" in rows else rows.iloc[:0]  # a trace row has a step
     if rows.empty:
         found = ", ".join(sorted(map(str, table.loc[table["step"].notna(), "metric"].unique()))) \
             if "step" in table else ""
         raise UserError(f"no trace rows of metric '{metric}' (rows with a step); "
-                        f"trace metrics here: {found or 'none'}")
+                        f"trace metrics here: {found or 'none (drop --trace to draw the sweep)'}")
     if x not in rows or rows[x].isna().all():
         hint = " (a spec's [network] table adds it)" if x == "time" else ""
         raise UserError(f"the '{metric}' trace has no '{x}' column{hint}; use --x step or bits")
@@ -680,3 +679,99 @@ def _drawing(j: Judgement):
         if cls in DRAWINGS:
             return DRAWINGS[cls]
     raise KeyError(f"claim kind '{j.claim.kind}' has no drawing; register one in simcomm.plotting.DRAWINGS")
+
+
+def sweep_axes(table: pd.DataFrame, grid: dict, *, metric: str | None = None, x: str | None = None,
+               hue: list[str] | None = None) -> tuple[str, str, list[str]]:
+    """Resolve ``(metric, x, hue)`` for :func:`sweep_figure`, or raise a one-line error naming the choices.
+
+    Defaults: the table's only metric; ``x`` the grid axis with the most numeric values (else the
+    first axis); ``hue`` the other grid axes. Every name must be a column of the table.
+    """
+    from simcomm._errors import UserError, closest
+
+    rows = table[table["step"].isna()] if "step" in table else table
+    metrics = sorted(map(str, rows["metric"].unique()))
+    if metric is None:
+        if len(metrics) != 1:
+            raise UserError(f"the table has {len(metrics)} metrics ({', '.join(metrics)}); pick one with --metric")
+        metric = metrics[0]
+    elif metric not in metrics:
+        raise UserError(f"--metric '{metric}' is not a metric of the table{closest(metric, metrics)}; "
+                        f"metrics: {', '.join(metrics)}")
+    columns = [c for c in table.columns if c not in ("metric", "value", "replicate")]
+    for name, opt in [(x, "--x"), *[(h, "--hue") for h in (hue or [])]]:
+        if name is not None and name not in columns:
+            raise UserError(f"{opt} '{name}' is not a column of table.csv{closest(name, columns)}; "
+                            f"columns: {', '.join(columns)}")
+    axes = [a for a in grid if a in table.columns]
+    if x is None:
+        numeric = [a for a in axes if pd.api.types.is_numeric_dtype(table[a]) and table[a].nunique() > 1]
+        pool = numeric or axes
+        if not pool:
+            raise UserError("the sweep has no grid axis to draw against; pass --x COLUMN")
+        x = max(pool, key=lambda a: table[a].nunique())
+    if hue is None:
+        hue = [a for a in axes if a != x and table[a].nunique() > 1]
+    return metric, x, [h for h in hue if h != x]
+
+
+def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot: dict | None = None):
+    """A sweep without a claim: the mean of ``metric`` over replicates against ``x``, one series per ``hue``.
+
+    Error bars are 95% Student-t intervals of the mean over replicates. A categorical ``x`` gets
+    its values as plain tick labels and markers without connecting lines (no order is implied).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A results table (``simcomm run`` of a spec without a claim).
+    metric, x, hue
+        As resolved by :func:`sweep_axes`.
+    plot : dict, optional
+        ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title`` (a spec's ``[plot]`` table).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from scipy import stats
+
+    plot = dict(plot or {})
+    rows = table[table["metric"] == metric]
+    if "step" in rows:
+        rows = rows[rows["step"].isna()]
+    categorical = not pd.api.types.is_numeric_dtype(rows[x])
+    levels = sorted(rows[x].unique(), key=str) if categorical else None
+    fig = Figure(figsize=(7.2, 4.6), layout="constrained")
+    ax = fig.subplots()
+    groups = list(_series(rows, hue))
+    for i, (key, grp) in enumerate(groups):
+        stat = grp.groupby(x, sort=True)["value"].agg(["mean", "std", "count"])
+        half = stats.t.ppf(0.975, np.maximum(stat["count"] - 1, 1)) * stat["std"].fillna(0) / np.sqrt(stat["count"])
+        xs = [levels.index(v) for v in stat.index] if categorical else stat.index.to_numpy(dtype=float)
+        if categorical and len(groups) > 1:  # dodge the series so their error bars do not overlap
+            xs = np.asarray(xs, dtype=float) + (i - (len(groups) - 1) / 2) * 0.8 / len(groups)
+        style = _style(i)
+        label = ", ".join(f"{k} = {_fmt(v)}" for k, v in key.items()) or None
+        ax.errorbar(xs, stat["mean"], yerr=half.to_numpy(), color=style["color"], marker=style["marker"],
+                    ls="none" if categorical else style["ls"], capsize=3, lw=1.4, ms=5, label=label)
+    if categorical:
+        ax.set_xticks(range(len(levels)), [_fmt(v) for v in levels])
+    elif plot.get("logx") or (rows[x].min() > 0 and rows[x].max() / rows[x].min() >= 8):
+        ax.set_xscale("log")
+        values = np.unique(rows[x].to_numpy(dtype=float))
+        if values.size <= 12:
+            ax.set_xticks(values, [_fmt(float(v)) if not float(v).is_integer() else str(int(v)) for v in values])
+            ax.minorticks_off()
+    if plot.get("logy") or (rows["value"].min() > 0 and rows["value"].max() / rows["value"].min() >= 100):
+        ax.set_yscale("log")
+    n_rep = rows["replicate"].nunique() if "replicate" in rows else 1
+    ax.set_xlabel(plot.get("xlabel", x))
+    ax.set_ylabel(plot.get("ylabel", metric.replace("_", " ")))
+    ax.set_title(plot.get("title", f"{metric.replace('_', ' ')} against {x} (mean and 95% CI of {n_rep} replicates)"),
+                 fontsize=10, loc="left")
+    ax.grid(True, which="major", alpha=0.3)
+    if hue:
+        ax.legend(fontsize=8, loc="best", frameon=False)
+    return fig

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["Results", "atomic_write_text", "versions", "git_commit", "read_results"]
+__all__ = ["Results", "atomic_write_text", "atomic_write_bytes", "write_files", "versions", "git_commit",
+           "read_results"]
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -31,9 +32,47 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
+
+
+def write_files(files: dict) -> None:
+    """Write several files as one set: all of them or, when any write fails, none.
+
+    ``files`` maps path -> bytes (or str, written as UTF-8). Every file is first written in full to a
+    temporary name in its own folder; only when all are written are they renamed into place (a
+    rename takes no space, so a full disk or a refused write leaves the old files as they were and no
+    temporary file behind). Folders created for the set are removed again when it fails.
+    """
+    made, temps = [], []
+    mode = 0o666 & ~_umask()
+    try:
+        for path, data in files.items():
+            path = Path(path)
+            missing = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.extend(reversed(missing))
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps.append((tmp, path))
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    except BaseException as exc:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+        for folder in reversed(made):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
+    for tmp, path in temps:
+        os.replace(tmp, path)
 
 
 def _umask() -> int:
@@ -77,14 +116,19 @@ class Results:
     table: pd.DataFrame
     meta: dict = field(default_factory=dict)
 
-    def write(self, folder: str | Path, verdict: dict | None = None) -> Path:
-        """Write ``table.csv``, ``meta.json`` (and ``verdict.json``) into ``folder`` atomically."""
+    def files(self, folder: str | Path, verdict: dict | None = None) -> dict:
+        """The files :meth:`write` writes: path -> text (``table.csv``, ``meta.json``, ``verdict.json``)."""
         folder = Path(folder)
-        atomic_write_text(folder / "table.csv", self.table.to_csv(index=False))
-        atomic_write_text(folder / "meta.json", json.dumps(self.meta, indent=2, default=str))
+        out = {folder / "table.csv": self.table.to_csv(index=False),
+               folder / "meta.json": json.dumps(self.meta, indent=2, default=str)}
         if verdict is not None:
-            atomic_write_text(folder / "verdict.json", json.dumps(verdict, indent=2, default=str))
-        return folder
+            out[folder / "verdict.json"] = json.dumps(verdict, indent=2, default=str)
+        return out
+
+    def write(self, folder: str | Path, verdict: dict | None = None) -> Path:
+        """Write ``table.csv``, ``meta.json`` (and ``verdict.json``) into ``folder`` as a set (all or none)."""
+        write_files(self.files(folder, verdict))
+        return Path(folder)
 
 
 def read_results(folder: str | Path) -> Results:

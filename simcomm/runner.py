@@ -20,11 +20,11 @@ import pandas as pd
 
 from simcomm._errors import UserError
 from simcomm.experiments._registry import get_experiment
-from simcomm.results import Results, atomic_write_text, git_commit, versions
+from simcomm.results import Results, atomic_write_bytes, git_commit, versions
 from simcomm.spec import Spec, content_hash
 
 __all__ = ["run", "run_many", "run_cell", "cell_id", "cell_key", "code_version", "make_map", "threads_for",
-           "CellOutOfMemory"]
+           "CellOutOfMemory", "WorkerKilled", "CacheWarning", "read_cache_entry", "cache_problem"]
 
 Map = Callable[[Callable, Iterable], Iterable]
 
@@ -49,7 +49,7 @@ def cell_id(params: dict, experiment=None) -> int:
 # Sources that never change a results table (judging, drawing, reporting, the CLI, other executors):
 # editing them keeps the cell cache valid.
 _NOT_IN_TABLES = {"cli", "mpi", "plotting.py", "report.py", "claims.py", "checking.py", "scaling.py", "_dask.py",
-                  "cost.py", "results.py"}
+                  "cost.py", "results.py", "_proc.py"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,7 +80,7 @@ def code_version(module: str | None = None) -> str:
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
              module: str | None = None, threads: int | None = None, first: int = 0,
-             network: dict | None = None) -> list[dict]:
+             network: dict | None = None, memory: int | None = None) -> list[dict]:
     """Run every replicate of one cell; pure apart from the experiment's own computation.
 
     ``module`` is where the experiment is defined; a worker process imports it first, so experiments
@@ -92,6 +92,10 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
     (``step`` and ``bits``) of every replicate (:func:`simcomm.network.trace_time`); its straggler
     draws come from the stream ``SeedSequence(seed, spawn_key=(2**32, cell_id, replicate))``, apart from
     every experiment stream (cell ids are below ``2**32``).
+
+    ``memory`` (bytes), optional, is how much this process may grow while the cell runs
+    (:func:`simcomm._proc.memory_ceiling`): a larger allocation raises ``MemoryError`` (a one-line
+    :class:`CellOutOfMemory`) instead of the kernel's out-of-memory killer ending the process.
 
     Returns rows with the cell's parameters and ``replicate`` added. An exception inside the
     experiment is a bug, not a numerical fault, and propagates; numerical faults come back as rows.
@@ -112,18 +116,23 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     cid = cell_id(params, exp)
     rows = []
+    from simcomm._proc import memory_ceiling
+
     # One BLAS thread per cell: cells are the unit of parallelism, and multithreaded BLAS on small
     # matrices is slower (and oversubscribes the cores when several cells run at once).
     with threadpool_limits(limits=1):
         for rep in range(first, replicates):
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
             try:
-                out = exp.func(dict(params), rng, be)
+                with memory_ceiling(memory):
+                    out = exp.func(dict(params), rng, be)
             except MemoryError as exc:
                 # A plain one-line error that pickles across processes (no worker traceback).
                 del rows
+                what = f"the {_fmt_bytes(memory)} it may use here" if memory is not None else "the memory here"
+                detail = f"{exc}; " if str(exc) else ""
                 raise CellOutOfMemory(f"the cell {_short(params)} of experiment '{experiment}' ran out of memory "
-                                      f"({exc})") from None
+                                      f"({detail}more than {what})") from None
             if network:
                 from simcomm.network import trace_time
 
@@ -136,6 +145,22 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
 
 class CellOutOfMemory(UserError):
     """A cell needed more memory than the machine had (raised in the worker, shown as one line)."""
+
+
+class WorkerKilled(UserError):
+    """A worker process was killed by the system (out of memory, a signal) while it ran a cell."""
+
+
+class CacheWarning(UserWarning):
+    """A cache entry failed its check (unreadable, truncated, edited, another cell's): it is recomputed."""
+
+
+def _fmt_bytes(b: float | None) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.3g} {unit}"
+        b /= 1024
+    return f"{b:.3g} EiB"  # pragma: no cover
 
 
 def _short(params: dict, limit: int = 160) -> str:
@@ -156,6 +181,24 @@ def _cell_task(args: tuple) -> list[dict] | _OutOfMemory:
         return _OutOfMemory(str(exc))
 
 
+def _in_worker(func, args, parent: int, ledger: str, index: int):
+    """Run ``func(args)`` in a loky worker: with a parent watchdog, and recorded in the ledger."""
+    from simcomm._proc import Ledger, start_watchdog
+
+    start_watchdog(parent)
+    label = _short(args[1]) if isinstance(args, tuple) and len(args) > 1 and isinstance(args[1], dict) else str(index)
+    with Ledger(ledger).running(index, label):
+        return func(args)
+
+
+class _WorkersLost(Exception):
+    """Raised by the loky map when the pool broke: the cells its dead workers were running."""
+
+    def __init__(self, entries: list[dict], why: str):
+        super().__init__(why)
+        self.entries, self.why = entries, why
+
+
 def threads_for(jobs: int, scheduler: str | None = None) -> int | None:
     """Numba threads per cell so that concurrent cells do not oversubscribe this machine's cores."""
     import os
@@ -168,19 +211,43 @@ def threads_for(jobs: int, scheduler: str | None = None) -> int | None:
 def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
     """Build the executor: builtin map, joblib/loky processes, or Dask (``local`` or ``tcp://...``).
 
-    Returns ``(map, description)``; the map yields results in input order.
+    Returns ``(map, description)``; the map yields results in input order. The loky map's workers
+    end when this process ends (a watchdog in each), and a worker killed by the system is reported by
+    the cell it was running (:class:`WorkerKilled` from :func:`run_many`). The map carries
+    ``workers`` (processes running cells at once on this machine; 0 for Dask, whose workers' memory
+    is not known here), which :func:`run_many` uses for its memory guard.
     """
     if scheduler:
         from simcomm._dask import dask_map
 
-        return dask_map(scheduler), f"dask ({scheduler})"
+        mapper = dask_map(scheduler)
+        mapper.workers = 0
+        return mapper, f"dask ({scheduler})"
     if jobs == 1:
         return builtins.map, "serial"
+    import os
+    import shutil
+    import tempfile
+
     from joblib import Parallel, delayed
 
     def loky_map(func, iterable):
-        return Parallel(n_jobs=jobs, backend="loky", return_as="generator")(delayed(func)(a) for a in iterable)
+        from joblib.externals.loky.process_executor import BrokenProcessPool
 
+        from simcomm._proc import Ledger
+
+        ledger = tempfile.mkdtemp(prefix="simcomm-ledger-")
+        parent = os.getpid()
+        try:
+            yield from Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
+                delayed(_in_worker)(func, a, parent, ledger, i) for i, a in enumerate(iterable))
+        except BrokenProcessPool as exc:
+            codes = str(exc).partition("exit codes of the workers are ")[2].split("\n")[0].strip()
+            raise _WorkersLost(Ledger(ledger).entries(), codes) from None
+        finally:
+            shutil.rmtree(ledger, ignore_errors=True)
+
+    loky_map.workers = jobs
     return loky_map, f"joblib/loky ({jobs} processes)"
 
 
@@ -202,6 +269,113 @@ def cell_key(spec: Spec, params: dict, backend: str, cache_dir: str | Path) -> P
     return _cache_path(Path(cache_dir), _key(spec, params, backend, version))
 
 
+# A cache entry is two parts: one line of JSON (the header: format, key, experiment, code version,
+# parameters, SHA-256 and length of the body), then the body (the rows as JSON). The body is checked
+# against the header's checksum and the header's key against the entry's name, so a truncated,
+# edited or misplaced entry is recomputed, never trusted.
+_CACHE_FORMAT = 2
+
+
+def _entry_bytes(key: str, spec: Spec, params: dict, version: str, rows: list[dict]) -> bytes:
+    body = json.dumps(rows, default=_jsonable).encode()
+    head = {"format": _CACHE_FORMAT, "key": key, "experiment": spec.experiment, "code_version": version,
+            "params": params, "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)}
+    return json.dumps(head, default=str).encode() + b"\n" + body
+
+
+def read_cache_entry(path: str | Path) -> tuple[list[dict] | None, str | None]:
+    """Read and verify one cache entry: ``(rows, None)``, or ``(None, what is wrong)``; missing is ``(None, None)``.
+
+    An entry is trusted only when its header parses, its key is its file name, and the SHA-256 of
+    its body matches the header (so a value edited inside the rows, a truncation or garbage is caught).
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    head_text, newline, body = data.partition(b"\n")
+    try:
+        head = json.loads(head_text)
+    except ValueError:
+        return None, "not a cache entry of this simcomm (unparsable header: garbage or an older format)"
+    if not newline or not isinstance(head, dict) or head.get("format") != _CACHE_FORMAT:
+        return None, "not a cache entry of this simcomm (garbage or an older format)"
+    if head.get("key") != path.stem:
+        return None, f"its header names another cell ({str(head.get('key'))[:16]}): moved or copied"
+    if len(body) != head.get("bytes") or hashlib.sha256(body).hexdigest() != head.get("sha256"):
+        size = f" ({len(body)} bytes, the header says {head.get('bytes')})" if len(body) != head.get("bytes") else ""
+        return None, f"its checksum does not match its content{size}: truncated or edited"
+    try:
+        rows = json.loads(body)
+    except ValueError:  # pragma: no cover - a body that passes its checksum parses
+        return None, "its body is not JSON"
+    return rows, None
+
+
+def cache_problem(spec: Spec, params: dict, backend: str, cache_dir: str | Path) -> tuple[bool, str | None]:
+    """``(cached, problem)`` for one cell: a valid entry is ``(True, None)``; a bad one names what is wrong."""
+    rows, problem = read_cache_entry(cell_key(spec, params, backend, cache_dir))
+    return rows is not None, problem
+
+
+def _cache_warning(path: Path, spec: Spec, params: dict, problem: str) -> None:
+    import warnings
+
+    warnings.warn(CacheWarning(f"cache entry {path} (cell {_short(params, 80)} of {spec.name}) is not used: "
+                               f"{problem}; recomputing the cell"), stacklevel=3)
+
+
+def _memory_budget(map) -> tuple[int | None, int]:
+    """(bytes one cell may use, cells running at once) for ``map`` on this machine; None: no guard."""
+    from simcomm._proc import available_memory
+
+    workers = 1 if map is builtins.map else getattr(map, "workers", None)
+    if not workers:
+        return None, 0  # an unknown or remote executor: its memory is not known here
+    avail = available_memory()
+    if avail is None:
+        return None, workers
+    # At least 1 GiB: a lower ceiling could starve numba's JIT and thread start-up rather than the cell.
+    return max(avail // workers, 2**30), workers
+
+
+def _probe(spec: Spec, params: dict, backend: str, module: str, budget: int, workers: int, cells: int,
+           threads: int | None) -> list[dict]:
+    """Run the first replicate of ``params`` here under the memory ceiling; refuse a plan that cannot fit.
+
+    The measured peak (resident memory above what this process held before) times the cells that may
+    run at once must fit in the memory available. The rows are returned, not wasted: the cell's
+    other replicates run later and join them (each replicate has its own stream).
+    """
+    from simcomm import _proc
+
+    before = _proc.rss()
+    measured = _proc.reset_peak() and before is not None
+    try:
+        rows = run_cell(spec.experiment, params, spec.seed, 1, backend, module, threads, 0, spec.network,
+                        memory=budget * workers)
+    except CellOutOfMemory as exc:
+        raise CellOutOfMemory(f"{spec.name}: {exc} on its first replicate, before any cell ran; use smaller values") \
+            from None
+    if not measured:
+        return rows
+    peak = max(0, (_proc.peak_rss() or 0) - before)
+    avail = _proc.available_memory() or 0
+    at_once = max(1, min(workers, cells))
+    if avail and peak * at_once > avail:  # (read after the probe: its memory is free again)
+        fit = max(1, int(avail // max(peak, 1)))
+        fix = f"use --jobs {fit} or smaller values" if fit < at_once else "use smaller values"
+        raise CellOutOfMemory(
+            f"{spec.name}: the cell {_short(params)} of experiment '{spec.experiment}' needs ~{_fmt_bytes(peak)} "
+            f"per replicate (measured on its first replicate, the grid's last cell); {at_once} cells of that size "
+            f"running at once need "
+            f"~{_fmt_bytes(peak * at_once)}, more than the {_fmt_bytes(avail)} available; {fix}")
+    return rows
+
+
 def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numba",
              cache_dir: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
              executor: str = "serial", threads_per_cell: int | None = None) -> list[Results]:
@@ -216,67 +390,142 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         Backend name passed to every experiment and recorded in the metadata.
     cache_dir : path, optional
         Per-cell cache: a cell whose key (spec experiment, cell, replicates, seed, backend, code
-        version) is already there is not recomputed, so an interrupted run resumes.
+        version) is already there, with a body that matches its checksum, is not recomputed, so an
+        interrupted run resumes. A bad entry is named in a :class:`CacheWarning` and recomputed.
     progress : callable, optional
         ``progress(done, total)`` after each cell.
     threads_per_cell : int, optional
         Numba threads inside each cell (see :func:`run_cell`); ``None`` leaves numba's default.
+
+    Notes
+    -----
+    Memory guard, on this machine's executors (builtin map and :func:`make_map`'s; not Dask): every
+    cell runs under a memory ceiling (the available memory shared by the cells running at once), so
+    a cell too large fails as a one-line :class:`CellOutOfMemory` while the other cells finish and
+    are cached. For an experiment without a cost model, the first replicate of the spec's last cell
+    (grids usually ascend, so its largest) runs first, here, and its measured peak memory times the
+    cells that may run at once must fit before anything else starts. A worker killed by the system
+    anyway becomes one :class:`WorkerKilled` line naming the cell and the memory it had reached.
     """
     cache_dir = None if cache_dir is None else Path(cache_dir)
-    tasks, keys, owners = [], [], []
+    budget, workers = _memory_budget(map) if backend != "cupy" else (None, 0)
+    tasks, keys, owners, heads = [], [], [], {}
     cached: dict[tuple[int, int], list[dict]] = {}
+    pending_of: dict[int, list[int]] = {}
+    cells_of = [spec.cells() for spec in specs]  # built once: cells() expands the grid on each call
     for s, spec in enumerate(specs):
         module = get_experiment(spec.experiment).func.__module__
         version = code_version(module)
-        for c, params in enumerate(spec.cells()):
+        for c, params in enumerate(cells_of[s]):
             key = _key(spec, params, backend, version)
-            if cache_dir is not None and _cache_path(cache_dir, key).is_file():
-                try:
-                    cached[(s, c)] = json.loads(_cache_path(cache_dir, key).read_text())
+            if cache_dir is not None:
+                rows, problem = read_cache_entry(_cache_path(cache_dir, key))
+                if rows is not None:
+                    cached[(s, c)] = rows
                     continue
-                except (OSError, ValueError):
-                    pass  # unreadable cache entry: recompute it
-            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
-                          spec.first_replicate, spec.network))
-            keys.append(key)
-            owners.append((s, c))
-    total = len(tasks) + len(cached)
+                if problem is not None:
+                    _cache_warning(_cache_path(cache_dir, key), spec, params, problem)
+            pending_of.setdefault(s, []).append(c)
+    n_pending = sum(len(v) for v in pending_of.values())
+    total = n_pending + len(cached)
     done = len(cached)
     if progress is not None:
         progress(done, total)
+    for s, cs in pending_of.items():
+        spec = specs[s]
+        exp = get_experiment(spec.experiment)
+        module, version = exp.func.__module__, code_version(exp.func.__module__)
+        probe = cs[-1] if budget is not None and exp.cost is None and not spec.first_replicate else None
+        for c in cs:
+            params = cells_of[s][c]
+            first = spec.first_replicate
+            if c == probe:
+                heads[(s, c)] = _probe(spec, params, backend, module, budget, workers, n_pending, threads_per_cell)
+                first = 1
+                if spec.replicates <= 1:
+                    cached[(s, c)] = heads.pop((s, c))
+                    if cache_dir is not None:
+                        key = _key(spec, params, backend, version)
+                        atomic_write_bytes(_cache_path(cache_dir, key),
+                                           _entry_bytes(key, spec, params, version, cached[(s, c)]))
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+                    continue
+            tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
+                          first, spec.network, budget))
+            keys.append(_key(spec, params, backend, version))
+            owners.append((s, c))
     # No map call without tasks: an executor given nothing to do still starts (and joblib warns
     # "0 tasks ... cancelled" on a fully cached rerun).
     stream = map(_cell_task, tasks) if tasks else iter(())
     failed = []
-    for owner, key, rows in zip(owners, keys, stream):
-        if isinstance(rows, _OutOfMemory):
-            failed.append(rows)
-            continue
-        cached[owner] = rows
-        if cache_dir is not None:
-            atomic_write_text(_cache_path(cache_dir, key), json.dumps(rows, default=_jsonable))
-        done += 1
-        if progress is not None:
-            progress(done, total)
+    where = f" in {cache_dir}" if cache_dir is not None else ""
+    try:
+        for owner, key, rows in zip(owners, keys, stream):
+            if isinstance(rows, _OutOfMemory):
+                failed.append(rows)
+                continue
+            rows = heads.pop(owner, []) + rows
+            cached[owner] = rows
+            if cache_dir is not None:
+                spec = specs[owner[0]]
+                params = cells_of[owner[0]][owner[1]]
+                version = code_version(get_experiment(spec.experiment).func.__module__)
+                atomic_write_bytes(_cache_path(cache_dir, key), _entry_bytes(key, spec, params, version, rows))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    except _WorkersLost as lost:
+        raise WorkerKilled(_lost_message(lost, owners, specs, cells_of, done, where)) from None
     if failed:
-        where = f" in {cache_dir}" if cache_dir is not None else ""
         more = f" (and {len(failed) - 1} more cells)" if len(failed) > 1 else ""
         raise CellOutOfMemory(f"{failed[0]}{more}; the {done} cells that finished are cached{where}, so the same "
                               "command with a smaller grid resumes from them")
     out = []
     for s, spec in enumerate(specs):
-        rows = [row for c in range(len(spec.cells())) for row in cached[(s, c)]]
+        rows = [row for c in range(len(cells_of[s])) for row in cached[(s, c)]]
+        timed = set(get_experiment(spec.experiment).wall_clock)
+        clock = [row for row in rows if row.get("metric") in timed] if timed else []
+        if clock:  # wall-clock rows differ between runs: metadata, never the judged table
+            rows = [row for row in rows if row.get("metric") not in timed]
         table = pd.DataFrame(rows)
         meta = dict(
             spec=spec.to_dict(), spec_hash=spec.hash, seed=spec.seed,
             spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params), "
                       "renamed parameters under their former names",
-            cells=[{"params": p, "cell_id": cell_id(p, get_experiment(spec.experiment))} for p in spec.cells()],
+            cells=[{"params": p, "cell_id": cell_id(p, get_experiment(spec.experiment))} for p in cells_of[s]],
             backend=backend, executor=executor, versions=versions(), git_commit=git_commit(),
             code_version=code_version(get_experiment(spec.experiment).func.__module__),
         )
+        if clock:
+            meta["wall_clock"] = clock
         out.append(Results(table, meta))
     return out
+
+
+def _lost_message(lost: _WorkersLost, owners, specs, cells_of, done: int, where: str) -> str:
+    """One line for a broken pool: the cell a killed worker was running, its memory, what is cached."""
+    entries = [e for e in lost.entries if isinstance(e.get("index"), int) and 0 <= e["index"] < len(owners)]
+    # The kernel's out-of-memory killer picks the largest process: the entry with the most memory.
+    entries.sort(key=lambda e: -int(e.get("rss") or 0))
+    signal = f" (exit {lost.why})" if lost.why else ""
+    if entries:
+        e = entries[0]
+        s, c = owners[e["index"]]
+        spec = specs[s]
+        exp = get_experiment(spec.experiment)
+        params = cells_of[s][c]
+        mem = f"; it had reached {_fmt_bytes(e['rss'])}" if e.get("rss") else ""
+        if exp.cost is not None:
+            mem += f" (cost model: ~{_fmt_bytes(float(exp.cost(params)[1]))} per replicate)"
+        others = f", one of {len(entries)} cells running then" if len(entries) > 1 else ""
+        what = f"the cell {_short(params)} of {spec.name}{others}{mem}"
+    else:
+        what = "a cell"
+    return (f"a worker process was killed by the system{signal} while running {what}, most likely for lack of "
+            f"memory; the {done} cells that finished are cached{where}: run the same command again with fewer "
+            "--jobs or smaller values to resume from them")
 
 
 def run(spec: Spec, **kwargs) -> Results:

@@ -42,3 +42,31 @@ def toy_sqrt(n: int) -> float:
 def toy_sqrt_slope() -> float:
     """Log-log slope of ``sqrt(n)`` in ``n``: 1/2 (slope; exact). Provenance [N]: elementary."""
     return 0.5
+
+
+@experiment("toy_kill", params={
+    "n": Param("int", low=1, doc="cell label"),
+    "kill_at": Param("int", default=0, low=0, doc="the cell whose worker kills itself (SIGKILL)"),
+    "main_pid": Param("int", default=0, low=0, doc="the main process: never killed (only workers are)"),
+})
+def toy_kill(params, rng, backend):
+    """Stands in for the kernel's out-of-memory killer: the worker running cell ``n == kill_at`` dies."""
+    import os
+    import signal
+
+    if params["n"] == params["kill_at"] and os.getpid() != params["main_pid"]:
+        time.sleep(1.0)  # the other cells finish first (and are cached)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return [dict(metric="mean", value=float(rng.normal()))]
+
+
+@experiment("toy_alloc", params={
+    "n": Param("int", low=1, doc="cell label"),
+    "mib": Param("int", default=1, low=0, doc="MiB the cell allocates and touches"),
+    "big_at": Param("int", default=0, low=0, doc="the cell that allocates mib MiB (the others 1 MiB)"),
+})
+def toy_alloc(params, rng, backend):
+    """Allocates (and writes to) ``mib`` MiB in cell ``big_at``: a memory hog without a cost model."""
+    mib = params["mib"] if params["n"] == params["big_at"] else 1
+    block = np.ones(mib * 2**17)  # 2**17 float64 = 1 MiB; np.ones touches every page
+    return [dict(metric="mean", value=float(block[-1] + rng.normal()))]

@@ -94,3 +94,46 @@ def test_out_of_domain_parameter_is_one_line(path, key, bad):
         load(path, quick=True, overrides=(f"{key}={bad}",))
     msg = str(err.value)
     assert "\n" not in msg and f"'{key}'" in msg, msg
+
+
+def _library_cases():
+    import numpy as np
+
+    from simcomm.compress import QSGD, RandK, Ternary, TopK, message_bits
+    from simcomm.models import heterogeneous_least_squares
+    from simcomm.optim import run_dsgd
+    from simcomm.topology import rho
+
+    prob = heterogeneous_least_squares(8, 4, b=0.0, rng=0)
+    return [
+        (lambda: Ternary().apply(np.empty(0), rng=0), "ternary: x is empty"),
+        (lambda: TopK(2).bits(-5), "TopK.bits: d = -5 is not allowed"),
+        (lambda: message_bits(2, -5), "message_bits: d = -5"),
+        (lambda: QSGD(4).beta(0), "QSGD.beta: d = 0 is not allowed"),
+        (lambda: rho("ring"), "got the string 'ring'; build the topology first"),
+        (lambda: run_dsgd(prob, "ring", steps=2, lr=0.1, seed=-1), "run_dsgd: seed = -1 is not allowed"),
+        (lambda: RandK(2).apply(np.ones(5), rng=-1), "rand_k: rng = -1 is not a seed"),
+        (lambda: QSGD(4).apply(np.ones(5), rng=-3), "qsgd: rng = -3 is not a seed"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_library_misuse_names_the_argument_and_the_fix(index):
+    from simcomm import UserError
+
+    call, needle = _library_cases()[index]
+    with pytest.raises(UserError) as err:
+        call()
+    assert needle in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_mix_of_integer_input_averages_in_floating_point():
+    import numpy as np
+
+    from simcomm.topology import mix, ring
+
+    out = mix(ring(4), np.array([[1], [2], [0], [3]]), backend="numpy")
+    # Metropolis weights on the 4-ring are 1/3 (self and both neighbours): node 0 gets (1 + 2 + 3)/3
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.ravel(), [2.0, 1.0, 5 / 3, 4 / 3])
+    np.testing.assert_allclose(mix(ring(4), np.array([1, 2, 0, 3])), out.ravel())

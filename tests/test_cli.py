@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -106,7 +107,7 @@ def test_topology_json_keys_and_values():
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     assert list(info) == ["name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "stochasticity",
-                          "period", "product_deviation"]
+                          "period", "product_deviation", "rate_per_step", "spectral_gap_per_step"]
     # rho = 1 - 2/(1 + ceil(log2 64)) = 5/7 for even n (papers/exponential_graph.md C1)
     assert info["n"] == 64 and info["max_degree"] == 6 and abs(info["rho"] - 5 / 7) < 1e-12
     assert info["period"] is None and info["doubly_stochastic"] is True
@@ -133,3 +134,95 @@ def test_list_experiments_names_the_former_name_of_a_renamed_parameter():
     assert res.exit_code == 0, res.output
     assert "lr: a number > 0, default 0.1. step size (was gamma)" in res.output  # urq_floor
     assert "draws: an integer >= 1" in res.output and "(was mc)" in res.output
+
+
+def _readme_first_spec() -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    return text.split("```toml\n", 1)[1].split("```", 1)[0]
+
+
+def test_plot_draws_the_readme_sweep_without_a_claim(tmp_path):
+    spec = tmp_path / "my.toml"
+    spec.write_text(_readme_first_spec())
+    # the README's spec verbatim, on shorter runs (the plot is what is tested here)
+    r = _run(["run", str(spec), "--out", str(tmp_path), "--jobs", "1", "--set", "burn_in=20", "--set", "steps=60",
+              "--set", "replicates=3", "--set", "n=[8, 16]"])
+    assert r.exit_code == 0, r.output
+    (folder,) = (tmp_path / "results" / "my").iterdir()
+    r = _run(["plot", str(folder)])
+    assert r.exit_code == 0, r.output
+    assert (folder / "figure.png").stat().st_size > 5000
+    r = _run(["plot", str(folder), "--x", "topology", "--hue", "n", "-o", str(tmp_path / "cat.svg")])
+    assert r.exit_code == 0 and (tmp_path / "cat.svg").is_file(), r.output
+    svg = (tmp_path / "cat.svg").read_text()
+    assert "exponential" in svg and "topology=" not in svg  # plain category labels, not key=value
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--x", "k"], "--x 'k' is not a column of"),
+    (["--trace", "consensus_error", "--x", "k"], "--x 'k' is not a column of"),
+    (["--hue", "topolgy"], "--hue 'topolgy' is not a column of table.csv (did you mean 'topology'?)"),
+    (["--metric", "loss"], "--metric 'loss' is not a metric of the table"),
+    (["--trace", "consensus_error"], "no trace rows of metric 'consensus_error'"),
+])
+def test_plot_names_a_bad_column_in_one_line(tmp_path, args, needle):
+    from simcomm.results import Results
+
+    table = pd.DataFrame({"topology": ["ring", "ring", "exponential", "exponential"], "n": [8, 16, 8, 16],
+                          "replicate": 0, "metric": "consensus_error", "value": [0.1, 0.2, 0.01, 0.02]})
+    Results(table, {"spec": {"name": "my", "grid": {"topology": ["ring", "exponential"], "n": [8, 16]}}}).write(
+        tmp_path / "res")
+    r = _run(["plot", str(tmp_path / "res"), *args])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and needle in lines[0], r.output
+
+
+def test_topology_time_varying_reports_its_per_period_rate_and_never_a_negative_gap():
+    r = _run(["topology", "one_peer_exponential", "-n", "100", "--json"])
+    info = json.loads(r.output)
+    # a one-peer layer alone does not contract (rho 1); a period of 7 steps does
+    assert info["rho"] == 1.0 and info["spectral_gap"] == 0.0 and info["period"] == 7
+    assert 0 < info["product_deviation"] < 1
+    assert abs(info["rate_per_step"] - info["product_deviation"] ** (1 / 7)) < 1e-12
+    for name, n in (("base", "25"), ("one_peer_exponential", "64"), ("simple_base_graph", "10")):
+        info = json.loads(_run(["topology", name, "-n", n, "--json"]).output)
+        assert info["spectral_gap"] >= 0 and info["spectral_gap_per_step"] >= 0, info
+
+
+@pytest.mark.parametrize("name, n", [("ring", "16"), ("one_peer_exponential", "100"), ("base", "25"), ("star", "9")])
+def test_topology_steps_prints_the_consensus_error_after_t_steps(name, n):
+    import numpy as np
+
+    from simcomm.topology import build, mixing_matrix
+
+    r = _run(["topology", name, "-n", n, "--steps", "9", "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    topo = build(name, int(n))
+    P = np.eye(int(n))
+    for k in range(9):  # the explicit product of the nine mixing matrices
+        P = mixing_matrix(topo, k) @ P
+    assert info["steps"] == 9 and abs(info["consensus_after_steps"] - np.linalg.norm(P - 1 / int(n), 2)) < 1e-10
+    r = _run(["topology", name, "-n", n, "--steps", "-1"])
+    assert r.exit_code == 2 and "Invalid value for '--steps'" in r.output
+
+
+def test_check_table_is_compact_with_totals_and_wide_on_request(tmp_path):
+    args = ["check", "--specs", str(DATA), "--jobs", "1", "--out", str(tmp_path)]
+    r = _run(args)
+    assert r.exit_code == 0, r.output
+    header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
+    assert "ratio" in header and "reason" in header and "statement" not in header and "paper" not in header
+    assert "1 claim: 1 hold." in r.output and "--wide adds" in r.output
+    r = _run([*args, "--wide"])
+    header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
+    assert "statement" in header and "controls" in header and "the sample mean equals mu" in r.output
+
+
+def test_short_reason_cuts_at_a_word():
+    from simcomm.cli.check import _short_reason
+
+    text = "the confidence interval straddles the margin in 3 of 8 cells; more replicates would decide it"
+    short = _short_reason(text, 40)
+    assert short.endswith(" ...") and len(short) <= 44 and text.startswith(short[:-4])
+    assert _short_reason("short", 40) == "short"

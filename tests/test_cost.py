@@ -26,7 +26,7 @@ def toy_memory(params, rng, backend):
     return [dict(metric="mean", value=float(rng.normal()))]
 
 
-def _toy_memory_spec(tmp_path, grid="[1, 2, 3]", fail_at=3):
+def _toy_memory_spec(tmp_path, grid="[1, 2, 3]", fail_at=2):
     path = tmp_path / "mem.toml"
     path.write_text(f'[experiment]\nname = "toy_memory"\nreplicates = 2\n[params]\nfail_at = {fail_at}\n'
                     f'[grid]\nn = {grid}\n')
@@ -104,7 +104,7 @@ def test_memory_error_in_a_cell_is_one_line_and_finished_cells_stay_cached(tmp_p
     assert "Traceback" not in r.output
     assert len(list((tmp_path / "results" / ".cache").rglob("*.json"))) == 2
     # the same command with a smaller grid resumes from the cache: nothing is recomputed
-    spec = load(_toy_memory_spec(tmp_path, grid="[1, 2]"))
+    spec = load(_toy_memory_spec(tmp_path, grid="[1, 3]"))
     assert cost.estimate([spec], cache_dir=tmp_path / "results" / ".cache").todo == 0
 
 

@@ -314,3 +314,35 @@ def test_report_states_the_scope_of_a_where_filter():
     j = judge(claim(kind="upper", where={"n": [4, 9]}), t)
     assert j.verdict is Verdict.HOLDS and j.excluded == 1
     assert "(judged where n in [4, 9]; 1 measured cells outside it are not judged)" in verdict_rows([j])[0][2]
+
+
+def test_wall_clock_metrics_go_to_the_metadata_and_a_resumed_table_is_identical(tmp_path):
+    import time
+
+    from simcomm.experiments import Param, experiment
+
+    @experiment("toy_timed", wall_clock=("solver_seconds",), params={"n": Param("int", low=1)})
+    def toy_timed(params, rng, backend):
+        t0 = time.perf_counter()
+        value = float(rng.normal())
+        return [dict(metric="mean", value=value), dict(metric="solver_seconds", value=time.perf_counter() - t0)]
+
+    spec = loads('[experiment]\nname = "toy_timed"\nreplicates = 2\n[grid]\nn = [1, 2]\n', name="timed")
+    first = run(spec, cache_dir=tmp_path)
+    assert set(first.table["metric"]) == {"mean"}
+    assert len(first.meta["wall_clock"]) == 4 and {r["metric"] for r in first.meta["wall_clock"]} == {"solver_seconds"}
+    # half of the cells recomputed (one cache entry removed): the judged table is the same byte for byte
+    next(iter(tmp_path.rglob("*.json"))).unlink()
+    again = run(spec, cache_dir=tmp_path)
+    assert again.table.to_csv(index=False) == first.table.to_csv(index=False)
+
+
+def test_no_claim_reads_a_wall_clock_metric():
+    from simcomm.experiments import get_experiment
+    from simcomm.spec import find_specs, load, sims_dir
+
+    for path in find_specs(sims_dir()):
+        spec = load(path, quick=True)
+        timed = get_experiment(spec.experiment).wall_clock
+        if spec.claim is not None:
+            assert spec.claim.observable not in timed, f"{path.name} judges a wall-clock metric"

@@ -319,7 +319,7 @@ def test_networkx_round_trip():
 def test_describe_keys_and_values():
     d = describe(exponential(1024))
     assert set(d) == {"name", "n", "max_degree", "rho", "spectral_gap", "doubly_stochastic", "stochasticity", "period",
-                      "product_deviation"}
+                      "product_deviation", "rate_per_step", "spectral_gap_per_step"}
     assert (d["max_degree"], d["period"], d["product_deviation"], d["doubly_stochastic"]) == (10, None, None, True)
     assert d["rho"] == pytest.approx(th.rho_bound_static_exponential(1024), abs=ATOL)
     d = describe(one_peer_exponential(12))
@@ -365,3 +365,51 @@ def test_bad_input_one_line_user_error(call, msg):
     with pytest.raises(UserError, match=msg) as exc:
         call()
     assert "\n" not in str(exc.value)
+
+
+def test_deviation_after_matches_closed_forms_and_the_explicit_product():
+    import numpy as np
+
+    from simcomm.topology import (
+        deviation_after,
+        erdos_renyi,
+        exponential,
+        mixing_matrix,
+        one_peer_exponential,
+        rate_per_step,
+        rho,
+        torus,
+    )
+
+    # normal W: ||W^T - J||_2 = rho^T exactly
+    for topo in (exponential(16), torus(4, 6)):
+        assert abs(deviation_after(topo, 7) - rho(topo) ** 7) < 1e-12
+    assert deviation_after(exponential(16), 0) == 1.0
+    # exact sequence: the product of one period is J (papers C2); n = 2^tau - 1: 2^-tau per period
+    assert deviation_after(one_peer_exponential(32), 5) < 1e-12
+    assert abs(deviation_after(one_peer_exponential(7), 6) - 0.125**2) < 1e-12
+    assert abs(rate_per_step(one_peer_exponential(7)) - 0.5) < 1e-12
+    # a non-circulant graph above the dense limit (ARPACK path) against the explicit dense product
+    topo = erdos_renyi(600, 0.02, rng=3)
+    W = mixing_matrix(topo)
+    P = np.linalg.matrix_power(W, 3)
+    assert abs(deviation_after(topo, 3) - np.linalg.norm(P - 1 / 600, 2)) < 1e-8
+
+
+def test_gossip_consensus_takes_every_topology_and_measures_the_per_period_rate():
+    import numpy as np
+
+    from simcomm.backends import get_backend
+    from simcomm.experiments import get_experiment
+    from simcomm.topology import NAMES
+
+    exp = get_experiment("gossip_consensus")
+    assert set(exp.params["topology"].choices) == set(NAMES)
+    params = exp.validate({"topology": "one_peer_exponential", "n": 100, "steps": 420}, "test")
+    rows = {r["metric"]: r["value"] for r in exp.func(params, np.random.default_rng(0), get_backend("numpy"))}
+    # the geometric mean over whole periods of a random start's contraction tends to the top mode's
+    # per-period rate; over 30 periods the start's transient is below 1e-6 relative
+    assert rows["rho"] == 1.0 and abs(rows["rate"] - rows["rho_per_step"]) < 1e-6 * rows["rho_per_step"]
+    params = exp.validate({"topology": "base_graph", "n": 25, "steps": 60}, "test")
+    rows = {r["metric"]: r["value"] for r in exp.func(params, np.random.default_rng(0), get_backend("numpy"))}
+    assert rows["rate"] == 0.0 and rows["rho_per_step"] == 0.0  # exact averaging within a period

@@ -31,7 +31,8 @@ def cli(ctx, debug):
 
     \b
     Examples:
-      simcomm check --quick                 # run every claim on small grids, write figures/REPORT.md
+      simcomm check --quick                 # every claim on small grids: results/quick/REPORT.md
+      simcomm check --full                  # the full grids: the gallery figures/ and figures/REPORT.md
       simcomm check expgraph.rho_even --full
       simcomm list                          # the claims, their papers and provenance tags
       simcomm run sims/expgraph_rho_even.toml --set "n=[8,16]"
@@ -41,10 +42,59 @@ def cli(ctx, debug):
     ctx.obj["debug"] = debug
 
 
+def _environment_fault(exc: OSError) -> str | None:
+    """One line for a fault of the machine rather than the input (disk full, no permission), else None."""
+    import errno
+
+    where = f" '{exc.filename}'" if exc.filename else ""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"no space left on the disk while writing{where} ({why}): free some space or pass --out on "
+                "another disk; the cells that finished are cached, so the same command resumes from them")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"no permission to write{where} ({why}): pass a writable --out (or -o) or fix the folder's "
+                "permissions; the cells that finished are cached")
+    if exc.errno in (errno.EIO, errno.ENOMEM, errno.EMFILE, errno.ENFILE):
+        return f"the system refused an operation on{where or ' a file'} ({why}); free resources and run again"
+    return None
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM (a scheduler's or a user's kill) behaves like Ctrl-C: one line, the same exit code."""
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
+def _one_line_warnings() -> None:
+    """simcomm's own warnings (a bad cache entry recomputed) as one 'warning: ...' line on stderr."""
+    import warnings
+
+    shown = warnings.showwarning
+    if getattr(shown, "simcomm", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("simcomm"):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show.simcomm = True
+    warnings.showwarning = show
+
+
 def main(argv=None) -> None:
     """Entry point: run the group, turning user errors into one line and exit code 2."""
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv
+    _sigterm_as_interrupt()
+    _one_line_warnings()
     try:
         cli.main(args=argv, prog_name="simcomm", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -70,6 +120,25 @@ def main(argv=None) -> None:
         if debug:
             raise
         click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        line = _environment_fault(exc)
+        if debug or line is None:
+            raise
+        click.echo(f"error: {line}", err=True)
+        sys.exit(2)
+    except MemoryError as exc:
+        if debug:
+            raise
+        detail = f" ({exc})" if str(exc) else ""
+        click.echo(f"error: out of memory{detail}: use smaller sizes (n, d, k, ...) or free memory "
+                   "(--debug shows where)", err=True)
+        sys.exit(2)
+    except OverflowError as exc:
+        if debug:
+            raise
+        click.echo(f"error: a number is too large to compute with ({exc}): use smaller values "
+                   "(--debug shows where)", err=True)
         sys.exit(2)
     sys.exit(0)
 

@@ -43,7 +43,16 @@ scheduler_option = click.option("--scheduler", default=None, metavar="ADDRESS",
 
 max_cells_option = click.option("--max-cells", type=click.IntRange(min=1), default=None, metavar="N",
                                 help="Refuse a run with more cells than this (default 10000; --yes overrides).")
+def _finite_hours(ctx, param, value):
+    import math
+
+    if value is not None and not math.isfinite(value):  # FloatRange lets nan through (nan > 0 is False)
+        raise click.BadParameter(f"{value} is not a number of hours; pass a finite H > 0, e.g. --max-hours 2")
+    return value
+
+
 max_hours_option = click.option("--max-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
+                                callback=_finite_hours,
                                 help="Refuse a run estimated to take longer than this (default 24; --yes overrides).")
 yes_option = click.option("--yes", "-y", is_flag=True, help="Run even above --max-cells / --max-hours.")
 

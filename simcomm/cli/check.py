@@ -46,15 +46,18 @@ from simcomm.cli._common import (
               help="Regenerate the claims table and gallery of this README (between their markers).")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
+@click.option("--wide", is_flag=True, help="Print every column of the verdict table (paper, statement, provenance, "
+                                            "controls), not the compact claim / verdict / ratio / reason.")
 @max_cells_option
 @max_hours_option
 @yes_option
 def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, out, json_path, readme, specs_dir,
-          max_cells, max_hours, yes):
+          wide, max_cells, max_hours, yes):
     """Run the registered claims and report a verdict for each.
 
-    Prints the plan (cells, estimated time and memory), then a table (claim id, paper, statement,
-    provenance, verdict, tightest ratio empirical/bound). --full writes one figure per claim, REPORT.md
+    Prints the plan (cells, estimated time and memory), then a table (claim id, verdict, tightest
+    ratio empirical/bound, a short reason; --wide adds paper, statement, provenance and controls) and
+    the totals. --full writes one figure per claim, REPORT.md
     and verdicts.json to OUT/figures/ (the gallery); --quick writes them to OUT/results/quick/ and
     shows, next to each verdict, the committed full-grid verdict where it differs. Exits 0 when the
     run completed; with --strict, exits 1 if any claim is violated.
@@ -79,12 +82,15 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
                                     cache_dir=cache, progress=bar.update, controls=controls)
     figures = out / "figures" if not quick else out / "results" / "quick"
     committed = committed_verdicts(out) if quick else None
-    write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed)
+    extra = {}
     if not quick:
         known = {s.claim.id for s in checking.select_specs((), quick=True, folder=specs_dir)}
-        write_verdicts(outcome.judgements, figures / "verdicts.json", meta=outcome.results[0].meta, known=known)
+        path = figures / "verdicts.json"
+        extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known)
+    write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed,
+                  extra=extra)
     title = "simcomm check " + ("--quick" if quick else "--full") + "".join(f" {c}" for c in claim_ids)
-    _print_table(outcome.judgements, title=title, committed=committed)
+    _print_table(outcome.judgements, title=title, committed=committed, wide=wide)
     click.echo(f"report: {outcome.report_path}")
     if json_path is not None:
         from simcomm.results import atomic_write_text
@@ -137,6 +143,11 @@ def write_verdicts(judgements, path: Path, *, meta: dict, known: set | None = No
     """
     from simcomm.results import atomic_write_text
 
+    atomic_write_text(path, verdicts_text(judgements, path, meta=meta, known=known))
+
+
+def verdicts_text(judgements, path: Path, *, meta: dict, known: set | None = None) -> str:
+    """The text of ``path`` with this full run's verdicts merged in (the other registered claims' kept)."""
     try:
         data = json.loads(path.read_text())
         claims = dict(data["claims"])
@@ -148,56 +159,88 @@ def write_verdicts(judgements, path: Path, *, meta: dict, known: set | None = No
         claims = {k: v for k, v in claims.items() if k in known}
     data = {"grids": "full", "git_commit": meta.get("git_commit"),
             "claims": dict(sorted(claims.items()))}
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    return json.dumps(data, indent=2) + "\n"
 
 
 def write_outcome(outcome, specs, out: Path, *, mode: str, figures: Path | None = None,
-                  names: dict | None = None, committed: dict | None = None) -> None:
-    """Write results/<spec>/<hash>/, one PNG per claim and REPORT.md into ``figures`` (all atomic).
+                  names: dict | None = None, committed: dict | None = None, extra: dict | None = None) -> None:
+    """Write results/<spec>/<hash>/, one PNG per claim and REPORT.md into ``figures``, as one set.
 
-    ``names`` maps claim id -> figure file name (default ``<claim_id with _>.png``).
+    ``names`` maps claim id -> figure file name (default ``<claim_id with _>.png``); ``extra`` maps
+    more paths to their contents (verdicts.json). Every file is rendered first and then written all
+    or none (:func:`simcomm.results.write_files`): a full disk or a refused write leaves the previous
+    gallery as it was, never half of a new one.
     """
     import io
 
     import matplotlib.pyplot as plt
 
     from simcomm.report import report_markdown
-    from simcomm.results import atomic_write_bytes, atomic_write_text
+    from simcomm.results import write_files
 
     figures = out / "figures" if figures is None else figures
     names = dict(names or {})
+    files = {}
     for spec, res, j in zip(specs, outcome.results, outcome.judgements):
-        res.write(out / "results" / spec.name / spec.hash, verdict={**j.summary(), "cells": j.cells.to_dict("records")})
+        files.update(res.files(out / "results" / spec.name / spec.hash,
+                               verdict={**j.summary(), "cells": j.cells.to_dict("records")}))
         fig = outcome.figures[j.claim.id]
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
         names.setdefault(j.claim.id, f"{j.claim.id.replace('.', '_')}.png")
-        atomic_write_bytes(figures / names[j.claim.id], buf.getvalue())
+        files[figures / names[j.claim.id]] = buf.getvalue()
     meta = outcome.results[0].meta if outcome.results else {}
     outcome.report = report_markdown(outcome.judgements, names, mode=mode, meta=meta, committed=committed)
     outcome.report_path = figures / "REPORT.md"
-    atomic_write_text(outcome.report_path, outcome.report)
+    files[outcome.report_path] = outcome.report
+    files.update(extra or {})
+    write_files(files)
 
 
-def _print_table(judgements, title: str = "simcomm check", committed: dict | None = None) -> None:
+def _short_reason(text: str, limit: int = 60) -> str:
+    """The reason cut at a word boundary to ``limit`` characters (the report has it whole)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + " ..."
+
+
+def _print_table(judgements, title: str = "simcomm check", committed: dict | None = None, wide: bool = False) -> None:
+    """The verdict table: compact (claim, verdict, ratio, short reason) or ``wide`` (all columns); then the totals."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from simcomm.report import verdict_rows, with_committed
+    from simcomm.report import verdict_counts, verdict_rows, with_committed
 
     colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
     table = Table(title=title, show_lines=False)
-    widths = {"statement": 48, "reason": 36, "controls": 20}
-    for col in ("claim", "paper", "statement", "prov.", "verdict", "reason", "ratio", "controls"):
-        table.add_column(col, overflow="fold", max_width=widths.get(col))
-    from rich.markup import escape
-
+    if wide:
+        widths = {"statement": 48, "reason": 36, "controls": 20}
+        columns = ("claim", "paper", "statement", "prov.", "verdict", "reason", "ratio", "controls")
+    else:
+        columns = ("claim", "verdict", "ratio", "reason")
+    for col in columns:
+        if col == "claim":  # ids are never cut mid-word
+            table.add_column(col, no_wrap=True)
+        elif wide:
+            table.add_column(col, overflow="fold", max_width=widths.get(col))
+        else:
+            table.add_column(col, overflow="fold")
     for row, j in zip(verdict_rows(judgements), judgements):
         row = [escape(cell) for cell in row]  # statements such as E[f - f*] are text, not markup
         color = colors.get(row[4], "white")
-        row[4] = f"[{color}]{escape(with_committed(row[4], j, committed))}[/]"
-        table.add_row(*row)
-    Console(width=160 if not sys.stdout.isatty() else None).print(table)
+        verdict = f"[{color}]{escape(with_committed(j.verdict.value, j, committed))}[/]"
+        if wide:
+            row[4] = verdict
+            table.add_row(*row)
+        else:
+            table.add_row(row[0], verdict, row[6], escape(_short_reason(j.reason)))
+    console = Console(width=160 if not sys.stdout.isatty() else None)
+    console.print(table)
     if not judgements:
         raise UserError("no claims were run")
+    console.print(escape(verdict_counts(judgements).replace("**", "")) +
+                  ("" if wide else " (--wide adds paper, statement, provenance and controls)"))

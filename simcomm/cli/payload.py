@@ -45,6 +45,13 @@ def payload(compressor, d, k, r, s, p, delta, coding, value_dtype, seed, as_json
 
     if d < 1:
         raise UserError(f"-d {d} is out of range; use a vector length d >= 1")
+    from simcomm.cost import available_memory, fmt_bytes
+
+    # The vector (float64 draw, float32 copy), the compressed message and its encoding: ~24 bytes a coordinate.
+    need, avail = 24 * d, available_memory()
+    if avail is not None and need > avail:
+        raise UserError(f"-d {d} needs ~{fmt_bytes(need)} of memory, more than the {fmt_bytes(avail)} available "
+                        "here; use a smaller -d")
     x_rng, c_rng = np.random.default_rng(seed).spawn(2)
     x = x_rng.standard_normal(d).astype(np.float32)
     msg = message(compressor, x, k=k, r=r, s=s, p=p, delta=delta, value_dtype=value_dtype, rng=c_rng)

@@ -26,17 +26,27 @@ FORMATS = ("png", "pdf", "svg")
               help="png (raster, 200 dpi for paper) or pdf/svg (vector). Default: from -o, else png.")
 @click.option("--trace", "trace", default=None, metavar="METRIC",
               help="Draw this metric's trace rows (e.g. train_loss) against --x instead of the claim.")
-@click.option("--x", "x", default="step", show_default=True, metavar="COLUMN",
-              help="With --trace: the x axis (step, bits, or time when the spec has a [network] table).")
-@click.option("--logx", is_flag=True, help="With --trace: a log x axis (times spanning decades).")
-def plot(folder, output, style, fmt, trace, x, logx):
-    """Judge and draw the claim of a results folder (table.csv + meta.json) again, or draw a trace.
+@click.option("--x", "x", default=None, metavar="COLUMN",
+              help="The x axis: with --trace step (default), bits, or time when the spec has a [network] table; "
+                   "for a sweep without a claim any column (default: the grid axis with the most values).")
+@click.option("--hue", "hue", default=None, metavar="COLUMN[,COLUMN]",
+              help="For a sweep without a claim: one series per value of these columns (default: the other "
+                   "grid axes).")
+@click.option("--metric", "metric", default=None, metavar="METRIC",
+              help="For a sweep without a claim: the metric to draw (default: the table's only one).")
+@click.option("--logx", is_flag=True, help="A log x axis (times spanning decades).")
+def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
+    """Judge and draw the claim of a results folder (table.csv + meta.json) again, draw a trace, or a sweep.
+
+    A sweep without a claim is drawn as its metric (mean and 95% CI over replicates) against --x, one
+    series per --hue.
 
     \b
     Examples:
       simcomm plot results/expgraph_rho_even/<hash>
       simcomm plot results/expgraph_rho_even/<hash> --style paper --format pdf -o rho.pdf
       simcomm plot results/net_compression_pays/<hash> --trace train_loss --x time --logx
+      simcomm plot results/my/<hash> --x n --hue topology
     """
     from simcomm.claims import judge
     from simcomm.plotting import bound_vs_empirical
@@ -52,14 +62,30 @@ def plot(folder, output, style, fmt, trace, x, logx):
     target = Path(output) if output else folder / f"figure.{fmt}"
     _check_target(target)
     res = _read(folder)
+    columns = [c for c in res.table.columns if c not in ("metric", "value")]
+    if x is not None and x not in columns:
+        from simcomm._errors import closest
+
+        raise UserError(f"--x '{x}' is not a column of '{folder}/table.csv'{closest(x, columns)}; "
+                        f"columns: {', '.join(columns)}")
     if trace is not None:
         from simcomm.plotting import trace_figure
 
-        _save(trace_figure(res.table, trace, x=x, plot={"logx": logx}), target, fmt, 110)
+        _save(trace_figure(res.table, trace, x=x or "step", plot={"logx": logx}), target, fmt, 110)
         return
     spec = res.meta.get("spec") or {}
-    if not isinstance(spec, dict) or not spec.get("claim"):
-        raise UserError(f"'{folder}' holds a sweep without a claim; there is no bound to draw against")
+    if not isinstance(spec, dict) or not spec.get("claim") or metric is not None or hue is not None:
+        from simcomm.plotting import sweep_axes, sweep_figure
+
+        grid = spec.get("grid", {}) if isinstance(spec, dict) and isinstance(spec.get("grid"), dict) else {}
+        hues = None if hue is None else [h.strip() for h in hue.split(",") if h.strip()]
+        m, xcol, hues = sweep_axes(res.table, grid, metric=metric, x=x, hue=hues)
+        options = dict(spec.get("plot", {})) if isinstance(spec, dict) and isinstance(spec.get("plot"), dict) else {}
+        options = {k: v for k, v in options.items() if k in ("logx", "logy", "xlabel", "ylabel", "title")}
+        if logx:
+            options["logx"] = True
+        _save(sweep_figure(res.table, m, xcol, hues, options), target, fmt, 110)
+        return
     try:
         claim = ClaimSpec(**{**spec["claim"], "higher": tuple(spec["claim"].get("higher", ())),
                              "controls": tuple(ControlSpec(**c) for c in spec["claim"].get("controls", ()))})

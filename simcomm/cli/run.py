@@ -77,25 +77,30 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
         res.write(folder)
         click.echo(f"results: {folder}")
         return
-    write_outcome(outcome, [spec], out, mode="quick" if quick else "full", figures=folder,
-                  names={spec.claim.id: f"{spec.name}.png"})
+    extra = {}
     if spec.plot.get("style") == "paper":  # the spec asks for a publication figure too (vector + PNG)
-        _write_paper_figures(outcome.judgements[0], spec, folder)
+        extra = _paper_figures(outcome.judgements[0], spec, folder)
+    write_outcome(outcome, [spec], out, mode="quick" if quick else "full", figures=folder,
+                  names={spec.claim.id: f"{spec.name}.png"}, extra=extra)
     words = ["simcomm", "run", spec_path, *(["--quick"] if quick else []),
              *[w for o in overrides for w in ("--set", o)]]
-    _print_table(outcome.judgements, title=shlex.join(words))
+    _print_table(outcome.judgements, title=shlex.join(words), wide=True)  # one claim: every column fits
     click.echo(f"results: {folder} (figure {spec.name}.png, REPORT.md)")
 
 
-def _write_paper_figures(judgement, spec, folder) -> None:
-    """``<spec>_paper.pdf`` and ``<spec>_paper.png`` next to the report's annotated figure."""
+def _paper_figures(judgement, spec, folder) -> dict:
+    """``<spec>_paper.pdf`` and ``<spec>_paper.png`` (path -> bytes), next to the report's annotated figure."""
     import io
 
+    import matplotlib.pyplot as plt
+
     from simcomm.plotting import paper_figure
-    from simcomm.results import atomic_write_bytes
 
     fig = paper_figure(judgement, spec.plot)
+    files = {}
     for fmt in ("pdf", "png"):
         buf = io.BytesIO()
         fig.savefig(buf, format=fmt, dpi=200)
-        atomic_write_bytes(folder / f"{spec.name}_paper.{fmt}", buf.getvalue())
+        files[folder / f"{spec.name}_paper.{fmt}"] = buf.getvalue()
+    plt.close(fig)
+    return files

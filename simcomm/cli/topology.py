@@ -23,18 +23,24 @@ from simcomm.cli import cli
 @click.option("--shape", default=None, metavar="RxC", help="Grid/torus shape, e.g. 4x8 (default: the squarest).")
 @click.option("--p", "p", type=float, default=None, help="Edge probability of erdos_renyi, in (0, 1].")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for erdos_renyi.")
+@click.option("--steps", "steps", type=click.IntRange(min=0), default=None, metavar="T",
+              help="Also print the worst-case consensus error after T gossip steps, ||W_T...W_1 - J||_2 "
+                   "(static or time-varying).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def topology(name, n, k, rule, weights, shape, p, seed, as_json):
+def topology(name, n, k, rule, weights, shape, p, seed, steps, as_json):
     """Describe a topology: n, max out-degree, rho = ||W - J||_2, spectral gap, doubly stochastic.
 
     NAME is one of ring, star, grid, torus, hypercube, complete, erdos_renyi, exponential,
     one_peer_exponential, base_graph (alias base), simple_base_graph, hyper_hypercube,
-    one_peer_hypercube. Time-varying topologies also report the period (the sequence length) and
-    the deviation of the product of one period from J (0 up to rounding for the exact sequences).
+    one_peer_hypercube. Time-varying topologies also report the period (the sequence length), the
+    deviation of the product of one period from J (0 up to rounding for the exact sequences) and the
+    per-step rate (its period-th root; for a static topology the rate is rho). --steps T adds
+    consensus_after_steps: ||x_T - xbar|| <= that times ||x_0 - xbar||, tight for the worst start.
 
     \b
     Examples:
       simcomm topology exponential -n 1024
+      simcomm topology one_peer_exponential -n 100 --steps 20
       simcomm topology base -n 25 --k 2 --json
       simcomm topology ring -n 16 --weights fastest
       simcomm topology torus -n 64 --shape 8x8 --json
@@ -53,6 +59,11 @@ def topology(name, n, k, rule, weights, shape, p, seed, as_json):
             ) from None
     topo = build(name, n, shape=shape, p=p, rule=rule, rng=seed, k=k, weights=weights)
     info = describe(topo)
+    if steps is not None:
+        from simcomm.topology import deviation_after
+
+        info["steps"] = int(steps)
+        info["consensus_after_steps"] = float(deviation_after(topo, steps))
     if ALIASES.get(name, name) in WITH_K:
         info["k"] = 1 if k is None else int(k)
     if weights == "fastest":
@@ -60,5 +71,6 @@ def topology(name, n, k, rule, weights, shape, p, seed, as_json):
     if as_json:
         click.echo(json.dumps(info))
         return
+    width = max(map(len, info))
     for key, value in info.items():
-        click.echo(f"{key:>18}: {value:.6g}" if isinstance(value, float) else f"{key:>18}: {value}")
+        click.echo(f"{key:>{width}}: {value:.6g}" if isinstance(value, float) else f"{key:>{width}}: {value}")

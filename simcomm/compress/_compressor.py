@@ -53,6 +53,20 @@ __all__ = [
 ]
 
 
+def _checking_d(method):
+    import functools
+
+    @functools.wraps(method)
+    def checked(self, d, *args, **kw):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise UserError(f"{type(self).__name__}.{method.__name__}: d = {d!r} is not allowed; use the vector "
+                            "length, an integer d >= 1")
+        return method(self, int(d), *args, **kw)
+
+    checked._checks_d = True
+    return checked
+
+
 @dataclass(frozen=True)
 class Compressor(abc.ABC):
     """Base class of every compressor: the settings are the dataclass fields.
@@ -65,6 +79,14 @@ class Compressor(abc.ABC):
     name: ClassVar[str] = ""
     #: E C(x) = x for every x
     unbiased: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw):
+        # Every bits(d) / beta(d) a subclass defines checks d first, so a bad d is blamed as d (not
+        # as k), and beta(0) is an error rather than 0.0.
+        super().__init_subclass__(**kw)
+        for method in ("bits", "beta"):
+            if method in cls.__dict__ and not getattr(cls.__dict__[method], "_checks_d", False):
+                setattr(cls, method, _checking_d(cls.__dict__[method]))
 
     @abc.abstractmethod
     def apply(self, x, *, rng, backend=None) -> np.ndarray:

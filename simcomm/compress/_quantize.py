@@ -43,6 +43,8 @@ def _prepare(x, name: str, check: bool = True):
         a = a.astype(np.float64)
     if a.ndim == 0:
         raise UserError(f"{name}: x must have at least one axis (got a scalar); pass a 1-D vector or a batch")
+    if a.size == 0:
+        raise UserError(f"{name}: x is empty (shape {tuple(a.shape)}); pass vectors with d >= 1 coordinates")
     if check and not bool(xp.isfinite(a).all()):
         _nonfinite(name)
     shape = a.shape
@@ -59,6 +61,8 @@ def require_rng(rng, name: str):
     if rng is None:
         raise UserError(f"{name}: pass rng= (a seed or a numpy Generator); it draws random numbers and never "
                         "falls back to an unseeded generator")
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng < 0:
+        raise UserError(f"{name}: rng = {rng} is not a seed; pass a non-negative integer or a numpy Generator")
     return rng
 
 

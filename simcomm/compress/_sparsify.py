@@ -47,6 +47,8 @@ def _require_rng(rng, name: str):
     if rng is None:  # default_rng(None) would draw fresh OS entropy: results could not be reproduced
         raise UserError(f"{name}: pass rng= (a seed or a numpy Generator); it draws random numbers and never "
                         "falls back to an unseeded generator")
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng < 0:
+        raise UserError(f"{name}: rng = {rng} is not a seed; pass a non-negative integer or a numpy Generator")
     return rng
 
 
@@ -317,5 +319,6 @@ def message_bits(k: int, d: int, *, value_bits: int = 32) -> int:
     >>> message_bits(500, 1024)         # the bitmap is cheaper: 500 * 32 + 1024
     17024
     """
+    _check_int(d, "message_bits", "d")  # the dimension first: a bad d is blamed as d, not as k
     _check_k(k, d, "message_bits")
     return int(k) * int(value_bits) + min(int(k) * index_bits(d), int(d))

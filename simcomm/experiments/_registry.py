@@ -77,6 +77,9 @@ class Param:
         elif self.kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise SpecError(bad)
+            if abs(value) > 2**63 - 1:  # numpy's int64 holds every size a cell computes with
+                raise SpecError(f"{where}: '{key}' = {value} is too large to compute with; use {self.allowed()} "
+                                "that fits in 64 bits (below 2**63)")
         elif self.kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise SpecError(bad)
@@ -112,10 +115,14 @@ class Experiment:
     # within one run): they split the judged cells as the spec's grid does. Every other column it
     # emits is a measurement and never splits a cell.
     columns: tuple = ()
+    # metrics that are wall-clock measurements (a solver's seconds): the runner moves their rows out of
+    # the table into meta.json ("wall_clock"), so a resumed or re-run table is identical byte for byte.
+    wall_clock: tuple = ()
 
     def is_deterministic(self, params: dict) -> bool:
         """Whether the rows of the cell ``params`` do not depend on the rng (see ``deterministic``)."""
         return bool(self.deterministic(params) if callable(self.deterministic) else self.deterministic)
+
 
     def renamed(self, key: str) -> str | None:
         """The parameter whose former name is ``key`` (see :attr:`Param.former`), else ``None``."""
@@ -152,7 +159,8 @@ EXPERIMENTS: dict[str, Experiment] = {}
 
 
 def experiment(name: str, *, params: dict | None = None, check: Callable | None = None,
-               cost: Callable | None = None, deterministic: bool | Callable = False, columns: tuple = ()):
+               cost: Callable | None = None, deterministic: bool | Callable = False, columns: tuple = (),
+               wall_clock: tuple = ()):
     """Register ``func(params, rng, backend) -> list[dict]`` under ``name``.
 
     Each returned row is ``dict(metric=str, value=float, **extra_columns)``.
@@ -167,11 +175,14 @@ def experiment(name: str, *, params: dict | None = None, check: Callable | None 
     only such an experiment may have one-replicate cells, judged exactly. ``columns`` names the design
     columns the experiment emits within a cell (a method compared inside one run, a step count); the
     judge groups cells by them and by the spec's parameters, never by measured columns.
+
+    ``wall_clock`` names metrics that measure elapsed time (they differ between runs): their rows go
+    to ``meta.json`` under ``"wall_clock"``, never into ``table.csv``, so no claim can read them.
     """
 
     def register(func):
         EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost,
-                                       deterministic, tuple(columns))
+                                       deterministic, tuple(columns), tuple(wall_clock))
         return func
 
     return register

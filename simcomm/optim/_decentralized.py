@@ -484,6 +484,9 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     from simcomm.backends import get_backend
 
     check_hyper(lr, beta)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UserError(f"run_dsgd: seed = {seed!r} is not allowed; pass a non-negative integer (the root of the "
+                        "data and noise streams)")
     steps = int(steps)
     if steps < 0:
         raise UserError(f"steps must be >= 0, got {steps}")

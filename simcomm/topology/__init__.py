@@ -41,7 +41,15 @@ from simcomm.topology._mixing import (
     sparse_matrix,
     to_networkx,
 )
-from simcomm.topology._spectral import circulant_eigenvalues, describe, product_deviation, rho, spectral_gap
+from simcomm.topology._spectral import (
+    circulant_eigenvalues,
+    describe,
+    deviation_after,
+    product_deviation,
+    rate_per_step,
+    rho,
+    spectral_gap,
+)
 
 __all__ = [
     "ALIASES",
@@ -60,6 +68,7 @@ __all__ = [
     "describe",
     "directed_exponential",
     "directed_ring",
+    "deviation_after",
     "erdos_renyi",
     "exponential",
     "fastest_mixing",
@@ -76,6 +85,7 @@ __all__ = [
     "one_peer_hypercube",
     "product_deviation",
     "random_matching",
+    "rate_per_step",
     "rho",
     "ring",
     "s_out",

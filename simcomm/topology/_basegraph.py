@@ -64,7 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
-from simcomm.topology._graphs import Topology, _circulant, time_varying
+from simcomm.topology._graphs import MAX_NODES, Topology, _circulant, time_varying
 
 __all__ = [
     "hyper_hypercube",
@@ -85,6 +85,9 @@ def _check_int(value, what: str, low: int) -> int:
         raise UserError(f"{what} must be an integer >= {low}, got {value!r}")
     if value < low:
         raise UserError(f"{what} must be an integer >= {low}, got {value}")
+    if value > MAX_NODES:
+        raise UserError(f"{what} = {value} is too large: a topology indexes nodes with 32-bit integers, so use "
+                        f"at most {MAX_NODES:,} (2**31 - 1)")
     return int(value)
 
 

@@ -150,11 +150,18 @@ def _ceil_log2(n: int) -> int:
     return (int(n) - 1).bit_length()
 
 
+#: the most nodes a topology can have (sparse matrices index nodes with 32-bit integers)
+MAX_NODES = 2**31 - 1
+
+
 def _check_n(n, what: str = "n", low: int = 2) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise UserError(f"{what} must be an integer >= {low}, got {n!r}")
     if n < low:
         raise UserError(f"{what} must be >= {low}, got {n}; a graph needs at least {low} nodes")
+    if n > MAX_NODES:
+        raise UserError(f"{what} = {n} is too large: a topology holds arrays of n entries indexed by 32-bit "
+                        f"integers, so use {what} <= {MAX_NODES:,} (2**31 - 1)")
     return int(n)
 
 

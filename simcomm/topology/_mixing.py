@@ -112,7 +112,8 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     Returns
     -------
     ndarray
-        ``W^(k) X``, same shape and dtype as ``X``.
+        ``W^(k) X``, same shape as ``X``; same dtype for float input, float64 for integer or
+        boolean input (averaging integers in integer arithmetic would truncate).
 
     Examples
     --------
@@ -126,7 +127,12 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     from simcomm.backends._xp import array_namespace, backend_for
 
     layer = topology.layer(k)
-    X = array_namespace(X).asarray(X)  # a device (CuPy) array stays on the device
+    xp = array_namespace(X)
+    X = xp.asarray(X)  # a device (CuPy) array stays on the device
+    if X.dtype.kind in "biu":  # integer or boolean input: mixing averages, so compute in float64
+        X = X.astype(np.float64)
+    elif X.dtype.kind == "c":
+        raise UserError("mix: X is complex; pass real node values (mix the real and imaginary parts separately)")
     if X.shape[0] != layer.n:
         raise UserError(f"X has {X.shape[0]} rows but the topology has n={layer.n} nodes; use one row per node")
     be = backend_for(backend, X)

@@ -18,7 +18,8 @@ from simcomm._errors import UserError
 from simcomm.topology._graphs import Topology
 from simcomm.topology._mixing import is_doubly_stochastic, max_degree, sparse_matrix
 
-__all__ = ["rho", "spectral_gap", "product_deviation", "circulant_eigenvalues", "describe"]
+__all__ = ["rho", "spectral_gap", "product_deviation", "deviation_after", "rate_per_step", "circulant_eigenvalues",
+           "describe"]
 
 # Below this size the spectrum of a non-circulant W is computed densely (exact LAPACK).
 _DENSE_SPECTRUM = 512
@@ -118,8 +119,14 @@ def rho(W, k: int | None = None) -> float:
         if W.kind == "circulant":
             return _rho_circulant(W)
         return _rho_matrix(W.matrix, symmetric=not W.directed)
+    if isinstance(W, str):
+        raise UserError(f"rho needs a Topology or a mixing matrix, got the string {W!r}; build the topology "
+                        f"first, e.g. rho(simcomm.topology.build({W!r}, n=16))")
     if not sp.issparse(W):
-        W = np.asarray(W, dtype=np.float64)
+        try:
+            W = np.asarray(W, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise UserError(f"rho needs a Topology or a square matrix of numbers, got {type(W).__name__}") from None
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise UserError(f"rho needs a square matrix, got shape {W.shape}")
     return _rho_matrix(W)
@@ -187,6 +194,92 @@ def product_deviation(topology: Topology, k0: int = 0) -> float:
     return float(s.max())
 
 
+def deviation_after(topology: Topology, steps: int, k0: int = 0) -> float:
+    r"""Worst-case consensus error after ``steps`` gossip steps: :math:`\|W^{(k_0+T-1)} \cdots W^{(k_0)} - J\|_2`.
+
+    For doubly stochastic mixing, :math:`\|x_T - \mathbf 1\bar x\| \le` this value times
+    :math:`\|x_0 - \mathbf 1\bar x\|`, with equality for the worst start; any topology, static or
+    time-varying (``T`` need not be a multiple of the period). Circulant layers on one group: the
+    product of their DFT eigenvalues (``O(n log n)`` per distinct layer); otherwise the product of one
+    period is formed densely for ``n <= 512`` and raised to the number of whole periods, or applied
+    as a LinearOperator (ARPACK) above.
+
+    Examples
+    --------
+    >>> from simcomm.topology import deviation_after, exponential, one_peer_exponential, rho
+    >>> round(deviation_after(exponential(16), 3), 12) == round(rho(exponential(16)) ** 3, 12)   # normal W
+    True
+    >>> deviation_after(one_peer_exponential(16), 4) < 1e-12     # exact average after one period
+    True
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise UserError(f"deviation_after: steps = {steps!r} is not allowed; pass an integer number of steps >= 0")
+    steps, period = int(steps), topology.period or 1
+    if steps == 0:
+        return 1.0  # ||I - J||_2
+    layers = [topology.layer(k0 + j) for j in range(min(steps, period))]
+    full, rem = divmod(steps, period)
+    if all(t.kind == "circulant" and t.shape == layers[0].shape for t in layers):
+        lams = [scipy.fft.rfftn(_first_row(t)) for t in layers]
+        lam = np.ones(lams[0].shape, dtype=complex)
+        for j, lj in enumerate(lams):  # layers on one group commute: the order does not matter
+            lam *= lj ** (full + (1 if j < rem else 0))
+        return _max_nonzero_mode(lam)
+    n = topology.n
+    mats = [sparse_matrix(t) for t in layers]
+    if n <= _DENSE_SPECTRUM:
+        def product(ms):
+            P = np.eye(n)
+            for M in ms:
+                P = M @ P
+            return P
+
+        P = np.linalg.matrix_power(product(mats), full) if full else np.eye(n)
+        P = product(mats[:rem]) @ P
+        return float(np.linalg.norm(P - 1.0 / n, 2))
+    sequence = [mats[j % len(mats)] for j in range(steps)]
+
+    def matvec(x):
+        for M in sequence:
+            x = M @ x
+        return x - x.mean(axis=0)
+
+    def rmatvec(x):
+        for M in reversed(sequence):
+            x = M.T @ x
+        return x - x.mean(axis=0)
+
+    op = spla.LinearOperator((n, n), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    v0 = np.random.default_rng(0).standard_normal(n)
+    try:
+        sv = spla.svds(op, k=1, v0=v0, ncv=min(n - 1, 64), maxiter=50 * n, return_singular_vectors=False)
+    except spla.ArpackError:
+        return _power_norm(matvec, rmatvec, v0)  # the product maps the start to exactly 0 (exact averaging)
+    return float(sv.max())
+
+
+def rate_per_step(topology: Topology) -> float:
+    r"""Contraction per step: :math:`\rho` (static), or the period-th root of the one-period product deviation.
+
+    For a time-varying topology of period :math:`\tau` the rate is
+    :math:`\|W^{(\tau-1)} \cdots W^{(0)} - J\|_2^{1/\tau}` (0 for an exact sequence).
+
+    A time-varying layer alone may not contract at all (a one-peer layer has :math:`\rho = 1`); its
+    rate is what a period achieves, spread over the period's steps.
+
+    Examples
+    --------
+    >>> from simcomm.topology import one_peer_exponential, rate_per_step
+    >>> round(rate_per_step(one_peer_exponential(7)), 12)    # (2^-3)^(1/3)
+    0.5
+    """
+    if not topology.time_varying:
+        r = rho(topology)
+        return 1.0 if 1.0 < r <= 1.0 + 1e-12 else r  # above 1 by rounding only
+    dev = product_deviation(topology)
+    return float(dev ** (1.0 / topology.period)) if dev > 1e-12 else 0.0
+
+
 def _power_norm(matvec, rmatvec, v, iters: int = 100) -> float:
     """||A||_2 by power iteration on A^T A (0 if A maps the start vector to exactly 0)."""
     est = 0.0
@@ -210,9 +303,11 @@ def describe(topology: Topology) -> dict:
     r"""Summary used by ``simcomm topology``: plain Python values, JSON-ready.
 
     Keys: ``name, n, max_degree, rho, spectral_gap, doubly_stochastic, stochasticity, period,
-    product_deviation``
-    (the last two ``None`` for a static topology). For a time-varying topology ``rho`` is the largest
-    per-step value over one period.
+    product_deviation`` (the last two ``None`` for a static topology), ``rate_per_step,
+    spectral_gap_per_step``. For a time-varying topology ``rho`` is the largest per-step value over one
+    period (a one-peer layer alone does not contract: 1), ``product_deviation`` the rho of the product
+    over one period and ``rate_per_step`` its period-th root (:func:`rate_per_step`); for a static one
+    the rate is rho. Gaps are never negative (rho above 1 by rounding is 1).
 
     Examples
     --------
@@ -222,14 +317,20 @@ def describe(topology: Topology) -> dict:
     (4, 1, True)
     """
     r = rho(topology)
+    if 1.0 < r <= 1.0 + 1e-12:  # ||W - J||_2 <= 1 for doubly stochastic W: above 1 by rounding only
+        r = 1.0
+    dev = float(product_deviation(topology)) if topology.time_varying else None
+    rate = rate_per_step(topology) if topology.time_varying else r
     return {
         "name": topology.name,
         "n": int(topology.n),
         "max_degree": int(max_degree(topology)),
         "rho": float(r),
-        "spectral_gap": float(1.0 - r),
+        "spectral_gap": float(max(0.0, 1.0 - r)),
         "doubly_stochastic": bool(is_doubly_stochastic(topology, atol=1e-10)),
         "stochasticity": topology.stochasticity,
         "period": topology.period,
-        "product_deviation": float(product_deviation(topology)) if topology.time_varying else None,
+        "product_deviation": dev,
+        "rate_per_step": float(rate),
+        "spectral_gap_per_step": float(max(0.0, 1.0 - rate)),
     }
