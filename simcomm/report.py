@@ -8,7 +8,7 @@ import re
 from simcomm.claims import KINDS, Judgement
 
 __all__ = ["report_markdown", "verdict_rows", "controls_text", "update_readme", "PAPERS", "with_committed",
-           "verdict_counts", "RATIO_DEFINITIONS", "DETECT_DEFINITION", "detect_text", "by_about"]
+           "verdict_counts", "RATIO_DEFINITIONS", "DETECT_DEFINITION", "ABOUT_TITLES", "detect_text", "by_about"]
 
 PAPERS = {
     "expgraph": "Ying et al. 2021, Exponential graph is provably efficient for decentralized deep training",
@@ -146,8 +146,10 @@ def verdict_counts(judgements: list[Judgement]) -> str:
     counts = {}
     for j in judgements:
         counts[j.verdict.value] = counts.get(j.verdict.value, 0) + 1
-    words = {"holds": "hold", "violated": "violated", "inconclusive": "inconclusive"}
-    parts = [f"**{n} {words.get(v, v)}**" for v, n in sorted(counts.items(), key=lambda t: -t[1])]
+    def word(v: str, n: int) -> str:  # "1 holds", "2 hold"
+        return ("holds" if n == 1 else "hold") if v == "holds" else v
+
+    parts = [f"**{n} {word(v, n)}**" for v, n in sorted(counts.items(), key=lambda t: -t[1])]
     return f"{len(judgements)} claim{'s' if len(judgements) != 1 else ''}: " + ", ".join(parts) + "."
 
 

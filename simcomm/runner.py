@@ -48,7 +48,7 @@ def cell_id(params: dict, experiment=None) -> int:
 
 # Sources that never change a results table (judging, drawing, reporting, the CLI, other executors):
 # editing them keeps the cell cache valid.
-_NOT_IN_TABLES = {"cli", "mpi", "plotting.py", "report.py", "claims.py", "checking.py", "scaling.py", "_dask.py",
+_NOT_IN_TABLES = {"cli", "mpi", "plotting.py", "report.py", "claims", "checking.py", "scaling.py", "_dask.py",
                   "cost.py", "results.py", "_proc.py"}
 
 

@@ -213,7 +213,7 @@ def test_check_table_is_compact_with_totals_and_wide_on_request(tmp_path):
     assert r.exit_code == 0, r.output
     header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
     assert "ratio" in header and "reason" in header and "statement" not in header and "paper" not in header
-    assert "1 claim: 1 hold." in r.output and "--wide adds" in r.output
+    assert "1 claim: 1 holds." in r.output and "--wide adds" in r.output
     r = _run([*args, "--wide"])
     header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
     assert "statement" in header and "controls" in header and "the sample mean equals mu" in r.output

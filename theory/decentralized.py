@@ -112,7 +112,7 @@ def dsgd_heterogeneity_floor(lr: float, rho: float, b: float, mu: float) -> floa
     Examples
     --------
     >>> round(dsgd_heterogeneity_floor(0.1, 0.5, 1.0, 0.1), 6)   # 0.01 * 0.25 / (1 - 0.99 * 0.5)^2
-    0.009802
+    0.009803
     """
     _check_floor_args(lr, rho, mu)
     return (lr * rho * b) ** 2 / (1.0 - (1.0 - lr * mu) * rho) ** 2

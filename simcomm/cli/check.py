@@ -213,15 +213,15 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
     from rich.markup import escape
     from rich.table import Table
 
-    from simcomm.report import verdict_counts, verdict_rows, with_committed
+    from simcomm.report import ABOUT_TITLES, by_about, detect_text, verdict_counts, verdict_rows, with_committed
 
     colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
     table = Table(title=title, show_lines=False)
     if wide:
         widths = {"statement": 48, "reason": 36, "controls": 20}
-        columns = ("claim", "paper", "statement", "prov.", "verdict", "reason", "ratio", "controls")
+        columns = ("claim", "paper", "about", "statement", "prov.", "verdict", "reason", "ratio", "detects", "controls")
     else:
-        columns = ("claim", "verdict", "ratio", "reason")
+        columns = ("claim", "verdict", "ratio", "detects", "reason")
     for col in columns:
         if col == "claim":  # ids are never cut mid-word
             table.add_column(col, no_wrap=True)
@@ -235,12 +235,16 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
         verdict = f"[{color}]{escape(with_committed(j.verdict.value, j, committed))}[/]"
         if wide:
             row[4] = verdict
+            row.insert(7, detect_text(j))
+            row.insert(2, j.claim.about)
             table.add_row(*row)
         else:
-            table.add_row(row[0], verdict, row[6], escape(_short_reason(j.reason)))
+            table.add_row(row[0], verdict, row[6], detect_text(j), escape(_short_reason(j.reason)))
     console = Console(width=160 if not sys.stdout.isatty() else None)
     console.print(table)
     if not judgements:
         raise UserError("no claims were run")
+    for about, group in by_about(judgements):
+        console.print(f"{ABOUT_TITLES[about][0]}: " + escape(verdict_counts(group).replace("**", "")))
     console.print(escape(verdict_counts(judgements).replace("**", "")) +
                   ("" if wide else " (--wide adds paper, statement, provenance and controls)"))

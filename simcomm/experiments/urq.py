@@ -160,7 +160,10 @@ _QUAD = {**_PROBLEM, "problem": Param("str", default="quadratic", choices=("quad
     params={**_Q, **_QUAD,
             "target": Param("float", default=1e-4, low=0.0, low_open=True, high=1.0, high_open=True,
                             doc="run until the bound predicts gap ratio 'target' (sets K)"),
-            "step": _STEP},
+            "step": _STEP,
+            "lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
+                              doc="negative control only: the run's step is the D1 step times this (the bound "
+                                  "keeps the D1 rate)")},
     check=_check_problem,
 )
 def urq_rate(params, rng, backend):
@@ -175,8 +178,8 @@ def urq_rate(params, rng, backend):
                                                               mu=params["mu"], rng=rng)
     a = q.alpha(p.d)
     K = max(1, math.ceil(math.log(1.0 / params["target"]) * a * p.L / p.mu))
-    tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L), steps=K, mode="aggregate", record_every=K, rng=rng,
-                       backend=backend)
+    tr = compressed_gd(p, q, lr=_d1_step(params, a, p.L) * params["lr_scale"], steps=K, mode="aggregate",
+                       record_every=K, rng=rng, backend=backend)
     g0, gK = tr.f_gap[0, 0], tr.f_gap[0, -1]
     rate = (max(gK, 0.0) / g0) ** (1.0 / K) if math.isfinite(gK) else math.inf
     note = tr.notes()[0]
@@ -221,17 +224,22 @@ def urq_nonconvex(params, rng, backend):
             "K1": Param("int", default=400, low=0, doc="first iteration of the plateau average"),
             "K": Param("int", default=1000, low=1, doc="last iteration"),
             "lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
-                              doc="negative control only: the run's step is lr times this (the bound keeps lr)")},
+                              doc="negative control only: the run's step is lr times this (the bound keeps lr)"),
+            "sigma2_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
+                                  doc="negative control only: the workers' heterogeneity is sigma2 times this "
+                                      "(the bound keeps sigma2)")},
     check=lambda prm: _check_floor(prm),
 )
 def urq_floor(params, rng, backend):
     """n workers quantize local gradients (D2): plateau = mean of |x_k - x*|^2 over K1 <= k <= K.
 
-    ``lr_scale`` != 1 (negative control) runs at ``lr * lr_scale`` while the cell keeps ``lr``.
+    ``lr_scale`` != 1 (negative control) runs at ``lr * lr_scale`` while the cell keeps ``lr``;
+    ``sigma2_scale`` != 1 (negative control) draws workers ``sigma2_scale`` times more heterogeneous
+    than the cell's ``sigma2``, which the bound is told.
     """
     q = _quantizer(params)
     p = make_problem("quadratic", n=params["n"], d=params["d"], L=params["L"], mu=params["mu"],
-                     sigma2=params["sigma2"], e0=params["e0"], rotate=True, rng=rng)
+                     sigma2=params["sigma2"] * params["sigma2_scale"], e0=params["e0"], rotate=True, rng=rng)
     tr = compressed_gd(p, q, lr=params["lr"] * params["lr_scale"], steps=params["K"], mode="workers", rng=rng,
                        backend=backend)
     plateau = float(tr.dist2[0, params["K1"]:].mean())
@@ -385,6 +393,9 @@ def _check_bits(params):
             "eps": Param("float", default=1e-3, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) / (f(x0) - f*)"),
             "max_steps": Param("int", default=50000, low=1, doc="iteration budget"),
+            "dense_ternary": Param("bool", default=False, keyed_at_default=False,
+                                   doc="negative control only: count ternary messages as dense float32 (32 bits "
+                                       "per entry) instead of their code"),
             "step": _STEP},
     check=_check_bits,
 )
@@ -409,6 +420,7 @@ def urq_bits(params, rng, backend):
         it = float(tr.first_below(stop)[0])
         reached = math.isfinite(it)
         note = tr.notes()[0] or ("" if reached else f"did not reach eps in {params['max_steps']} steps")
-        rows += [dict(metric="bits_to_eps", value=it * q.bits(p.d) if reached else math.nan, quantizer=name, note=note),
+        bits = 32.0 * p.d if (params["dense_ternary"] and name == "ternary") else q.bits(p.d)
+        rows += [dict(metric="bits_to_eps", value=it * bits if reached else math.nan, quantizer=name, note=note),
                  dict(metric="iterations_to_eps", value=it, quantizer=name, note=note)]
     return rows
