@@ -248,7 +248,7 @@ def ef_reset_on_rebuild():
 
 
 def ef_hook():
-    """Fixed twin (hook factory): :func:`simcomm.torch.comm_hook` with top-k and error feedback keyed by bucket index."""
+    """Fixed twin (hook factory): :func:`simcomm.torch.comm_hook` with top-k and error feedback by bucket index."""
     from simcomm.compress import TopK
     from simcomm.torch import comm_hook
 

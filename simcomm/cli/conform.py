@@ -11,7 +11,7 @@ from simcomm.cli import cli
 
 
 @cli.command()
-@click.argument("target", metavar="MODULE:CALLABLE")
+@click.argument("targets", metavar="MODULE:CALLABLE...", nargs=-1, required=True)
 @click.option("--kind", required=True, help="What the callable is: compressor, feedback, hook or outer.")
 @click.option("-d", "d", type=int, default=16, show_default=True, help="Dimension of the test vectors.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Root seed of every draw.")
@@ -24,14 +24,15 @@ from simcomm.cli import cli
 @click.option("--workers", type=click.IntRange(min=2, max=8), default=2, show_default=True,
               help="Gloo processes on loopback for --kind hook.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
-def conform(target, kind, d, seed, confidence, tolerance, max_draws, workers, as_json):
-    """Run a user's compressor, error-feedback step, DDP hook or outer step through the conformance battery.
+def conform(targets, kind, d, seed, confidence, tolerance, max_draws, workers, as_json):
+    """Run users' compressors, error-feedback steps, DDP hooks or outer steps through the conformance battery.
 
     Each check is judged like a claim (simcomm.claims.judge): unbiasedness and the declared variance or
     contraction by Monte Carlo, determinism under a seed, payload bits against the declared count, the
     error-feedback invariant every step, state surviving a checkpoint and a bucket rebuild, float16
-    overflow at n workers, the sign of an outer step. What the callable must declare is in
-    docs/torch.md. Exit code 0: every check holds or is skipped; 1: one is violated; 2: bad input (a
+    overflow at n workers, the sign of an outer step. Several targets of one kind may be given
+    (hooks then share one set of worker processes). What a callable must declare is in docs/torch.md.
+    Exit code 0: every check holds or is skipped; 1: one is violated; 2: bad input (a
     callable that raises, returns the wrong shape or dtype, is not deterministic under a fixed seed or
     declares no constant a check needs; one line each on stderr, the other checks still run).
 
@@ -39,15 +40,19 @@ def conform(target, kind, d, seed, confidence, tolerance, max_draws, workers, as
     Examples:
       simcomm conform simcomm.conform_fixtures:biased_rand_k --kind compressor
       simcomm conform simcomm.conform_fixtures:ef_top_k --kind feedback
-      simcomm conform simcomm.conform_fixtures:fp16_sum_overflow --kind hook --workers 2
+      simcomm conform simcomm.conform_fixtures:fp16_sum_overflow simcomm.conform_fixtures:fp16_hook --kind hook
       simcomm conform mypkg.comp:my_topk --kind compressor -d 64 --json
     """
-    from simcomm.conform import conform as run
+    from simcomm.conform import conform_all
 
-    rep = run(target, kind, d=d, seed=seed, confidence=confidence, tolerance=tolerance, max_draws=max_draws,
-              workers=workers)
-    click.echo(json.dumps(rep.summary()) if as_json else rep.text())
-    for line in rep.errors:
+    reps = conform_all(targets, kind, d=d, seed=seed, confidence=confidence, tolerance=tolerance,
+                       max_draws=max_draws, workers=workers)
+    if as_json:
+        click.echo(json.dumps([r.summary() for r in reps] if len(reps) > 1 else reps[0].summary()))
+    else:
+        click.echo("\n\n".join(r.text() for r in reps))
+    for line in (e for r in reps for e in r.errors):
         click.echo(f"error: {line}", err=True)
     sys.stdout.flush()
-    sys.exit(rep.exit_code)
+    codes = [r.exit_code for r in reps]
+    sys.exit(2 if 2 in codes else max(codes))

@@ -121,12 +121,9 @@ def _defect(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-300)
 
 
-def _worker(rank: int, world: int, port: int, target: str, seed: int, path: str) -> None:
+def _battery(rank: int, world: int, target: str, seed: int) -> dict:
     import torch.distributed as dist
 
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
     found: dict = {"calls": 0}
     try:
         factory = _factory(target)
@@ -168,14 +165,28 @@ def _worker(rank: int, world: int, port: int, target: str, seed: int, path: str)
         found["trace"] = traceback.format_exc()
     every = [None] * world
     dist.all_gather_object(every, found)
+    merged = dict(every[0])
+    for name, value in merged.items():
+        if isinstance(value, list):  # the worst rank's defect per replicate
+            vals = [v[name] for v in every if isinstance(v.get(name), list)]
+            merged[name] = [max(col) for col in zip(*vals)]
+    return merged
+
+
+def _worker(rank: int, world: int, port: int, targets: list, seed: int, path: str) -> None:
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    found = {t: _battery(rank, world, t, seed) for t in targets}
     if rank == 0:
-        merged = dict(every[0])
-        for name, value in merged.items():
-            if isinstance(value, list):  # the worst rank's defect per replicate
-                vals = [v[name] for v in every if isinstance(v.get(name), list)]
-                merged[name] = [max(col) for col in zip(*vals)]
         with open(path, "wb") as fh:
-            pickle.dump(merged, fh)
+            pickle.dump(found, fh)
+    import gc
+
+    gc.collect()  # the user's hooks and states go while the group lives; then every rank leaves together
+    dist.barrier()
     dist.destroy_process_group()
 
 
@@ -185,8 +196,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_hook_battery(target: str, *, workers: int = 2, seed: int = 0) -> dict:
-    """Measure the hook battery's defects on ``workers`` Gloo processes; ``{check: [defect per replicate] or error}``.
+def run_hook_battery(targets: list, *, workers: int = 2, seed: int = 0) -> dict:
+    """Measure the hook battery's defects on ``workers`` Gloo processes (one process group for every target).
+
+    Returns ``{target: {check: [defect per replicate] or an error line}}``.
 
     Raises
     ------
@@ -198,7 +211,7 @@ def run_hook_battery(target: str, *, workers: int = 2, seed: int = 0) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "found.pkl")
         try:
-            mp.start_processes(_worker, args=(workers, _free_port(), target, seed, path), nprocs=workers,
+            mp.start_processes(_worker, args=(workers, _free_port(), list(targets), seed, path), nprocs=workers,
                                join=True, start_method="spawn")
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"the {workers} Gloo worker processes failed ({type(exc).__name__}: "
