@@ -360,7 +360,7 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
                                                       metric="coordinate", value=b[:, j])))
                 claim = _claim("unbiased", "equal", "coordinate", "unbiased_coordinate", confidence,
                                margin_abs=margin if margin > 0 else 1e-12)
-                return _verdict("unbiased", claim, pd.concat(rows), {"vector", "j"}, st, n * len(names), looks)
+                return _verdict("unbiased", claim, pd.concat(rows), {"vector", "j"}, st, n * len(flat), looks)
 
             try:
                 out.append(_adaptive(sample, judge_unbiased, 20 * _BATCH, max_draws))
@@ -669,7 +669,7 @@ def conform(target, kind: str, *, d: int = 16, seed: int = 0, confidence: float 
     Examples
     --------
     >>> from simcomm.compress import RandK
-    >>> rep = conform(RandK(4), "compressor", max_draws=4000)
+    >>> rep = conform(RandK(4), "compressor")
     >>> rep.verdicts()["unbiased"], rep.verdicts()["variance"]
     ('holds', 'holds')
     """
