@@ -4,8 +4,20 @@ import numpy as np
 import pytest
 
 from simcomm.backends._xp import from_framework, is_framework_array
-from simcomm.compress import (QSGD, Bernoulli, Identity, RandK, RTopK, StochasticRound, Ternary, TopK, qsgd, rand_k,
-                              top_k, top_k_indices)
+from simcomm.compress import (
+    QSGD,
+    Bernoulli,
+    Identity,
+    RandK,
+    RTopK,
+    StochasticRound,
+    Ternary,
+    TopK,
+    qsgd,
+    rand_k,
+    top_k,
+    top_k_indices,
+)
 
 torch = pytest.importorskip("torch", reason="framework-array tests need the torch extra")
 
