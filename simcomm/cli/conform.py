@@ -43,8 +43,12 @@ def conform(targets, kind, d, seed, confidence, tolerance, max_draws, workers, a
       simcomm conform simcomm.conform_fixtures:fp16_sum_overflow simcomm.conform_fixtures:fp16_hook --kind hook
       simcomm conform mypkg.comp:my_topk --kind compressor -d 64 --json
     """
+    import os
+
     from simcomm.conform import conform_all
 
+    if os.getcwd() not in sys.path:  # MODULE may be a file in the working directory, as for python -m
+        sys.path.insert(0, os.getcwd())
     reps = conform_all(targets, kind, d=d, seed=seed, confidence=confidence, tolerance=tolerance,
                        max_draws=max_draws, workers=workers)
     if as_json:
