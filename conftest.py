@@ -11,3 +11,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import importlib.util  # noqa: E402
 
 collect_ignore_glob = [] if importlib.util.find_spec("cupy") else ["simcomm/backends/_cupy/*"]
+# simcomm.torch's examples run a torch module; without the torch extra they are not collected (tests/test_torch_*.py
+# skip with the reason).
+if not importlib.util.find_spec("torch"):
+    collect_ignore_glob += ["simcomm/torch/*"]

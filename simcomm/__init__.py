@@ -18,8 +18,9 @@ __version__ = "0.1.0"
 __all__ = ["BackendUnavailable", "SpecError", "UserError", "__version__"]
 
 #: subpackages and modules loaded on first attribute access
-_LAZY = ("backends", "checking", "claims", "cli", "compress", "cost", "estimate", "experiments", "models", "mpi",
-         "network", "optim", "plotting", "report", "results", "runner", "sampling", "scaling", "spec", "topology")
+_LAZY = ("backends", "checking", "claims", "cli", "compress", "conform", "conform_fixtures", "cost", "estimate",
+         "experiments", "models", "mpi", "network", "optim", "plotting", "report", "results", "runner", "sampling",
+         "scaling", "spec", "topology", "torch")
 
 
 def __getattr__(name: str):

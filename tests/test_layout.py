@@ -69,11 +69,11 @@ LAYERS = [
     {"_errors", "results", "__init__", "_proc"},
     {"backends", "_dask"},
     {"compress", "topology", "sampling", "estimate"},
-    {"models", "network"},
+    {"models", "network", "torch"},
     {"optim", "scaling"},
     {"experiments", "mpi"},
     {"spec", "runner", "claims"},
-    {"plotting", "report", "checking", "cost"},
+    {"plotting", "report", "checking", "cost", "conform", "conform_fixtures"},
     {"cli", "__main__"},
 ]
 LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}

@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from simcomm._errors import UserError, closest
-from simcomm.backends._xp import array_namespace
+from simcomm.backends._xp import array_namespace, framework_arrays
 from simcomm.compress._quantize import (
     _bern_variance,
     _check_delta,
@@ -120,6 +120,7 @@ class Compressor(abc.ABC):
         return f"{self.name}({fields})" if fields else self.name
 
 
+@framework_arrays
 def _float(x):
     x = np.asarray(x)
     return np.array(x, dtype=np.float64 if x.dtype not in (np.float32, np.float64) else None)

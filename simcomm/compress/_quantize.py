@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for
+from simcomm.backends._xp import array_namespace, backend_for, framework_arrays
 
 __all__ = ["qsgd", "ternary", "stochastic_round", "bernoulli_sparsify"]
 
@@ -115,6 +115,7 @@ def _frac_var(t: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- QSGD
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def qsgd(x, s: int, *, rng, backend=None, out=None) -> np.ndarray:
     r"""QSGD with ``s`` levels (Alistarh et al. 2017), 2-norm scaled.
 
@@ -183,6 +184,7 @@ def _qsgd_variance(v, s: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ ternary
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def ternary(x, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Ternary quantization scaled by the infinity norm (TernGrad-type, no clipping).
 
@@ -238,6 +240,7 @@ def _ternary_variance(v, param=None) -> np.ndarray:
 
 
 # -------------------------------------------------------------------------------- stochastic rounding
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Unbiased stochastic rounding to the grid :math:`\delta\mathbb{Z}`.
 
@@ -303,6 +306,7 @@ def _sr_bits(d, delta, span=None):
 
 
 # ---------------------------------------------------------------------------- Bernoulli sparsification
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def bernoulli_sparsify(x, p: float, *, rng, backend=None, out=None) -> np.ndarray:
     r"""Bernoulli sparsification (Wangni et al. 2018) with a common keep probability ``p``, scaled by 1/p.
 

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for
+from simcomm.backends._xp import array_namespace, backend_for, framework_arrays
 
 __all__ = ["top_k", "top_k_indices", "rand_k", "rtop_k", "message_bits", "index_bits"]
 
@@ -81,6 +81,7 @@ def _scatter(x2: np.ndarray, idx: np.ndarray, shape, scale: float = 1.0) -> np.n
     return out.reshape(shape)
 
 
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def top_k_indices(x, k: int, *, backend=None) -> np.ndarray:
     r"""Indices of the ``k`` largest :math:`|x_j|` along the last axis, ascending.
 
@@ -115,6 +116,7 @@ def top_k_indices(x, k: int, *, backend=None) -> np.ndarray:
     return idx.reshape(x.shape[:-1] + (k,))
 
 
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def top_k(x, k: int, *, backend=None) -> np.ndarray:
     r"""Top-k sparsifier: keep the ``k`` entries of largest magnitude, zero the rest.
 
@@ -159,6 +161,7 @@ def top_k(x, k: int, *, backend=None) -> np.ndarray:
     return _scatter(x2, idx, x.shape)
 
 
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
     r"""Rand-k sparsifier: keep ``k`` coordinates chosen uniformly without replacement.
 
@@ -210,6 +213,7 @@ def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
     return _scatter(x2, idx, x.shape, d / k if scale else 1.0)
 
 
+@framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
 def rtop_k(x, k: int, r: int, *, rng, backend=None) -> np.ndarray:
     r"""rTop-k sparsifier: keep a uniformly random ``k``-subset of the top-``r`` coordinates.
 

@@ -1,0 +1,710 @@
+r"""Conformance battery for a user's own compressor, error-feedback step, DDP hook or outer step.
+
+``simcomm conform MODULE:callable --kind compressor|feedback|hook|outer`` (and :func:`conform`) runs the
+user's code through fixed checks and judges each with :func:`simcomm.claims.judge`, the judge every
+claim of the project uses: per-replicate observables, a bound from :mod:`theory.conform` (the constant
+the user's code declares), a margin stated before the data are seen, a one-sided test on each side
+at the stated confidence, Holm over the check's cells.
+
+What the user's object declares (attributes, or methods of the dimension ``d``; a simcomm
+:class:`~simcomm.compress.Compressor` already has them):
+
+===============  ==========================================================================================
+``compressor``   callable ``c(x, rng=...)`` or an object with ``c.apply(x, rng=...)``, returning ``C(x)`` of
+                 the shape of ``x``; ``unbiased`` (bool), ``beta`` (:math:`\mathbb{E}\|C(x)-x\|^2\le\beta\|x\|^2`,
+                 unbiased) or ``delta`` (:math:`\le(1-\delta)\|x\|^2`, biased), optional ``bits`` with
+                 ``encode(x, rng=...) -> bytes`` (and ``decode(payload) -> C(x)``), optional
+                 ``array = "torch"`` to be fed torch tensors.
+``feedback``     ``init(g) -> state`` and ``apply(g, state, rng=...) -> (message, state)``, the state's
+                 residual readable as ``state.residual`` (or the state is the residual array).
+``hook``         a zero-argument factory returning ``(state, hook)`` for ``DistributedDataParallel
+                 .register_comm_hook`` (e.g. ``lambda: simcomm.torch.comm_hook(TopK(4), feedback=True)``);
+                 run on ``workers`` Gloo processes on loopback.
+``outer``        ``pseudo_gradient(theta, theta_local) -> Delta``, applied as ``theta - lr * Delta``.
+===============  ==========================================================================================
+
+Checks (each skipped where the object declares nothing it needs, an error where it declares half):
+
+* ``determinism``: two runs under the same seeds agree bit for bit (randomness only from ``rng``);
+* ``unbiased``: :math:`\mathbb{E}\,C(x)_j = x_j` for every coordinate, within ``tolerance`` times the
+  declared noise level :math:`\sqrt{\beta}` (test vectors have :math:`\|x\|^2 = d`);
+* ``variance`` / ``contraction``: :math:`\mathbb{E}\|C(x)-x\|^2` below the declared bound (to ``tolerance``);
+* ``payload``: ``8 * len(encode(x))`` equals the declared bits (up to the last byte's padding); ``roundtrip``:
+  ``decode(encode(x)) == C(x)`` on the same seed;
+* ``ef_invariant``: :math:`e_{t+1} = e_t + g_t - m_t` at every step (to 4 ulps);
+* ``checkpoint``: a run whose state is pickled and restored half-way equals the uninterrupted run;
+* ``rebuild``: a run whose buffers are replaced half-way (DDP rebuilding its buckets) equals the run without;
+* ``fp16_overflow`` (hooks): gradients of 3/4 of the float16 maximum on every worker give the same
+  update as the same gradients scaled by :math:`2^{-12}`, times :math:`2^{12}` (exact in floating point
+  unless a value overflows: a float16 sum before the division by the world size does);
+* ``rank_consistency`` (hooks): every worker receives the same update;
+* ``outer_sign``: the pseudo-gradient of descending local steps has a positive cosine with the gradient.
+
+A callable that raises, returns the wrong shape or dtype, is not deterministic under a fixed seed, or
+declares no constant a check needs is bad input: one line naming the callable and the check, and
+the rest of the battery still runs (:attr:`ConformReport.errors`, exit code 2 on the command line).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from simcomm._errors import UserError
+from simcomm.backends._xp import from_framework, is_framework_array
+from simcomm.claims import judge
+from simcomm.spec import ClaimSpec, resolve
+
+__all__ = ["KINDS", "CheckResult", "ConformReport", "conform", "conform_all"]
+
+#: what ``--kind`` accepts
+KINDS = ("compressor", "feedback", "hook", "outer")
+
+_BOUNDS = "theory.conform"
+#: draws averaged into one replicate of a Monte Carlo check: the judge's t-test sees batch means, which are
+#: i.i.d. with the same mean as single draws (and nearly normal), so the test is unchanged and the table small
+_BATCH = 50
+
+
+class _Bad(Exception):
+    """The user's object misbehaved (raised, wrong shape/dtype, nondeterministic, missing a constant)."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's outcome.
+
+    Attributes
+    ----------
+    check : str
+        Its name (``unbiased``, ``variance``, ...).
+    verdict : str
+        ``holds``, ``violated``, ``inconclusive``, ``ill-posed`` (the judge's), ``skipped`` (nothing
+        declared for it) or ``error`` (bad input; ``reason`` says what).
+    statement : str
+        What was tested, with its margin.
+    reason : str
+    draws : int
+        Calls of the user's code the verdict rests on.
+    ratio : float
+        The judge's tightest ratio (empirical/bound; NaN where undefined).
+    confidence : float
+        Family-wise confidence over the check's cells (Holm; Bonferroni over adaptive looks).
+    """
+
+    check: str
+    verdict: str
+    statement: str
+    reason: str = ""
+    draws: int = 0
+    ratio: float = math.nan
+    confidence: float = 0.99
+
+
+@dataclass(frozen=True)
+class ConformReport:
+    """The battery's results for one object (see :func:`conform`)."""
+
+    target: str
+    kind: str
+    results: tuple = ()
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[str]:
+        """One line per bad-input check: ``conform TARGET: check 'NAME': what is wrong``."""
+        return [f"conform {self.target}: check '{r.check}': {r.reason}" for r in self.results if r.verdict == "error"]
+
+    @property
+    def exit_code(self) -> int:
+        """2 if a check met bad input, else 1 if one is violated, else 0."""
+        if self.errors:
+            return 2
+        return 1 if any(r.verdict == "violated" for r in self.results) else 0
+
+    def verdicts(self) -> dict:
+        """``{check: verdict}``."""
+        return {r.check: r.verdict for r in self.results}
+
+    def text(self) -> str:
+        """The table the command prints."""
+        s = self.settings
+        where = (f"{s.get('workers')} Gloo workers, 2 buckets" if self.kind == "hook" else f"d = {s.get('d')}")
+        head = (f"conform {self.target} (--kind {self.kind}): {where}, seed {s.get('seed')}, "
+                f"confidence {s.get('confidence')} per check (Holm over its cells), tolerance {s.get('tolerance')}")
+        w = max([len(r.check) for r in self.results] + [5])
+        lines = [head, f"{'check':<{w}}  {'verdict':<12}  {'draws':>6}  statement -- reason"]
+        for r in self.results:
+            why = f" -- {r.reason}" if r.reason else ""
+            lines.append(f"{r.check:<{w}}  {r.verdict:<12}  {r.draws:>6}  {r.statement}{why}")
+        return "\n".join(lines)
+
+    def summary(self) -> dict:
+        """The ``--json`` object."""
+        return {"target": self.target, "kind": self.kind, "settings": self.settings, "exit_code": self.exit_code,
+                "errors": self.errors,
+                "checks": [{"check": r.check, "verdict": r.verdict, "statement": r.statement, "reason": r.reason,
+                            "draws": r.draws, "confidence": r.confidence,
+                            "ratio": None if not math.isfinite(r.ratio) else r.ratio} for r in self.results]}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# calling the user's code
+
+
+def _as_numpy(y, what: str) -> np.ndarray:
+    if is_framework_array(y):
+        y, _ = from_framework(y)
+    try:
+        return np.asarray(y)
+    except Exception as exc:  # noqa: BLE001 - any failure is the user's object's
+        raise _Bad(f"{what} returned {type(y).__name__}, not an array ({exc})") from None
+
+
+def _to_kind(x: np.ndarray, array: str):
+    if array == "torch":
+        import torch
+
+        return torch.from_numpy(x.copy())
+    return x.copy()  # a fresh array per call: an object that writes into its input cannot corrupt the test
+
+
+def _call(fn, what: str, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except _Bad:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's code may raise anything: that is the finding
+        raise _Bad(f"{what} raised {type(exc).__name__}: {exc}") from None
+
+
+def _declared(obj, name: str, d: int):
+    """The declared constant ``name`` at dimension ``d`` (a number or a function of ``d``), or None."""
+    v = getattr(obj, name, None)
+    if callable(v):
+        v = _call(v, f"{name}(d)", d)
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise _Bad(f"declares {name} = {v!r}, not a number") from None
+
+
+class _Compressor:
+    """The user's compressor behind one call signature, with its output checked."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.fn = obj.apply if hasattr(obj, "apply") and callable(obj.apply) else obj
+        if not callable(self.fn):
+            raise _Bad(f"is a {type(obj).__name__}, neither callable nor with an apply(x, rng=...) method")
+        self.array = getattr(obj, "array", "numpy")
+
+    def __call__(self, x: np.ndarray, rng) -> np.ndarray:
+        y = _as_numpy(_call(self.fn, "C(x, rng=...)", _to_kind(x, self.array), rng=rng), "C(x, rng=...)")
+        if y.shape != x.shape:
+            raise _Bad(f"C(x) returned shape {y.shape} for an input of shape {x.shape}; return C(x) shaped like x")
+        if not np.issubdtype(y.dtype, np.floating):
+            raise _Bad(f"C(x) returned dtype {y.dtype} for a {x.dtype} input; return floating values (decode "
+                       "integer codes before returning)")
+        return y
+
+
+def _rng(seed: int, *key) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+
+
+def _vectors(d: int, seed: int) -> dict:
+    """Test vectors with ||x||^2 = d (rms coordinate 1), float32: a Gaussian one, equal magnitudes, a spike."""
+    g = _rng(seed, 999)
+    gauss = g.standard_normal(d)
+    equal = np.where(g.random(d) < 0.5, -1.0, 1.0)
+    spike = 0.1 * g.standard_normal(d)
+    spike[d // 3] = 3.0
+    out = {}
+    for name, v in (("gaussian", gauss), ("equal", equal), ("spike", spike)):
+        out[name] = (v * math.sqrt(d) / np.linalg.norm(v)).astype(np.float32)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# judging
+
+
+def _claim(check: str, kind: str, observable: str, bound: str, confidence: float, **kw) -> ClaimSpec:
+    return ClaimSpec(id=f"conform.{check}", paper="conform", statement="", kind=kind, observable=observable,
+                     bound=f"{_BOUNDS}:{bound}", confidence=confidence, provenance="N", about="identity", **kw)
+
+
+def _verdict(check: str, claim: ClaimSpec, table: pd.DataFrame, design, statement: str, draws: int,
+             looks: int = 1) -> tuple[CheckResult, bool]:
+    """Judge ``table``; return the result and whether every cell is decided (no inconclusive one)."""
+    j = judge(claim, table, cell_params=design, looks=looks)
+    undecided = bool((j.cells["verdict"] == "inconclusive").any()) if len(j.cells) else True
+    reason = j.reason
+    if claim.bound.endswith(":zero_defect") and j.verdict.value == "violated" and len(j.cells):
+        reason += f" (largest relative defect {float(j.cells['mean'].max()):.3g})"
+    if j.verdict.value == "holds":
+        reason = f"{len(j.cells)} of {len(j.cells)} cells hold" + (f"; {reason}" if reason else "")
+    return CheckResult(check, j.verdict.value, statement, reason, draws, j.ratio, claim.confidence), not undecided
+
+
+def _adaptive(sample, judge_at, start: int, most: int):
+    """Double the draws from ``start`` to ``most`` until every cell is decided, each look at alpha / looks.
+
+    ``sample(n0, n1)`` adds draws ``n0..n1-1``; ``judge_at(n, looks)`` returns ``(CheckResult, decided)``.
+    The looks are planned here (one per doubling) before any data are seen, so stopping early when the
+    verdict is decided cannot inflate the family-wise error (Bonferroni over the planned looks).
+    """
+    looks = 1 + max(0, math.ceil(math.log2(most / start)))
+    n, done = 0, start
+    while True:
+        sample(n, done)
+        n = done
+        res, decided = judge_at(n, looks)
+        if decided or n >= most:
+            return res
+        done = min(2 * n, most)
+
+
+def _error(check: str, statement: str, bad: Exception, draws: int = 0) -> CheckResult:
+    return CheckResult(check, "error", statement, str(bad), draws)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# compressor
+
+
+def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> list[CheckResult]:
+    out = []
+    try:
+        comp = _Compressor(obj)
+    except _Bad as bad:
+        return [_error("call", "C(x, rng=...) can be called", bad)]
+    xs = _vectors(d, seed)
+    names = list(xs)
+
+    # determinism: the same seeds give the same output, bit for bit
+    st = "two runs with the same seeds return the same C(x), bit for bit"
+    try:
+        rows = []
+        for i, name in enumerate(names):
+            for r in range(5):
+                a = comp(xs[name], _rng(seed, i, r))
+                b = comp(xs[name], _rng(seed, i, r))
+                diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+                gap = float(np.nanmax(diff)) if not np.array_equal(a, b, equal_nan=True) else 0.0
+                rows.append(dict(vector=name, replicate=r, metric="defect", value=gap if math.isfinite(gap) else 1.0))
+        claim = _claim("determinism", "upper", "defect", "zero_defect", confidence, atol=1e-300)
+        res, _ = _verdict("determinism", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows))
+        if res.verdict != "holds":
+            res = CheckResult("determinism", "error", st, "not deterministic under a fixed seed: two calls with "
+                              "rng=default_rng(SeedSequence(seed, ...)) differ; draw every random number from the rng "
+                              "argument (a torch compressor: torch.Generator().manual_seed(int(rng.integers(2**63))))",
+                              res.draws)
+        out.append(res)
+    except _Bad as bad:
+        out.append(_error("determinism", st, bad))
+
+    unbiased = getattr(obj, "unbiased", None)
+    try:
+        beta = _declared(obj, "beta", d)
+        delta = _declared(obj, "delta", d)
+    except _Bad as bad:
+        return out + [_error("variance", "declared constants", bad)]
+
+    # Monte Carlo draws of every test vector, shared by the unbiasedness and variance/contraction checks
+    draws = {name: [] for name in names}
+    have = [0]
+
+    def sample(n0, n1):  # draws up to n1 (the checks share them: draw r is always the same call)
+        if n1 <= have[0]:
+            return
+        for i, name in enumerate(names):
+            ys = [comp(xs[name], _rng(seed, i, r)).astype(np.float64) for r in range(have[0], n1)]
+            draws[name].append(np.stack(ys))
+        have[0] = n1
+
+    def batches(name, n):
+        y = np.concatenate(draws[name])[:n]
+        return y.reshape(n // _BATCH, _BATCH, d)
+
+    mc_error = None
+    # unbiasedness on the Gaussian and equal-magnitude vectors: a spike coordinate's variance (x_s^2 beta) would
+    # need (x_s^2 / 1) times more draws for the same margin, and the variance check sees the spike anyway
+    flat = names[:2]
+    if unbiased is True:
+        st = (f"E C(x)_j = x_j for every coordinate of {len(flat)} test vectors (||x||^2 = d), within "
+              f"{tolerance:g} sqrt(beta) = the declared noise level times {tolerance:g}")
+        if beta is None or not math.isfinite(beta):
+            out.append(_error("unbiased", st, _Bad(f"declares unbiased but beta = {beta}: the margin is a fraction of "
+                                                   "the declared noise sqrt(beta); declare a finite beta")))
+        else:
+            margin = tolerance * math.sqrt(beta)
+
+            def judge_unbiased(n, looks):
+                rows = []
+                for name in flat:
+                    b = batches(name, n).mean(axis=1)  # (replicates, d) batch means
+                    x = xs[name].astype(np.float64)
+                    for j in range(d):
+                        rows.append(pd.DataFrame(dict(vector=name, j=j, x=x[j], replicate=np.arange(len(b)),
+                                                      metric="coordinate", value=b[:, j])))
+                claim = _claim("unbiased", "equal", "coordinate", "unbiased_coordinate", confidence,
+                               margin_abs=margin if margin > 0 else 1e-12)
+                return _verdict("unbiased", claim, pd.concat(rows), {"vector", "j"}, st, n * len(flat), looks)
+
+            try:
+                out.append(_adaptive(sample, judge_unbiased, 20 * _BATCH, max_draws))
+            except _Bad as bad:
+                mc_error = bad
+                out.append(_error("unbiased", st, bad))
+    elif unbiased is None:
+        out.append(CheckResult("unbiased", "skipped", "E C(x) = x", "declares no 'unbiased'"))
+    else:
+        out.append(CheckResult("unbiased", "skipped", "E C(x) = x", "declared biased (unbiased = False)"))
+
+    # variance (unbiased, beta) or contraction (biased, delta)
+    if unbiased is True:
+        check, const, bound, arg = "variance", beta, "declared_variance", "beta"
+        st = f"E||C(x) - x||^2 <= beta ||x||^2 (to {tolerance:g}) on {len(names)} test vectors"
+    else:
+        check, const, bound, arg = "contraction", delta, "declared_contraction", "delta"
+        st = f"E||C(x) - x||^2 <= (1 - delta) ||x||^2 (to {tolerance:g}) on {len(names)} test vectors"
+    if mc_error is not None:
+        out.append(_error(check, st, mc_error))
+    elif const is None or not math.isfinite(const):
+        need = "beta (E||C(x)-x||^2 <= beta ||x||^2)" if unbiased else "delta (E||C(x)-x||^2 <= (1-delta)||x||^2)"
+        out.append(_error(check, st, _Bad(f"declares no finite {need}; declare it as an attribute or a function "
+                                          "of d")))
+    else:
+        bound_value = (const if unbiased else 1.0 - const) * d
+
+        def judge_var(n, looks):
+            rows = []
+            for name in names:
+                e = ((batches(name, n) - xs[name].astype(np.float64)) ** 2).sum(axis=2).mean(axis=1)
+                rows.append(pd.DataFrame(dict(vector=name, norm2=float(d), replicate=np.arange(len(e)),
+                                              metric="sq_error", value=e)))
+            # the stated slack: the declared constant is taken to `tolerance` (a tight bound, e.g. scaled rand-k's
+            # (d/k - 1), holds once its CI is narrower than that, instead of straddling the line forever)
+            claim = _claim(check, "upper", "sq_error", bound, confidence, bound_args={arg: const},
+                           atol=max(tolerance * bound_value, 1e-12))
+            return _verdict(check, claim, pd.concat(rows), {"vector"}, st, n * len(names), looks)
+
+        try:
+            out.append(_adaptive(sample, judge_var, 20 * _BATCH, max_draws))
+        except _Bad as bad:
+            out.append(_error(check, st, bad))
+
+    out += _payload_checks(obj, comp, xs, names, d=d, seed=seed, confidence=confidence)
+    return out
+
+
+def _payload_checks(obj, comp, xs, names, *, d, seed, confidence) -> list[CheckResult]:
+    enc = getattr(obj, "encode", None)
+    st = "8 * len(encode(x)) equals the declared bits(d), up to the last byte's 7 padding bits"
+    if enc is None:
+        return [CheckResult("payload", "skipped", st, "declares no encode(x, rng=...)")]
+    out = []
+    try:
+        bits = _declared(obj, "bits", d)
+        if bits is None:
+            raise _Bad("declares encode but no bits (a number or a function of d): nothing to compare the payload to")
+        rows = []
+        for i, name in enumerate(names):
+            for r in range(10):
+                blob = _call(enc, "encode(x, rng=...)", _to_kind(xs[name], comp.array), rng=_rng(seed, i, r))
+                try:
+                    size = len(memoryview(blob).cast("B"))
+                except TypeError:
+                    size = int(_as_numpy(blob, "encode(x)").nbytes)
+                rows.append(dict(vector=name, replicate=r, metric="payload_bits", value=8.0 * size))
+        claim = _claim("payload", "equal", "payload_bits", "declared_bits", confidence, bound_args={"bits": bits},
+                       margin_abs=7.0)
+        out.append(_verdict("payload", claim, pd.DataFrame(rows), {"vector"}, st, len(rows))[0])
+    except _Bad as bad:
+        out.append(_error("payload", st, bad))
+    dec = getattr(obj, "decode", None)
+    if dec is None:
+        return out
+    st = "decode(encode(x)) equals C(x) on the same seed, exactly"
+    try:
+        rows = []
+        for i, name in enumerate(names):
+            for r in range(10):
+                want = comp(xs[name], _rng(seed, i, r))
+                blob = _call(enc, "encode(x, rng=...)", _to_kind(xs[name], comp.array), rng=_rng(seed, i, r))
+                got = _as_numpy(_call(dec, "decode(payload)", blob), "decode(payload)").reshape(want.shape)
+                gap = float(np.max(np.abs(got.astype(np.float64) - want))) / max(float(np.max(np.abs(want))), 1e-300)
+                rows.append(dict(vector=name, replicate=r, metric="defect", value=gap if math.isfinite(gap) else 1.0))
+        claim = _claim("roundtrip", "upper", "defect", "zero_defect", confidence, atol=1e-12)
+        out.append(_verdict("roundtrip", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows))[0])
+    except _Bad as bad:
+        out.append(_error("roundtrip", st, bad))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# error feedback
+
+
+def _residual(state):
+    r = getattr(state, "residual", None)
+    if r is None and (isinstance(state, np.ndarray) or is_framework_array(state)):
+        r = state
+    if r is None:
+        raise _Bad(f"the state is a {type(state).__name__} without a .residual: expose the residual as state.residual")
+    return _as_numpy(r, "state.residual").astype(np.float64)
+
+
+def _ef_run(obj, grads, seed, rep, *, restore_at=None, rebuild_at=None, record=True):
+    """Messages (and invariant defects) of one run of the user's error-feedback step over ``grads``."""
+    array = getattr(obj, "array", "numpy")
+    state = _call(obj.init, "init(g)", _to_kind(np.zeros_like(grads[0]), array))
+    msgs, defects = [], []
+    for t, g in enumerate(grads):
+        if t == restore_at:
+            try:
+                state = pickle.loads(pickle.dumps(state))  # a checkpoint written and read back
+            except Exception as exc:  # noqa: BLE001
+                raise _Bad(f"the state cannot be pickled for a checkpoint ({type(exc).__name__}: {exc})") from None
+        gin = _to_kind(g, array)
+        if t == rebuild_at:
+            state = copy.deepcopy(state)  # the same state in new buffers, as after a bucket rebuild
+        e0 = _residual(state) if record else None
+        res = _call(obj.apply, "apply(g, state, rng=...)", gin, state, rng=_rng(seed, rep, t))
+        if not (isinstance(res, tuple) and len(res) == 2):
+            raise _Bad("apply(g, state, rng=...) must return (message, new_state)")
+        m, state = res
+        m = _as_numpy(m, "apply(...)[0]")
+        if m.shape != g.shape:
+            raise _Bad(f"the message has shape {m.shape} for a gradient of shape {g.shape}")
+        msgs.append(m.astype(np.float64))
+        if record:
+            e1 = _residual(state)
+            p = e0 + g
+            scale = max(float(np.max(np.abs(p))), 1e-30)
+            defects.append(float(np.max(np.abs(e1 - (p - m)))) / scale)
+    return np.stack(msgs), defects
+
+
+def _run_defect(a: np.ndarray, b: np.ndarray) -> float:
+    gap = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(a))), 1e-300)
+    return gap if math.isfinite(gap) else 1.0
+
+
+def _feedback_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> list[CheckResult]:
+    out = []
+    if not (callable(getattr(obj, "init", None)) and callable(getattr(obj, "apply", None))):
+        return [_error("call", "init(g) and apply(g, state, rng=...) exist",
+                       _Bad(f"is a {type(obj).__name__} without init(g) and apply(g, state, rng=...)"))]
+    steps, reps = 40, 10
+    grads = [np.stack([_rng(seed, 500 + r, t).standard_normal(d).astype(np.float32) for t in range(steps)])
+             for r in range(reps)]
+    runs = {}
+    st = "two runs with the same seeds send the same messages, bit for bit"
+    try:
+        rows = []
+        for r in range(reps):
+            runs[r] = _ef_run(obj, grads[r], seed, r, record=False)[0]
+            again = _ef_run(obj, grads[r], seed, r, record=False)[0]
+            rows.append(dict(replicate=r, metric="defect", value=0.0 if np.array_equal(runs[r], again)
+                             else _run_defect(runs[r], again)))
+        res, _ = _verdict("determinism", _claim("determinism", "upper", "defect", "zero_defect", confidence,
+                                                atol=1e-300), pd.DataFrame(rows), set(), st, 2 * reps * steps)
+        if res.verdict != "holds":
+            res = CheckResult("determinism", "error", st, "not deterministic under a fixed seed; draw every random "
+                              "number from the rng argument", res.draws)
+        out.append(res)
+    except _Bad as bad:
+        out.append(_error("determinism", st, bad))
+        return out
+    # the invariant e_{t+1} = e_t + g_t - m_t, every step: 4 ulps of float32 relative to max|g + e| allows the
+    # rounding of p = g + e and of p - m in float32 (twice the unit roundoff each, one per operation)
+    ulps = 4 * float(np.finfo(np.float32).eps)
+    st = f"e_(t+1) = e_t + g_t - m_t at every one of {steps} steps, to {ulps:.2g} relative (4 float32 ulps)"
+    try:
+        rows = [dict(replicate=r, metric="defect", value=max(_ef_run(obj, grads[r], seed, r)[1])) for r in range(reps)]
+        out.append(_verdict("ef_invariant", _claim("ef_invariant", "upper", "defect", "zero_defect", confidence,
+                                                   atol=ulps), pd.DataFrame(rows), set(), st, reps * steps)[0])
+    except _Bad as bad:
+        out.append(_error("ef_invariant", st, bad))
+    for check, kw, what in (("checkpoint", "restore_at", "pickled and restored"),
+                            ("rebuild", "rebuild_at", "copied into new buffers (a bucket rebuild)")):
+        st = f"a run whose state is {what} at step {steps // 2} sends the same messages, exactly"
+        try:
+            rows = [dict(replicate=r, metric="defect", value=_run_defect(
+                runs[r], _ef_run(obj, grads[r], seed, r, record=False, **{kw: steps // 2})[0])) for r in range(reps)]
+            out.append(_verdict(check, _claim(check, "upper", "defect", "zero_defect", confidence, atol=1e-12),
+                                pd.DataFrame(rows), set(), st, reps * steps)[0])
+        except _Bad as bad:
+            out.append(_error(check, st, bad))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# outer (pseudo-gradient) step
+
+
+def _outer_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> list[CheckResult]:
+    if not callable(obj):
+        return [_error("call", "pseudo_gradient(theta, theta_local)", _Bad(f"is a {type(obj).__name__}, not callable"))]
+    array = getattr(obj, "array", "numpy")
+    local_steps, lr = 5, 0.5  # lr * L <= 0.5 < 2: every local step descends on the quadratic below
+    st = (f"cos(Delta, grad f(theta)) > 0 for Delta = pseudo_gradient(theta, theta_local) after {local_steps} local "
+          "gradient steps on f = ||A theta||^2 / 2 (so that theta - lr * Delta descends)")
+    rows = []
+    try:
+        for r in range(20):
+            g = _rng(seed, 700, r)
+            a2 = g.uniform(0.1, 1.0, d)  # the diagonal of A^T A, L = max <= 1
+            theta = g.standard_normal(d)
+            loc = theta.copy()
+            for _ in range(local_steps):
+                loc = loc - lr * a2 * loc
+            delta = _as_numpy(_call(obj, "pseudo_gradient(theta, theta_local)", _to_kind(theta, array),
+                                    _to_kind(loc, array)), "pseudo_gradient").astype(np.float64)
+            if delta.shape != theta.shape:
+                raise _Bad(f"pseudo_gradient returned shape {delta.shape} for parameters of shape {theta.shape}")
+            grad = a2 * theta
+            cos = float(delta @ grad) / max(float(np.linalg.norm(delta) * np.linalg.norm(grad)), 1e-300)
+            rows.append(dict(replicate=r, metric="cosine", value=cos))
+    except _Bad as bad:
+        return [_error("outer_sign", st, bad)]
+    return [_verdict("outer_sign", _claim("outer_sign", "lower", "cosine", "descent_lower", confidence),
+                     pd.DataFrame(rows), set(), st, len(rows))[0]]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# hooks (torch, Gloo processes)
+
+
+def _hook_results(targets: list, *, workers, seed) -> dict:
+    """``{target: found}`` from one run of the Gloo harness, or ``{target: error line}``."""
+    try:
+        from simcomm.torch._harness import run_hook_battery
+    except ImportError as exc:
+        return dict.fromkeys(targets, f"needs torch ({exc}); pip install torch (CPU: pip install torch==2.13.0)")
+    try:
+        return run_hook_battery(targets, workers=workers, seed=seed)
+    except UserError as exc:
+        return dict.fromkeys(targets, str(exc))
+
+
+def _hook_checks(found, *, workers, confidence) -> list[CheckResult]:
+    if isinstance(found, str):
+        return [_error("call", "the factory returns (state, hook) and runs under torch.distributed", _Bad(found))]
+    out = []
+    for check, st, atol in (
+            ("determinism", "two runs with the same seeds give the same updates, bit for bit", 1e-300),
+            ("rank_consistency", f"every one of {workers} workers receives the same update at every step", 1e-300),
+            ("checkpoint", "a run whose state is pickled and restored (a new hook from the factory) half-way gives "
+                           "the same updates, exactly", 1e-12),
+            ("rebuild", "a run whose buckets are rebuilt half-way (new buffers, same indices) gives the same updates, "
+                        "exactly", 1e-12),
+            ("fp16_overflow", f"gradients of 3/4 of the float16 maximum on each of {workers} workers give 2^12 times "
+                              "the update of the same gradients times 2^-12 (to 4 float16 ulps; inf if it overflows)",
+             4 * float(np.finfo(np.float16).eps))):
+        rec = found.get(check, "not measured")
+        if isinstance(rec, str):
+            out.append(_error(check, st, _Bad(rec)))
+            continue
+        rows = pd.DataFrame(dict(replicate=np.arange(len(rec)), metric="defect", value=rec))
+        runs = {"determinism": 2, "fp16_overflow": 2}.get(check, 1)  # hook calls per replicate and run
+        res = _verdict(check, _claim(check, "upper", "defect", "zero_defect", confidence, atol=atol), rows, set(), st,
+                       found.get("calls", 0) * len(rec) * runs)[0]
+        if check == "determinism" and res.verdict != "holds":
+            res = CheckResult(check, "error", st, "not deterministic under a fixed seed: seed the hook's random "
+                              "numbers from its state", res.draws)
+        out.append(res)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+
+def conform(target, kind: str, *, d: int = 16, seed: int = 0, confidence: float = 0.99, tolerance: float = 0.1,
+            max_draws: int = 16000, workers: int = 2) -> ConformReport:
+    r"""Run the conformance battery on a user's object; see the module docstring for what it declares.
+
+    Parameters
+    ----------
+    target : str or object
+        ``"module:name"`` (how the command line names it) or the object itself (not for ``hook``,
+        whose factory is imported again in each worker process).
+    kind : {"compressor", "feedback", "hook", "outer"}
+    d : int
+        Dimension of the test vectors.
+    seed : int
+        Root seed: call ``(vector i, draw r)`` gets ``default_rng(SeedSequence(seed, spawn_key=(i, r)))``.
+    confidence : float
+        Family-wise confidence of each check over its cells.
+    tolerance : float
+        Stated before the data: the bias allowed by ``unbiased`` (a fraction of :math:`\sqrt\beta`) and
+        the relative slack on a declared variance or contraction constant.
+    max_draws : int
+        Most calls per test vector of the Monte Carlo checks (doubling from 1000 while a cell is undecided).
+    workers : int
+        Gloo processes for a hook.
+
+    Returns
+    -------
+    ConformReport
+
+    Raises
+    ------
+    UserError
+        An unknown kind or a target that cannot be imported (the checks' own bad input is reported in
+        the report, not raised).
+
+    Examples
+    --------
+    >>> from simcomm.compress import RandK
+    >>> rep = conform(RandK(4), "compressor")
+    >>> rep.verdicts()["unbiased"], rep.verdicts()["variance"]
+    ('holds', 'holds')
+    """
+    return conform_all([target], kind, d=d, seed=seed, confidence=confidence, tolerance=tolerance,
+                       max_draws=max_draws, workers=workers)[0]
+
+
+def conform_all(targets, kind: str, *, d: int = 16, seed: int = 0, confidence: float = 0.99, tolerance: float = 0.1,
+                max_draws: int = 16000, workers: int = 2) -> list[ConformReport]:
+    """:func:`conform` on several targets of one kind (hooks share one set of Gloo processes).
+
+    Raises
+    ------
+    UserError
+        As :func:`conform`, before any target runs.
+    """
+    if kind not in KINDS:
+        from simcomm._errors import closest
+
+        raise UserError(f"unknown --kind '{kind}'{closest(kind, KINDS)}; choose one of {', '.join(KINDS)}")
+    if isinstance(d, bool) or not isinstance(d, int) or d < 4:
+        raise UserError(f"-d {d!r} is out of range; use a dimension d >= 4")
+    targets = list(targets)
+    names = [t if isinstance(t, str) else getattr(t, "__name__", None) or repr(t) for t in targets]
+    settings = dict(d=d, seed=seed, confidence=confidence, tolerance=tolerance, max_draws=max_draws)
+    kw = dict(d=d, seed=seed, confidence=confidence, tolerance=tolerance, max_draws=max_draws)
+    if kind == "hook":
+        for t in targets:
+            if not isinstance(t, str):
+                raise UserError("--kind hook needs the factory as a 'module:name' string: each worker imports it")
+            resolve(t, f"conform {t}")  # an import error is reported here, before processes start
+        found = _hook_results(targets, workers=workers, seed=seed)
+        settings["workers"] = workers
+        return [ConformReport(n, kind, tuple(_hook_checks(found[t], workers=workers, confidence=confidence)), settings)
+                for n, t in zip(names, targets)]
+    objs = [resolve(t, f"conform {t}") if isinstance(t, str) else t for t in targets]
+    run = {"compressor": _compressor_checks, "feedback": _feedback_checks, "outer": _outer_checks}[kind]
+    return [ConformReport(n, kind, tuple(run(o, **kw)), settings) for n, o in zip(names, objs)]
