@@ -12,9 +12,20 @@ import math
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.topology import NAMES, RULES, build, max_degree, mix, one_peer_exponential, product_deviation, rho
+from simcomm.topology import (
+    RULES,
+    build,
+    max_degree,
+    mix,
+    one_peer_exponential,
+    product_deviation,
+    rho,
+    topology_names,
+)
 
-_STATIC = tuple(t for t in NAMES if t != "one_peer_exponential")
+# read from the topology registry (simcomm.topology.TOPOLOGIES), never typed here
+NAMES = topology_names()
+_STATIC = topology_names(time_varying=False)
 
 _TOPO = {
     "topology": Param("str", default="exponential", choices=NAMES, doc="topology constructor name"),

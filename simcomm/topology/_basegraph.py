@@ -65,6 +65,7 @@ import scipy.sparse as sp
 
 from simcomm._errors import UserError
 from simcomm.topology._graphs import Topology, _circulant, time_varying
+from simcomm.topology._registry import topology
 
 __all__ = [
     "hyper_hypercube",
@@ -264,6 +265,7 @@ def _sequence(layers: list[_Layer], name: str, rule: str = "base") -> Topology:
 # --------------------------------------------------------------------------- public constructors
 
 
+@topology("hyper_hypercube", params=("k",), time_varying=True, exact=True)
 def hyper_hypercube(n: int, k: int = 1) -> Topology:
     r"""k-peer hyper-hypercube: exact averaging in one layer per factor of ``n`` (module doc).
 
@@ -313,6 +315,7 @@ def hyper_hypercube(n: int, k: int = 1) -> Topology:
     return time_varying(layers, name="hyper_hypercube")
 
 
+@topology("one_peer_hypercube", time_varying=True, exact=True)
 def one_peer_hypercube(n: int) -> Topology:
     r"""One-peer hypercube for :math:`n = 2^p`: at step ``t`` node ``i`` averages with ``i XOR 2^t``.
 
@@ -337,6 +340,7 @@ def one_peer_hypercube(n: int) -> Topology:
     return time_varying(topo.layers[::-1], name="one_peer_hypercube")
 
 
+@topology("simple_base_graph", params=("k",), time_varying=True, exact=True, aliases=("simple_base",))
 def simple_base_graph(n: int, k: int = 1) -> Topology:
     r"""Simple Base-(k+1) graph: exact averaging for every ``n >= 1`` with at most ``k`` peers per step.
 
@@ -396,6 +400,7 @@ def _base_layers(n: int, b: int) -> list[_Layer]:
     return layers
 
 
+@topology("base_graph", params=("k",), time_varying=True, exact=True, aliases=("base",))
 def base_graph(n: int, k: int = 1) -> Topology:
     r"""Base-(k+1) graph (Takezawa et al., NeurIPS 2023): exact averaging for every ``n``, degree ``<= k``.
 

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 
 from simcomm._errors import UserError
 from simcomm.topology._graphs import Topology, _check_n, _readonly
+from simcomm.topology._registry import topology
 
 __all__ = ["directed_ring", "directed_exponential", "random_matching", "s_out", "WEIGHTINGS"]
 
@@ -92,6 +93,7 @@ def _shift_pattern(name: str, n: int, hops, self_weights, weighting: str) -> Top
                     node_shifts=_readonly(shifts), node_weights=_readonly(Wn))
 
 
+@topology("directed_ring", symmetric=False)
 def directed_ring(n: int, *, self_weights=None, weighting: str = "push") -> Topology:
     r"""Directed ring: node ``i`` listens to ``i + 1`` only (node ``j`` sends to ``j - 1``).
 
@@ -118,6 +120,7 @@ def directed_ring(n: int, *, self_weights=None, weighting: str = "push") -> Topo
     return _shift_pattern("directed_ring", n, [1], self_weights, weighting)
 
 
+@topology("directed_exponential", symmetric=False)
 def directed_exponential(n: int, *, self_weights=None, weighting: str = "push") -> Topology:
     r"""Static exponential digraph with per-node weights: node ``i`` listens to ``i + 2^t``, :math:`2^t < n`.
 
@@ -147,6 +150,7 @@ def _check_rng(rng, what: str) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
+@topology("random_matching", params=("rng",), random=True)
 def random_matching(n: int, *, rng) -> Topology:
     r"""One uniform random (near-)perfect matching; matched pairs average, :math:`W = (I + P)/2`.
 

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm.topology._registry import topology
 
 __all__ = [
     "Topology",
@@ -166,6 +167,35 @@ def _check_rule(rule: str) -> str:
     return rule
 
 
+def _parse_shape(shape, n: int, name: str) -> tuple[int, int]:
+    """``(r, c)`` with ``r * c = n`` from ``"RxC"``, ``(r, c)`` or ``None`` (the most square factorisation)."""
+    if shape is None:
+        # the most square factorisation r <= c with r >= 2
+        r = math.isqrt(n)
+        while r >= 2 and n % r:
+            r -= 1
+        if r < 2:
+            raise UserError(f"{name} needs n = r*c with both sides >= 2, and n={n} has no such factorisation; "
+                            "choose another n")
+        return r, n // r
+    if isinstance(shape, str):
+        parts = shape.lower().replace("*", "x").split("x")
+        try:
+            r, c = (int(s) for s in parts)
+        except ValueError:
+            raise UserError(f"shape must look like RxC (e.g. 4x8), got {shape!r}") from None
+    else:
+        try:
+            r, c = (int(s) for s in shape)
+        except (TypeError, ValueError):
+            raise UserError(f"shape must be two integers (r, c), got {shape!r}") from None
+    if r < 2 or c < 2:
+        raise UserError(f"{name} sides must both be >= 2, got {r}x{c}")
+    if r * c != n:
+        raise UserError(f"{name} shape {r}x{c} has {r * c} nodes but n={n}; make r*c equal n")
+    return r, c
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -253,6 +283,7 @@ def _edge_topology(name: str, n: int, edges, rule: str) -> Topology:
 # --------------------------------------------------------------------------- constructors
 
 
+@topology("ring")
 def ring(n: int) -> Topology:
     r"""Undirected ring (cycle) :math:`C_n` with weight :math:`1/3` on self and both neighbours.
 
@@ -315,6 +346,13 @@ def torus(r: int, c: int | None = None) -> Topology:
     return _uniform_circulant("torus", (r, c), [[1, 0], [-1, 0], [0, 1], [0, -1]])
 
 
+@topology("torus", params=("shape",))
+def _torus_by_n(n: int, shape=None) -> Topology:
+    """2-D torus on ``n = r*c`` nodes (``shape`` RxC, default the most square), equal weights (:func:`torus`)."""
+    r, c = _parse_shape(shape, _check_n(n), "torus")
+    return torus(r, c)
+
+
 def hypercube(dim: int) -> Topology:
     r"""Hypercube :math:`Q_{dim}` on :math:`n = 2^{dim}` nodes, weights :math:`1/(dim+1)`.
 
@@ -335,6 +373,17 @@ def hypercube(dim: int) -> Topology:
     return _uniform_circulant("hypercube", (2,) * dim, np.eye(dim, dtype=np.int64))
 
 
+@topology("hypercube")
+def _hypercube_by_n(n: int) -> Topology:
+    """Hypercube on ``n = 2^dim`` nodes, weights ``1/(dim+1)`` (:func:`hypercube`)."""
+    n = _check_n(n)
+    if n & (n - 1):
+        raise UserError(f"hypercube needs n = 2^dim nodes (a power of 2), got n={n}; "
+                        f"try n={1 << _ceil_log2(n)} or n={1 << (_ceil_log2(n) - 1)}")
+    return hypercube(n.bit_length() - 1)
+
+
+@topology("complete", exact=True)
 def complete(n: int) -> Topology:
     r"""Complete graph :math:`K_n` with :math:`W = J = \mathbf{1}\mathbf{1}^\top/n` (exact averaging).
 
@@ -348,6 +397,7 @@ def complete(n: int) -> Topology:
     return _uniform_circulant("complete", (n,), np.arange(1, n)[:, None])
 
 
+@topology("exponential", symmetric=False)
 def exponential(n: int, base: int = 2) -> Topology:
     r"""Static exponential graph: node i listens to :math:`i + b^t`, :math:`b^t < n` (directed).
 
@@ -379,6 +429,8 @@ def exponential(n: int, base: int = 2) -> Topology:
     return _circulant("exponential", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
 
 
+# exact for n = 2^tau (papers C2); any other n leaves a deviation (one_peer_deviation)
+@topology("one_peer_exponential", symmetric=False, time_varying=True, exact=lambda n: n & (n - 1) == 0)
 def one_peer_exponential(n: int, order=None) -> Topology:
     r"""Time-varying one-peer exponential graph, :math:`W^{(k)} = (I + S^{2^{t_k}})/2`.
 
@@ -449,6 +501,7 @@ def _mixed_stochasticity(layers) -> str:
                     "so no gossip on them has a known limit: use layers of one kind")
 
 
+@topology("star", params=("rule",))
 def star(n: int, rule: str = "metropolis") -> Topology:
     r"""Star: hub 0 linked to every other node (undirected).
 
@@ -485,7 +538,15 @@ def grid(r: int, c: int, rule: str = "metropolis") -> Topology:
     return _edge_topology("grid", r * c, np.vstack([right, down]), rule)
 
 
-def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topology:
+@topology("grid", params=("shape", "rule"))
+def _grid_by_n(n: int, shape=None, rule: str = "metropolis") -> Topology:
+    """2-D grid (no wrap-around) on ``n = r*c`` nodes (``shape`` RxC, default the most square) (:func:`grid`)."""
+    r, c = _parse_shape(shape, _check_n(n), "grid")
+    return grid(r, c, rule=rule)
+
+
+@topology("erdos_renyi", params=("p", "rng", "rule"), random=True)
+def erdos_renyi(n: int, p: float = 0.5, *, rng=None, rule: str = "metropolis") -> Topology:
     r"""Erdős–Rényi graph :math:`G(n, p)`, one draw; raises :class:`UserError` when disconnected.
 
     Each of the :math:`n(n-1)/2` edges is present independently with probability ``p``
@@ -495,7 +556,7 @@ def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topo
     ----------
     n : int
         Number of nodes, ``>= 2``.
-    p : float
+    p : float, default 0.5
         Edge probability in ``(0, 1]``.
     rng : numpy.random.Generator or seed, optional
         Anything :func:`numpy.random.default_rng` accepts.
