@@ -110,7 +110,7 @@ def topology(name: str, *, params=(), stochasticity: str = "doubly", symmetric: 
         What :func:`~simcomm.topology.build`, specs and the CLI call it.
     params : sequence of str, or dict of str to str
         Keywords the constructor takes besides ``n``; a dict gives the help text of keywords that
-        :data:`PARAM_DOCS` does not know.
+        :data:`PARAM_DOCS` does not know (an empty text takes the shared one).
     stochasticity, symmetric, time_varying, random, exact
         Declared properties (module doc); the contract test holds every constructor to them.
     aliases : sequence of str
@@ -129,7 +129,7 @@ def topology(name: str, *, params=(), stochasticity: str = "doubly", symmetric: 
     """
     if stochasticity not in _STOCHASTICITIES:
         raise ValueError(f"topology {name!r}: stochasticity must be one of {_STOCHASTICITIES}, got {stochasticity!r}")
-    docs = dict(params) if isinstance(params, dict) else {k: PARAM_DOCS.get(k, "") for k in params}
+    docs = {k: (params[k] if isinstance(params, dict) else "") or PARAM_DOCS.get(k, "") for k in params}
     missing = [k for k, v in docs.items() if not v]
     if missing:
         raise ValueError(f"topology {name!r}: give the help text of {missing} (params={{name: help}})")
