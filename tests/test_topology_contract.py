@@ -148,6 +148,7 @@ REFERENCE = [
     ("directed_ring", 4, {}, "rho", math.sqrt(2) / 2, "W = (I + S)/2 is normal: |1 + i|/2 at j = 1"),
     ("directed_exponential", 8, {}, "rho", 0.5, "with equal self-weights it is exponential(8): 1 - 2/(1 + 3)"),
     ("random_matching", 4, {}, "rho", 1.0, "(I + P)/2 of one perfect matching keeps the between-pairs mode"),
+    ("s_out", 5, {"s": 4}, "rho", 0.0, "s = n - 1: every node hears every other with weight 1/n, W = J"),
 ]
 
 

@@ -207,7 +207,9 @@ def _distinct_targets(n: int, s: int, rng: np.random.Generator) -> np.ndarray:
     return out + (out >= i)  # skip node i itself
 
 
-def s_out(n: int, s: int, *, rng, weighting: str = "pull") -> Topology:
+@topology("s_out", params={"s": "targets per node, 1 <= s <= n - 1", "rng": "", "weighting": "pull or push"},
+          stochasticity="row", symmetric=False, random=True)
+def s_out(n: int, s: int = 1, *, rng, weighting: str = "pull") -> Topology:
     r"""One Epidemic Learning s-out round: every node sends to ``s`` distinct uniform others (module doc).
 
     ``pull`` (EL's rule, row stochastic): :math:`W_{ii} = W_{ij} = 1/(1 + \deg^-_i)` for every
@@ -218,7 +220,7 @@ def s_out(n: int, s: int, *, rng, weighting: str = "pull") -> Topology:
     ----------
     n : int
         Number of nodes, ``>= 2``.
-    s : int
+    s : int, default 1
         Targets per node, ``1 <= s <= n - 1``.
     rng : numpy.random.Generator or seed
         Required (one draw per call).
