@@ -335,7 +335,7 @@ def test_build_shapes():
 
 
 BAD = [
-    (lambda: ring(1), "n must be >= 2"),
+    (lambda: ring(1), "n must be an integer >= 2"),
     (lambda: build("hypercube", 12), "power"),
     (lambda: torus(1, 5), ">= 2"),
     (lambda: grid(4, 1), ">= 2"),

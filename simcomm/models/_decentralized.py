@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm._validate import integer, real
 from simcomm.backends._xp import array_namespace
 from simcomm.models._ops import log_softmax_and_softmax
 
@@ -191,12 +192,6 @@ def node_slice(problem: NodeProblem, start: int, stop: int) -> NodeProblem:
     """
     return problem._replace(**{f: getattr(problem, f)[start:stop] for f in _PER_NODE
                                if getattr(problem, f) is not None})
-
-
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
-        raise UserError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 # --------------------------------------------------------------------------- gradient oracles
@@ -512,11 +507,10 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
     >>> prob.A.shape, round(prob.b, 12), prob.mu <= prob.L
     ((8, 10, 5), 0.5, True)
     """
-    n = _check_int(n, "n", 1)
-    d = _check_int(d, "d", 1)
-    m = 2 * d if m is None else _check_int(m, "m (examples per node)", 1)
-    if not (isinstance(b, (int, float, np.floating)) and np.isfinite(b) and b >= 0):
-        raise UserError(f"heterogeneity b must be a finite number >= 0, got {b!r}")
+    n = integer(n, "n", low=1)
+    d = integer(d, "d", low=1)
+    m = 2 * d if m is None else integer(m, "m (examples per node)", low=1)
+    b = real(b, "heterogeneity b", low=0.0)
     rng = np.random.default_rng(rng)
     A = np.broadcast_to(rng.standard_normal((1, m, d)), (n, m, d)).copy() if shared else rng.standard_normal((n, m, d))
     x0 = rng.standard_normal(d)
@@ -593,10 +587,9 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
     >>> prob.centers.shape, round(heterogeneity(prob), 12), (prob.mu, prob.L)
     ((8, 5), 0.5, (0.1, 1.0))
     """
-    n = _check_int(n, "n", 1)
-    d = _check_int(d, "d", 1)
-    if not (isinstance(b, (int, float, np.floating)) and np.isfinite(b) and b >= 0):
-        raise UserError(f"heterogeneity b must be a finite number >= 0, got {b!r}")
+    n = integer(n, "n", low=1)
+    d = integer(d, "d", low=1)
+    b = real(b, "heterogeneity b", low=0.0)
     ok = all(isinstance(v, (int, float, np.floating)) and np.isfinite(v) for v in (mu, L))
     if not (ok and 0 < mu <= L):
         raise UserError(f"curvatures need 0 < mu <= L (finite), got mu={mu!r}, L={L!r}")
@@ -669,16 +662,15 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
 
     from simcomm.models._data import load_dataset, split_workers
 
-    n = _check_int(n, "n", 1)
-    if not (np.isfinite(l2) and l2 > 0):
-        raise UserError(f"l2 must be > 0 (it makes the optimum unique and f* well defined), got {l2!r}")
+    n = integer(n, "n", low=1)
+    l2 = real(l2, "l2", low=0.0, low_open=True, hint="it makes the optimum unique and f* well defined")
     rng = np.random.default_rng(rng)
     if dataset == "digits":
         ds = load_dataset("digits", rng=rng)
         Xp, yp, C = ds.X_train, ds.y_train, ds.n_classes
     elif dataset == "synthetic":
-        C = _check_int(n_classes, "n_classes", 2)
-        Xp, yp = _mixture(_check_int(n_samples, "n_samples", 2), _check_int(features, "features", 1), C, sep, rng)
+        C = integer(n_classes, "n_classes", low=2)
+        Xp, yp = _mixture(integer(n_samples, "n_samples", low=2), integer(features, "features", low=1), C, sep, rng)
     else:
         hint = closest(dataset, ("synthetic", "digits"))
         raise UserError(f"unknown dataset '{dataset}'{hint}; use 'synthetic' or 'digits'")

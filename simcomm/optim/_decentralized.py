@@ -42,8 +42,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError, closest
+from simcomm._errors import UserError
+from simcomm._validate import integer, one_of, positive_int, real
+from simcomm._validate import step_size as step_size_check
 from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
+from simcomm.optim._schedules import SCHEDULES, step_size
 from simcomm.optim._trace import Trace, diverged_at_step
 
 __all__ = [
@@ -67,8 +70,6 @@ __all__ = [
 
 NOISE_KEY = 1
 DATA_KEY = 0
-#: Step-size schedules: ``constant`` (lr) and ``inv_sqrt`` (lr / sqrt(1 + k / k0)).
-SCHEDULES = ("constant", "inv_sqrt")
 #: Gradient-noise generators of :func:`run_dsgd` (module doc): ``auto`` is ``stream`` on a host backend,
 #: ``counter`` on a device backend.
 NOISES = ("auto", "stream", "counter")
@@ -203,10 +204,8 @@ def _bytes_per_message(topo, n: int, d: int) -> float:
 
 def check_hyper(lr, beta) -> None:
     """Raise a one-line :class:`~simcomm.UserError` unless ``lr > 0`` is finite and ``0 <= beta < 1``."""
-    if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr > 0):
-        raise UserError(f"step size lr must be a finite number > 0, got {lr!r}")
-    if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta < 1.0):
-        raise UserError(f"momentum beta must lie in [0, 1), got {beta!r}")
+    step_size_check(lr)
+    real(beta, "momentum beta", low=0.0, high=1.0, high_open=True)
 
 
 def _check_x0(x0) -> np.ndarray:
@@ -336,26 +335,6 @@ def problem_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(DATA_KEY,)))
 
 
-def step_size(lr: float, k: int, schedule: str = "constant", k0: float = 10.0) -> float:
-    r"""Step size at iteration ``k``: ``lr`` (``constant``) or :math:`\mathrm{lr}/\sqrt{1 + k/k_0}` (``inv_sqrt``).
-
-    ``inv_sqrt`` lets one run stand for the family of tuned constant steps :math:`\gamma \propto
-    1/\sqrt{T}` used in the rate of papers C3 (its running average at ``T`` behaves like a run of
-    length ``T``).
-
-    Examples
-    --------
-    >>> step_size(0.1, 30, "inv_sqrt", 10)
-    0.05
-    """
-    if schedule == "constant":
-        return float(lr)
-    if schedule == "inv_sqrt":
-        return float(lr) / math.sqrt(1.0 + k / k0)
-    raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; "
-                    f"use one of {', '.join(SCHEDULES)}")
-
-
 class _Noise:
     """Per-node Gaussian noise, drawn in blocks of steps from each node's stream (``noise="stream"``).
 
@@ -395,8 +374,7 @@ class _CounterNoise:
 
 
 def noise_kind(noise: str, xp) -> str:
-    if noise not in NOISES:
-        raise UserError(f"unknown noise '{noise}'{closest(noise, NOISES)}; use one of {', '.join(NOISES)}")
+    one_of(noise, NOISES, "noise")
     if noise == "auto":
         return "stream" if xp is np else "counter"
     return noise
@@ -442,8 +420,8 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     seed : int
         Root of the per-node noise streams (see the module doc). An integer, not a Generator: every node
         derives its own stream from it, so :mod:`simcomm.mpi`'s ranks reproduce the run bit for bit.
-    schedule : {"constant", "inv_sqrt"}
-        Step-size schedule (:func:`step_size`).
+    schedule : {"constant", "inv_sqrt", "cosine"}
+        Step-size schedule (:func:`step_size`; ``cosine`` decays over ``steps``).
     k0 : float
         Decay scale of ``inv_sqrt``.
     record_every : int
@@ -484,14 +462,10 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     from simcomm.backends import get_backend
 
     check_hyper(lr, beta)
-    steps = int(steps)
-    if steps < 0:
-        raise UserError(f"steps must be >= 0, got {steps}")
-    if not (math.isfinite(sigma) and sigma >= 0):
-        raise UserError(f"noise sigma must be a finite number >= 0, got {sigma!r}")
-    if record_every < 1:
-        raise UserError(f"record_every must be >= 1, got {record_every}")
-    step_size(lr, 0, schedule, k0)  # validates the schedule name
+    steps = integer(steps, "steps", low=0)
+    real(sigma, "noise sigma", low=0.0)
+    positive_int(record_every, "record_every")
+    step_size(lr, 0, schedule, k0, steps)  # validates the schedule name
     from simcomm.models._decentralized import node_gradients, problem_to
 
     be = get_backend(backend)
@@ -524,7 +498,7 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
             G = node_gradients(problem, X, out=G)
             if draw is not None:
                 draw.add(G, k, sigma)
-            out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0), float(beta), out, be)
+            out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0, steps), float(beta), out, be)
             X, out = out, X
             if j < T and rec[j] == k + 1:
                 c, g, gi, s = _measure(problem, X)

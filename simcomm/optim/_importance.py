@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcomm._errors import UserError, closest
+from simcomm._validate import integer, one_of, positive_int, real, step_size
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
 from simcomm.optim._trace import Trace, diverged_at_step
@@ -119,22 +119,15 @@ def importance_sgd(
     >>> bool(tr.train_loss[-1] < tr.train_loss[0]), tr.step.tolist()
     (True, [0, 10, 20])
     """
-    if proposal not in PROPOSALS:
-        hint = closest(proposal, PROPOSALS)
-        raise UserError(f"unknown proposal '{proposal}'{hint}; use one of {', '.join(PROPOSALS)}")
-    for name, v in (("steps", steps), ("record_every", record_every)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise UserError(f"{name} = {v!r} must be a positive integer")
-    if not (np.isfinite(lr) and lr > 0):
-        raise UserError(f"lr = {lr} must be a positive step size")
-    if not (np.isfinite(smoothing) and smoothing >= 0):
-        raise UserError(f"smoothing = {smoothing} must be a finite number >= 0 (it is added to every score)")
+    one_of(proposal, PROPOSALS, "proposal")
+    positive_int(steps, "steps")
+    positive_int(record_every, "record_every")
+    step_size(lr)
+    real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     n_train = X.shape[0]
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n_train:
-        raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {n_train} "
-                        "(the training set size)")
+    integer(batch_size, "batch_size", low=1, high=n_train, hint="at most the training set size")
     rng = np.random.default_rng(rng)
     theta = init_params(model, rng=rng) if x0 is None else np.array(x0, dtype=np.float64)
 

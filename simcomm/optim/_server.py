@@ -16,11 +16,10 @@ records are ``inf``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._validate import one_of, positive_int, step_size
 from simcomm.compress import Compressor
 from simcomm.optim._trace import Trace
 
@@ -40,18 +39,12 @@ def check_compressor(compressor) -> Compressor:
 
 def check_lr(lr) -> float:
     """Validate a step size (``lr > 0``, finite)."""
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating, np.integer)) or not (
-        lr > 0 and math.isfinite(lr)
-    ):
-        raise UserError(f"lr = {lr!r} is not allowed; use a finite step size lr > 0")
-    return float(lr)
+    return step_size(lr)
 
 
 def check_steps(steps) -> int:
     """Validate a number of steps (integer >= 1)."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise UserError(f"steps = {steps!r} is not allowed; use an integer number of steps >= 1")
-    return int(steps)
+    return positive_int(steps, "steps")
 
 
 class Monitor:
@@ -116,8 +109,7 @@ class Monitor:
 
 def start(problem, x0, replicates: int) -> np.ndarray:
     """Initial iterates, shape (R, d)."""
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise UserError(f"replicates = {replicates!r} is not allowed; use an integer >= 1")
+    positive_int(replicates, "replicates")
     x0 = problem.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
     if x0.shape[-1] != problem.d:
         raise UserError(f"x0 has dimension {x0.shape[-1]} but the problem has d = {problem.d}")
@@ -179,8 +171,7 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     compressor = check_compressor(compressor)
     lr = check_lr(lr)
     steps = check_steps(steps)
-    if mode not in ("workers", "aggregate"):
-        raise UserError(f"mode = {mode!r} is not allowed; use 'workers' or 'aggregate'")
+    one_of(mode, ("workers", "aggregate"), "mode")
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
     R, n, d = x.shape[0], problem.n, problem.d

@@ -64,6 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm._validate import integer, positive_int
 from simcomm.topology._graphs import Topology, _circulant, time_varying
 from simcomm.topology._registry import topology
 
@@ -81,16 +82,8 @@ __all__ = [
 # --------------------------------------------------------------------------- integer helpers
 
 
-def _check_int(value, what: str, low: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise UserError(f"{what} must be an integer >= {low}, got {value!r}")
-    if value < low:
-        raise UserError(f"{what} must be an integer >= {low}, got {value}")
-    return int(value)
-
-
 def _check_nk(n, k) -> tuple[int, int]:
-    return _check_int(n, "number of nodes n", 1), _check_int(k, "maximum degree k", 1)
+    return positive_int(n, "number of nodes n"), positive_int(k, "maximum degree k")
 
 
 def base_digits(n: int, b: int) -> list[tuple[int, int]]:
@@ -329,7 +322,7 @@ def one_peer_hypercube(n: int) -> Topology:
     >>> topo.period, product_deviation(topo, k0=3) < 1e-12
     (4, True)
     """
-    n = _check_int(n, "number of nodes n", 2)
+    n = integer(n, "number of nodes n", low=2)
     if n & (n - 1):
         lo = 1 << (n.bit_length() - 1)
         raise UserError(

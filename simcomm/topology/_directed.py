@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm._validate import generator
 from simcomm.topology._graphs import Topology, _check_n, _readonly
 from simcomm.topology._registry import topology
 
@@ -144,12 +145,6 @@ def directed_exponential(n: int, *, self_weights=None, weighting: str = "push") 
     return _shift_pattern("directed_exponential", n, hops, self_weights, weighting)
 
 
-def _check_rng(rng, what: str) -> np.random.Generator:
-    if rng is None:
-        raise UserError(f"{what} is random: pass rng= (a seed or a numpy Generator), one draw per call")
-    return np.random.default_rng(rng)
-
-
 @topology("random_matching", params=("rng",), random=True)
 def random_matching(n: int, *, rng) -> Topology:
     r"""One uniform random (near-)perfect matching; matched pairs average, :math:`W = (I + P)/2`.
@@ -172,7 +167,7 @@ def random_matching(n: int, *, rng) -> Topology:
     (True, 12)
     """
     n = _check_n(n)
-    rng = _check_rng(rng, "random_matching")
+    rng = generator(rng, "random_matching")
     perm = rng.permutation(n)
     partner = np.arange(n)
     a, b = perm[0 : n - 1 : 2], perm[1:n:2]
@@ -238,7 +233,7 @@ def s_out(n: int, s: int = 1, *, rng, weighting: str = "pull") -> Topology:
     if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or not (1 <= s <= n - 1):
         raise UserError(f"s-out needs 1 <= s <= n - 1 = {n - 1} targets per node, got s={s!r}")
     _check_weighting(weighting)
-    rng = _check_rng(rng, "s_out")
+    rng = generator(rng, "s_out")
     s = int(s)
     targets = _distinct_targets(n, s, rng)
     senders = np.repeat(np.arange(n), s)

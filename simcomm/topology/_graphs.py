@@ -28,7 +28,6 @@ with node-dependent weights (``directed_ring``, ``directed_exponential``) is sto
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 
@@ -36,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm._validate import integer, one_of, real
 from simcomm.topology._registry import topology
 
 __all__ = [
@@ -152,19 +152,11 @@ def _ceil_log2(n: int) -> int:
 
 
 def _check_n(n, what: str = "n", low: int = 2) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise UserError(f"{what} must be an integer >= {low}, got {n!r}")
-    if n < low:
-        raise UserError(f"{what} must be >= {low}, got {n}; a graph needs at least {low} nodes")
-    return int(n)
+    return integer(n, what, low=low, hint=f"a graph needs at least {low} nodes" if what == "n" else "")
 
 
 def _check_rule(rule: str) -> str:
-    if rule not in RULES:
-        match = difflib.get_close_matches(str(rule), RULES, n=1)
-        hint = f" (did you mean '{match[0]}'?)" if match else ""
-        raise UserError(f"unknown weight rule '{rule}'{hint}; choose one of {', '.join(RULES)}")
-    return rule
+    return one_of(rule, RULES, "weight rule")
 
 
 def _parse_shape(shape, n: int, name: str) -> tuple[int, int]:
@@ -576,8 +568,7 @@ def erdos_renyi(n: int, p: float = 0.5, *, rng=None, rule: str = "metropolis") -
     """
     n = _check_n(n)
     _check_rule(rule)
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not (0.0 < p <= 1.0):
-        raise UserError(f"edge probability p must be in (0, 1], got {p!r}")
+    p = real(p, "edge probability p", low=0.0, high=1.0, low_open=True)
     rng = np.random.default_rng(rng)
     iu, ju = np.triu_indices(n, k=1)
     keep = rng.random(len(iu)) < p
@@ -597,11 +588,7 @@ def erdos_renyi(n: int, p: float = 0.5, *, rng=None, rule: str = "metropolis") -
 
 def check_stochasticity(stochastic: str) -> str:
     """Return ``stochastic`` if it is one of :data:`STOCHASTICITIES`, else raise a one-line :class:`UserError`."""
-    if stochastic not in STOCHASTICITIES:
-        match = difflib.get_close_matches(str(stochastic), STOCHASTICITIES, n=1)
-        hint = f" (did you mean '{match[0]}'?)" if match else ""
-        raise UserError(f"unknown stochasticity '{stochastic}'{hint}; declare one of {', '.join(STOCHASTICITIES)}")
-    return stochastic
+    return one_of(stochastic, STOCHASTICITIES, "stochasticity")
 
 
 def validate_stochastic(M: sp.csr_array, stochastic: str, atol: float) -> None:
