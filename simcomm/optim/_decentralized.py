@@ -37,7 +37,6 @@ numba paths run the same code with ``xp = numpy``, operation for operation as be
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -46,8 +45,9 @@ from simcomm._errors import UserError
 from simcomm._validate import integer, one_of, positive_int, real
 from simcomm._validate import step_size as step_size_check
 from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
+from simcomm.optim._driver import Recorder, diverged, drive
 from simcomm.optim._schedules import SCHEDULES, step_size
-from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.optim._trace import Trace
 
 __all__ = [
     "check_hyper",
@@ -399,7 +399,7 @@ def _measure(problem, X):
 
 def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
              schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
-             x0=None, backend=None, noise: str = "auto") -> Trace:
+             x0=None, backend=None, noise: str = "auto", on_step=None) -> Trace:
     r"""Run DmSGD (or parallel SGD with ``topology="parallel"``) on a :class:`~simcomm.models.NodeProblem`.
 
     Parameters
@@ -428,8 +428,9 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
         Measure every this many steps (and at ``0`` and ``steps``).
     blowup : float
         Divergence: non-finite state, or :math:`\|\nabla f(\bar x)\|^2` or the consensus error above
-        ``blowup`` times its initial value (plus 1). The run stops and records
-        ``diverged_at``; it never raises.
+        ``blowup`` times its initial value (plus 1), checked at the recorded steps
+        (:func:`simcomm.optim._driver.diverged`). The run stops and records ``diverged_at``; it never
+        raises.
     x0 : ndarray, shape (d,), optional
         Common starting point (default ``problem.x0``).
     backend : str or module, optional
@@ -439,11 +440,13 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
         :mod:`simcomm.mpi` reproduces), ``"counter"`` (counter normals keyed by :func:`counter_keys`,
         drawn on the backend's device), ``"auto"``: ``"stream"`` on numpy/numba, ``"counter"`` on a
         device backend.
+    on_step : callable, optional
+        ``on_step(k)`` after update ``k`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
 
     Returns
     -------
     Trace
-        ``records``, each of shape ``(T,)`` (NaN after a divergence): ``consensus``
+        ``records``, each of shape ``(T,)`` (``inf`` from a divergence on: the driver's convention): ``consensus``
         :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, ``grad_norm_sq`` :math:`\|\nabla f(\bar x)\|^2`,
         ``node_grad_norm_sq`` :math:`\frac1n\sum_i\|\nabla f(x_i)\|^2` (the global gradient at the models
         the nodes hold), ``subopt`` :math:`f(\bar x) - f^\star`, ``messages`` and ``bytes`` (cumulative,
@@ -486,27 +489,35 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     X, M = state.x, state.m
     out = xp.empty_like(X)
     G = xp.empty_like(X)
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    T = len(rec)
-    cons, gns, ngs, sub = (np.full(T, np.nan) for _ in range(4))
-    msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec])
-    cons[0], gns[0], ngs[0], sub[0] = _measure(problem, X)
-    lim_g, lim_c = blowup * (1.0 + gns[0]), blowup * (1.0 + cons[0])
-    diverged, j = None, 1
+    names = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
+    rec = Recorder(steps, record_every, errors=names)
+    msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec.step])
+    limits = None
+
+    def advance(k):
+        nonlocal X, out, G
+        G = node_gradients(problem, X, out=G)
+        if draw is not None:
+            draw.add(G, k, sigma)
+        out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0, steps), float(beta), out, be)
+        X, out = out, X
+
+    def check(k):
+        # measured (and watched) at the recorded steps only: a measurement costs as much as a step
+        nonlocal limits
+        if rec.due != k:
+            return False
+        values = np.array(_measure(problem, X))
+        if limits is None:  # the start: limits are blowup times (1 + the initial consensus / gradient)
+            limits = np.array([blowup * (1.0 + values[0]), blowup * (1.0 + values[1]), np.inf, np.inf])
+        elif diverged(values, limits).any():
+            rec.diverge(k, [True])
+            return True
+        rec.put(dict(zip(names, values[:, None])))
+        return False
+
     with np.errstate(all="ignore"):
-        for k in range(steps):
-            G = node_gradients(problem, X, out=G)
-            if draw is not None:
-                draw.add(G, k, sigma)
-            out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0, steps), float(beta), out, be)
-            X, out = out, X
-            if j < T and rec[j] == k + 1:
-                c, g, gi, s = _measure(problem, X)
-                if not all(map(math.isfinite, (c, g, gi, s))) or g > lim_g or c > lim_c:
-                    diverged = k + 1
-                    break
-                cons[j], gns[j], ngs[j], sub[j] = c, g, gi, s
-                j += 1
-    records = {"consensus": cons, "grad_norm_sq": gns, "node_grad_norm_sq": ngs, "subopt": sub, "messages": msgs,
-               "bytes": msgs * bpm}
-    return Trace(np.asarray(rec), records, to_host(X), diverged_at_step(diverged))
+        drive(steps, advance, check, on_step=on_step)
+    records = {name: rec.records[name][0] for name in names}
+    records.update({"messages": msgs, "bytes": msgs * bpm})
+    return Trace(rec.step, records, to_host(X), rec.diverged_at)
