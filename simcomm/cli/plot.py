@@ -9,6 +9,7 @@ import click
 
 from simcomm._errors import UserError
 from simcomm.cli import cli
+from simcomm.cli._common import headless
 
 FORMATS = ("png", "pdf", "svg")
 
@@ -38,6 +39,7 @@ def plot(folder, output, style, fmt, trace, x, logx):
       simcomm plot results/expgraph_rho_even/<hash> --style paper --format pdf -o rho.pdf
       simcomm plot results/net_compression_pays/<hash> --trace train_loss --x time --logx
     """
+    headless()
     from simcomm.claims import judge
     from simcomm.plotting import bound_vs_empirical
     from simcomm.spec import ClaimSpec, ControlSpec
