@@ -5,14 +5,12 @@ from __future__ import annotations
 import math
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # headless by default; the CLI saves, nothing is shown
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict  # noqa: E402
+from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict
 
 __all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "PAPER_COLORS"]
 

@@ -92,8 +92,8 @@ def test_problems_constants():
     "call,match",
     [
         (lambda p: async_compressed_gd(p, Identity(), lr=0.1, steps=10, tau=-1), "tau >= 0"),
-        (lambda p: async_compressed_gd(p, Identity(), lr=0.0, steps=10, tau=1), "lr > 0"),
-        (lambda p: async_compressed_gd(p, Identity(), lr=-1.0, steps=10, tau=1), "lr > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), lr=0.0, steps=10, tau=1), "lr must be a finite number > 0"),
+        (lambda p: async_compressed_gd(p, Identity(), lr=-1.0, steps=10, tau=1), "lr must be a finite number > 0"),
         (lambda p: async_compressed_gd(p, Identity(), lr=0.1, steps=10, tau=1, delay="constnat"),
          "did you mean 'constant'"),
         (lambda p: compressed_gd(p, Identity(), lr=0.1, steps=10, mode="all"), "workers"),

@@ -117,9 +117,9 @@ def test_topology_json_keys_and_values():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["topology", "ring", "-n", "1"], "n must be >= 2"),
+    (["topology", "ring", "-n", "1"], "n must be an integer >= 2"),
     (["topology", "hypercube", "-n", "12"], "hypercube needs n = 2^dim"),
-    (["topology", "erdos_renyi", "-n", "8", "--p", "0"], "p must be in (0, 1]"),
+    (["topology", "erdos_renyi", "-n", "8", "--p", "0"], "p must be a finite number in (0, 1]"),
     (["topology", "torus", "-n", "6", "--shape", "1x6"], "torus"),
     (["topology", "nosuch", "-n", "8"], "unknown topology 'nosuch'"),
 ])

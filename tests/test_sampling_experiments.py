@@ -45,7 +45,7 @@ def test_bytes_per_example():
     "kw,match",
     [
         (dict(proposal="idael"), "did you mean 'ideal'"),
-        (dict(batch_size=81), "between 1 and 80"),
+        (dict(batch_size=81), r"batch_size must be an integer in \[1, 80\]"),
         (dict(smoothing=-1.0), "smoothing"),
         (dict(lr=0.0), "lr"),
     ],

@@ -10,8 +10,19 @@ import click
 
 from simcomm._errors import UserError
 
-__all__ = ["ensure_writable", "backend_option", "jobs_option", "seed_option", "scheduler_option", "progress_bar",
-           "max_cells_option", "max_hours_option", "yes_option", "plan", "Interrupted"]
+__all__ = ["headless", "ensure_writable", "backend_option", "jobs_option", "seed_option", "scheduler_option",
+           "progress_bar", "max_cells_option", "max_hours_option", "yes_option", "plan", "Interrupted"]
+
+
+def headless() -> None:
+    """Draw with matplotlib's Agg backend (the CLI saves figures, it never shows them).
+
+    Called by the commands that draw, before anything imports pyplot: a process-wide choice the CLI may
+    make, which ``simcomm.plotting`` (used from a user's notebook too) never makes at import.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 def ensure_writable(folder: str | Path, option: str = "--out DIR") -> Path:

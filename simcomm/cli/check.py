@@ -15,6 +15,7 @@ from simcomm.cli._common import (
     Interrupted,
     backend_option,
     ensure_writable,
+    headless,
     jobs_option,
     max_cells_option,
     max_hours_option,
@@ -68,6 +69,7 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
       simcomm check expgraph.rho_even expgraph.one_peer_exact --full --jobs 2
       simcomm check --json verdicts.json --strict
     """
+    headless()
     from simcomm import checking
 
     out = ensure_writable(out)

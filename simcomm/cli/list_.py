@@ -30,16 +30,12 @@ def list_(experiments, topologies, specs_dir, paths):
     from simcomm.spec import find_specs, load, resolve, sims_dir
 
     if topologies:
-        import simcomm.topology as topo
+        from simcomm.topology import TOPOLOGIES
 
-        for name in topo.NAMES:
-            import re
-
-            doc = (getattr(topo, name).__doc__ or "").strip().splitlines()[0]
-            doc = re.sub(r":\w+:", "", doc).replace("`", "")  # plain text for a terminal
-            alias = [a for a, full in topo.ALIASES.items() if full == name]
-            extra = (f" (alias {alias[0]})" if alias else "") + (" [--k K]" if name in topo.WITH_K else "")
-            click.echo(f"{name:<22} {doc}{extra}")
+        for name, info in TOPOLOGIES.items():
+            alias = f" (alias {', '.join(info.aliases)})" if info.aliases else ""
+            keys = "".join(f" [--{key} {key.upper()}]" for key in info.params if key not in ("rule", "rng"))
+            click.echo(f"{name:<22} {info.doc}{alias}{keys}")
         return
     if experiments:
         from simcomm.experiments import EXPERIMENTS, get_experiment

@@ -9,6 +9,7 @@ import click
 
 from simcomm._errors import UserError
 from simcomm.cli import cli
+from simcomm.cli._common import headless
 
 FORMATS = ("png", "pdf", "svg")
 
@@ -48,6 +49,7 @@ def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
       simcomm plot results/net_compression_pays/<hash> --trace train_loss --x time --logx
       simcomm plot results/my/<hash> --x n --hue topology
     """
+    headless()
     from simcomm.claims import judge
     from simcomm.plotting import bound_vs_empirical
     from simcomm.spec import ClaimSpec, ControlSpec

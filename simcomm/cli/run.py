@@ -11,6 +11,7 @@ from simcomm.cli import cli
 from simcomm.cli._common import (
     backend_option,
     ensure_writable,
+    headless,
     jobs_option,
     max_cells_option,
     max_hours_option,
@@ -48,6 +49,7 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
       simcomm run sims/expgraph_rho_even.toml
       simcomm run sims/expgraph_noisy_consensus.toml --set "n=[8,16,32]" --set replicates=20
     """
+    headless()
     import dataclasses
 
     from simcomm import checking

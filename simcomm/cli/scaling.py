@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from simcomm.cli import cli
-from simcomm.cli._common import backend_option, ensure_writable
+from simcomm.cli._common import backend_option, ensure_writable, headless
 
 
 @cli.command()
@@ -24,6 +24,7 @@ def scaling(kernels, backend, scale, out):
       simcomm scaling
       simcomm scaling --kernel top_k --scale 0.25
     """
+    headless()
     import io
 
     import matplotlib.pyplot as plt

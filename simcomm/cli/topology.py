@@ -9,12 +9,28 @@ import click
 from simcomm.cli import cli
 
 
-@cli.command()
+class _RegistryHelp(click.Command):
+    """A command whose help names the registered topologies, read when the help is shown (not at import)."""
+
+    def format_help_text(self, ctx, formatter):
+        from simcomm.topology import TOPOLOGIES
+
+        template = self.help
+        names = ", ".join(name + (f" (alias {', '.join(i.aliases)})" if i.aliases else "")
+                          for name, i in TOPOLOGIES.items())
+        self.help = template.replace("{names}", names)
+        try:
+            super().format_help_text(ctx, formatter)
+        finally:
+            self.help = template
+
+
+@cli.command(cls=_RegistryHelp)
 @click.argument("name")
 @click.option("-n", "n", type=int, required=True, help="Number of nodes (grid/torus: r*c; hypercube: 2^dim).")
 @click.option("--k", "k", type=int, default=None,
-              help="Maximum peers per step of base_graph (alias base), simple_base_graph, "
-                   "hyper_hypercube [default: 1].")
+              help="Maximum peers per step, for the topologies that take k (simcomm list --topologies); "
+                   "also NAME:k=K.")
 @click.option("--rule", default="metropolis", show_default=True,
               help="Weights of undirected graphs: metropolis or max_degree.")
 @click.option("--weights", default="rule", show_default=True,
@@ -22,7 +38,8 @@ from simcomm.cli import cli
                    "fastest-mixing SDP, needs cvxpy).")
 @click.option("--shape", default=None, metavar="RxC", help="Grid/torus shape, e.g. 4x8 (default: the squarest).")
 @click.option("--p", "p", type=float, default=None, help="Edge probability of erdos_renyi, in (0, 1].")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for erdos_renyi.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the random topologies (one draw).")
 @click.option("--steps", "steps", type=click.IntRange(min=0), default=None, metavar="T",
               help="Also print the worst-case consensus error after T gossip steps, ||W_T...W_1 - J||_2 "
                    "(static or time-varying).")
@@ -30,11 +47,10 @@ from simcomm.cli import cli
 def topology(name, n, k, rule, weights, shape, p, seed, steps, as_json):
     """Describe a topology: n, max out-degree, rho = ||W - J||_2, spectral gap, doubly stochastic.
 
-    NAME is one of ring, star, grid, torus, hypercube, complete, erdos_renyi, exponential,
-    one_peer_exponential, base_graph (alias base), simple_base_graph, hyper_hypercube,
-    one_peer_hypercube. Time-varying topologies also report the period (the sequence length), the
-    deviation of the product of one period from J (0 up to rounding for the exact sequences) and the
-    per-step rate (its period-th root; for a static topology the rate is rho). --steps T adds
+    NAME is one of {names}; a constructor's own keywords go after a colon (NAME:key=value).
+    Time-varying topologies also report the period (the sequence length), the deviation of the
+    product of one period from J (0 up to rounding for the exact sequences) and the per-step rate
+    (its period-th root; for a static topology the rate is rho). --steps T adds
     consensus_after_steps: ||x_T - xbar|| <= that times ||x_0 - xbar||, tight for the worst start.
 
     \b
@@ -46,7 +62,8 @@ def topology(name, n, k, rule, weights, shape, p, seed, steps, as_json):
       simcomm topology torus -n 64 --shape 8x8 --json
       simcomm topology erdos_renyi -n 32 --p 0.5 --seed 3
     """
-    from simcomm.topology import ALIASES, WITH_K, build, describe
+    from simcomm.topology import build, describe, get_topology
+    from simcomm.topology._build import split_name
 
     if weights not in ("rule", "fastest"):
         raise click.BadParameter(f"'{weights}' is not one of rule, fastest", param_hint="--weights")
@@ -64,8 +81,10 @@ def topology(name, n, k, rule, weights, shape, p, seed, steps, as_json):
 
         info["steps"] = int(steps)
         info["consensus_after_steps"] = float(deviation_after(topo, steps))
-    if ALIASES.get(name, name) in WITH_K:
-        info["k"] = 1 if k is None else int(k)
+    base, keys = split_name(name)
+    reg = get_topology(base)
+    if "k" in reg.params:
+        info["k"] = int(keys.get("k", reg.defaults().get("k", 1) if k is None else k))
     if weights == "fastest":
         info["weights"] = "fastest"
     if as_json:

@@ -33,13 +33,16 @@ import numpy as np
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._decentralized import heterogeneous_least_squares
 from simcomm.optim._decentralized import NOISES, messages_per_step, run_dsgd
-from simcomm.topology import build, rho
+from simcomm.topology import TOPOLOGIES as _REGISTRY
+from simcomm.topology import build, rho, topology_names
 
 __all__ = ["measured_transient", "running_mean", "checkpoints"]
 
-TOPOLOGIES = ("exponential", "one_peer_exponential", "torus", "ring", "grid", "star", "hypercube", "erdos_renyi",
-              "base_graph", "simple_base_graph", "one_peer_hypercube", "hyper_hypercube",
-              *(f"base_graph:k={k}" for k in (2, 3, 4)))
+#: Topologies DSGD runs on, read from the registry: doubly stochastic (DSGD's assumption) and fixed (a random
+#: one drawn by name would not come from the cell's stream), plus k = 2, 3, 4 of those that take a degree k.
+TOPOLOGIES = (*topology_names(stochasticity="doubly", random=False),
+              *(f"{name}:k={k}" for name, info in _REGISTRY.items() if "k" in info.params and not info.random
+                for k in (2, 3, 4)))
 
 
 def running_mean(e: np.ndarray) -> np.ndarray:

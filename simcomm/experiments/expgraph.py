@@ -13,7 +13,6 @@ import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
 from simcomm.topology import (
-    NAMES,
     RULES,
     base_graph,
     build,
@@ -23,9 +22,12 @@ from simcomm.topology import (
     product_deviation,
     rate_per_step,
     rho,
+    topology_names,
 )
 
-_STATIC = tuple(t for t in NAMES if t != "one_peer_exponential")
+# read from the topology registry (simcomm.topology.TOPOLOGIES), never typed here
+NAMES = topology_names()
+_STATIC = topology_names(time_varying=False)
 
 _TOPO = {
     "topology": Param("str", default="exponential", choices=NAMES, doc="topology constructor name"),

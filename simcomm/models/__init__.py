@@ -14,6 +14,7 @@ from simcomm.models._data import (
 )
 from simcomm.models._decentralized import (
     NODE_PROBLEMS,
+    NodeOracle,
     NodeProblem,
     diagonal_quadratic,
     global_gradient,
@@ -83,6 +84,7 @@ __all__ = [
     "MLP",
     "mlp",
     "NODE_PROBLEMS",
+    "NodeOracle",
     "NodeProblem",
     "nonconvex",
     "per_example_gradients",

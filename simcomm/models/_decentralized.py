@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm._validate import integer, real
 from simcomm.backends._xp import array_namespace
 from simcomm.models._ops import log_softmax_and_softmax
 
@@ -56,10 +57,10 @@ __all__ = [
     "make_node_problem",
     "problem_to",
     "node_slice",
+    "NodeOracle",
+    "ORACLES",
 ]
 
-#: Problem names accepted by :func:`make_node_problem`.
-NODE_PROBLEMS = ("least_squares", "logistic", "digits", "diagonal")
 
 
 class NodeProblem(NamedTuple):
@@ -118,16 +119,39 @@ class NodeProblem(NamedTuple):
     centers: np.ndarray | None = None
 
     @property
+    def oracle(self) -> "NodeOracle":
+        """The gradient oracle of this problem's family (:data:`ORACLES` ``[kind]``)."""
+        return ORACLES[self.kind]
+
+    @property
     def n(self) -> int:
         """Number of nodes."""
-        return self.centers.shape[0] if self.kind == "diagonal" else self.A.shape[0]
+        return self.oracle.n(self)
 
     @property
     def d(self) -> int:
         """Parameter dimension."""
-        if self.kind == "diagonal":
-            return self.centers.shape[1]
-        return self.A.shape[2] * max(self.n_classes, 1)
+        return self.oracle.d(self)
+
+    def node_gradients(self, X, out=None):
+        r"""Local gradients :math:`\nabla f_i(x_i)` at one iterate per node (:func:`node_gradients`)."""
+        return node_gradients(self, X, out)
+
+    def global_gradient(self, x):
+        r""":math:`\nabla f(x)` at one point (:func:`global_gradient`)."""
+        return global_gradient(self, x)
+
+    def global_gradients(self, X):
+        r""":math:`\nabla f(x_j)` at every row of ``X`` (:func:`global_gradients`)."""
+        return global_gradients(self, X)
+
+    def value(self, x) -> float:
+        r""":math:`f(x)` (:func:`global_loss`)."""
+        return global_loss(self, x)
+
+    def suboptimality(self, x) -> float:
+        r""":math:`f(x) - f^\star` (:func:`suboptimality`)."""
+        return suboptimality(self, x)
 
 
 #: fields of NodeProblem holding one entry per node (sliced by :func:`node_slice`)
@@ -170,13 +194,12 @@ def node_slice(problem: NodeProblem, start: int, stop: int) -> NodeProblem:
                                if getattr(problem, f) is not None})
 
 
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
-        raise UserError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-# --------------------------------------------------------------------------- gradients
+# --------------------------------------------------------------------------- gradient oracles
+#
+# One oracle per problem family, registered by its ``kind``: the functions below (and the NodeProblem
+# methods) look the family up once and call the same method for every kind, so adding a family is
+# one class here and one constructor, never another branch in seven functions. Each method runs the
+# operations its family always ran, in the same order, so results are bit for bit what they were.
 
 
 def _ls_grad(A, y, X, xp):
@@ -203,6 +226,136 @@ def _lr_grad(A, y, X, C, l2, xp):
     P -= _onehot(y, C, xp)
     G = xp.matmul(A.transpose(0, 2, 1), P) / m  # (n, p, C)
     return G.reshape(n, p * C) + l2 * X
+
+
+class NodeOracle:
+    r"""The gradient oracle of a family of node problems (data matrices ``A``, ``y``: the default).
+
+    Every method takes the :class:`NodeProblem` and arrays already in one namespace ``xp``. A family
+    overrides what it computes differently; the defaults are the generic ones (node gradients and
+    losses from :meth:`local_gradients`/:meth:`node_losses`, global quantities as node means).
+    """
+
+    def n(self, p) -> int:
+        """Number of nodes."""
+        return p.A.shape[0]
+
+    def d(self, p) -> int:
+        """Parameter dimension."""
+        return p.A.shape[2] * max(p.n_classes, 1)
+
+    def local_gradients(self, p, X, xp):
+        r""":math:`\nabla f_i(x_i)`, ``(n, d)``, in a new array."""
+        raise NotImplementedError
+
+    def node_gradients(self, p, X, out, xp):
+        """:meth:`local_gradients`, written into ``out`` when given."""
+        G = self.local_gradients(p, X, xp)
+        if out is None:
+            return G
+        out[...] = G
+        return out
+
+    def node_losses(self, p, X, xp):
+        r""":math:`f_i(x_i)` for every node, ``(n,)``."""
+        raise NotImplementedError
+
+    def global_gradient(self, p, x, xp):
+        r""":math:`\nabla f(x)` at one point: the mean of the node gradients there."""
+        return self.node_gradients(p, xp.broadcast_to(x, (p.n, p.d)).copy(), None, xp).mean(axis=0)
+
+    def global_gradients(self, p, X, xp):
+        r""":math:`\nabla f(x_j)` at every row of ``X``."""
+        return xp.stack([self.global_gradient(p, X[j], xp) for j in range(X.shape[0])])
+
+    def suboptimality(self, p, x, xp) -> float:
+        r""":math:`f(x) - f^\star` from the losses."""
+        return global_loss(p, x) - p.f_star
+
+
+class _LeastSquares(NodeOracle):
+    def local_gradients(self, p, X, xp):
+        return _ls_grad(p.A, p.y, X, xp)
+
+    def node_losses(self, p, X, xp):
+        r = xp.matmul(p.A, X[:, :, None])[:, :, 0] - p.y
+        return 0.5 * xp.mean(r * r, axis=1)
+
+    def global_gradient(self, p, x, xp):
+        if p.H is None:
+            return super().global_gradient(p, x, xp)
+        # grad f(x) = H (x - x*): exact, O(p^2), no cancellation near the optimum
+        return p.H @ (x - p.x_star)
+
+    def global_gradients(self, p, X, xp):
+        if p.H is None:
+            return super().global_gradients(p, X, xp)
+        return (X - p.x_star) @ p.H
+
+    def suboptimality(self, p, x, xp) -> float:
+        if p.H is None:
+            return super().suboptimality(p, x, xp)
+        e = x - p.x_star
+        return float(0.5 * e @ p.H @ e)
+
+
+class _Logistic(NodeOracle):
+    def local_gradients(self, p, X, xp):
+        return _lr_grad(p.A, p.y, X, p.n_classes, p.l2, xp)
+
+    def node_losses(self, p, X, xp):
+        logp, _ = _softmax_parts(p.A, p.y, X, p.n_classes, xp)
+        ce = -xp.sum(logp * _onehot(p.y, p.n_classes, xp), axis=2).mean(axis=1)
+        return ce + 0.5 * p.l2 * xp.sum(X * X, axis=1)
+
+    def global_gradients(self, p, X, xp):
+        # every example of every node at every row of X: one batched softmax
+        n, m, q = p.A.shape
+        C = p.n_classes
+        A = p.A.reshape(n * m, q)
+        y = p.y.reshape(1, n * m)
+        Z = xp.matmul(A[None], X.reshape(-1, q, C))  # (points, N, C)
+        Z -= Z.max(axis=2, keepdims=True)
+        P = xp.exp(Z)
+        P /= P.sum(axis=2, keepdims=True)
+        P -= _onehot(xp.broadcast_to(y, (X.shape[0], n * m)), C, xp)
+        G = xp.matmul(A.T[None], P) / (n * m)
+        return G.reshape(X.shape[0], q * C) + p.l2 * X
+
+
+class _Diagonal(NodeOracle):
+    def n(self, p) -> int:
+        return p.centers.shape[0]
+
+    def d(self, p) -> int:
+        return p.centers.shape[1]
+
+    def node_gradients(self, p, X, out, xp):
+        # grad f_i(x_i) = h * (x_i - c_i): one pass, written straight into out
+        G = xp.subtract(X, p.centers, out=out)
+        G *= p.h
+        return G
+
+    def local_gradients(self, p, X, xp):
+        return self.node_gradients(p, X, None, xp)
+
+    def node_losses(self, p, X, xp):
+        D = X - p.centers
+        return 0.5 * xp.sum(p.h * D * D, axis=1)
+
+    def global_gradient(self, p, x, xp):
+        return p.h * (x - p.x_star)  # mean_i c_i = x*: exact, O(d)
+
+    def global_gradients(self, p, X, xp):
+        return (X - p.x_star) * p.h
+
+    def suboptimality(self, p, x, xp) -> float:
+        e = x - p.x_star
+        return float(0.5 * ((p.h * e) @ e))  # 1/2 sum_j h_j (x_j - x*_j)^2
+
+
+#: The oracle of each problem family, by ``NodeProblem.kind``.
+ORACLES = {"least_squares": _LeastSquares(), "logistic": _Logistic(), "diagonal": _Diagonal()}
 
 
 def node_gradients(problem: NodeProblem, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -234,32 +387,11 @@ def node_gradients(problem: NodeProblem, X: np.ndarray, out: np.ndarray | None =
     X = xp.asarray(X, dtype=xp.float64)
     if X.shape != (problem.n, problem.d):
         raise UserError(f"X must have shape (n, d) = ({problem.n}, {problem.d}), got {X.shape}")
-    if problem.kind == "diagonal":
-        # grad f_i(x_i) = h * (x_i - c_i): one pass, written straight into out
-        G = xp.subtract(X, problem.centers, out=out)
-        G *= problem.h
-        return G
-    if problem.kind == "least_squares":
-        G = _ls_grad(problem.A, problem.y, X, xp)
-    else:
-        G = _lr_grad(problem.A, problem.y, X, problem.n_classes, problem.l2, xp)
-    if out is None:
-        return G
-    out[...] = G
-    return out
+    return problem.oracle.node_gradients(problem, X, out, xp)
 
 
 def _node_losses(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
-    xp = array_namespace(X)
-    if problem.kind == "diagonal":
-        D = X - problem.centers
-        return 0.5 * xp.sum(problem.h * D * D, axis=1)
-    if problem.kind == "least_squares":
-        r = xp.matmul(problem.A, X[:, :, None])[:, :, 0] - problem.y
-        return 0.5 * xp.mean(r * r, axis=1)
-    logp, _ = _softmax_parts(problem.A, problem.y, X, problem.n_classes, xp)
-    ce = -xp.sum(logp * _onehot(problem.y, problem.n_classes, xp), axis=2).mean(axis=1)
-    return ce + 0.5 * problem.l2 * xp.sum(X * X, axis=1)
+    return problem.oracle.node_losses(problem, X, array_namespace(X))
 
 
 def global_loss(problem: NodeProblem, x: np.ndarray) -> float:
@@ -288,12 +420,7 @@ def global_gradient(problem: NodeProblem, x: np.ndarray) -> np.ndarray:
     """
     xp = array_namespace(x)
     x = xp.asarray(x, dtype=xp.float64)
-    if problem.kind == "diagonal":
-        return problem.h * (x - problem.x_star)  # mean_i c_i = x*: exact, O(d)
-    if problem.kind == "least_squares" and problem.H is not None:
-        # grad f(x) = H (x - x*): exact, O(p^2), no cancellation near the optimum
-        return problem.H @ (x - problem.x_star)
-    return node_gradients(problem, xp.broadcast_to(x, (problem.n, problem.d)).copy()).mean(axis=0)
+    return problem.oracle.global_gradient(problem, x, xp)
 
 
 def global_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
@@ -311,21 +438,7 @@ def global_gradients(problem: NodeProblem, X: np.ndarray) -> np.ndarray:
     """
     xp = array_namespace(X)
     X = xp.asarray(X, dtype=xp.float64)
-    if problem.kind == "diagonal":
-        return (X - problem.x_star) * problem.h
-    if problem.kind == "least_squares" and problem.H is not None:
-        return (X - problem.x_star) @ problem.H
-    n, m, p = problem.A.shape
-    C = problem.n_classes
-    A = problem.A.reshape(n * m, p)
-    y = problem.y.reshape(1, n * m)
-    Z = xp.matmul(A[None], X.reshape(-1, p, C))  # (points, N, C)
-    Z -= Z.max(axis=2, keepdims=True)
-    P = xp.exp(Z)
-    P /= P.sum(axis=2, keepdims=True)
-    P -= _onehot(xp.broadcast_to(y, (X.shape[0], n * m)), C, xp)
-    G = xp.matmul(A.T[None], P) / (n * m)
-    return G.reshape(X.shape[0], p * C) + problem.l2 * X
+    return problem.oracle.global_gradients(problem, X, xp)
 
 
 def suboptimality(problem: NodeProblem, x: np.ndarray) -> float:
@@ -340,13 +453,7 @@ def suboptimality(problem: NodeProblem, x: np.ndarray) -> float:
     """
     xp = array_namespace(x)
     x = xp.asarray(x, dtype=xp.float64)
-    if problem.kind == "diagonal":
-        e = x - problem.x_star
-        return float(0.5 * ((problem.h * e) @ e))  # 1/2 sum_j h_j (x_j - x*_j)^2
-    if problem.kind == "least_squares" and problem.H is not None:
-        e = x - problem.x_star
-        return float(0.5 * e @ problem.H @ e)
-    return global_loss(problem, x) - problem.f_star
+    return problem.oracle.suboptimality(problem, x, xp)
 
 
 def heterogeneity(problem: NodeProblem, x: np.ndarray | None = None) -> float:
@@ -400,11 +507,10 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
     >>> prob.A.shape, round(prob.b, 12), prob.mu <= prob.L
     ((8, 10, 5), 0.5, True)
     """
-    n = _check_int(n, "n", 1)
-    d = _check_int(d, "d", 1)
-    m = 2 * d if m is None else _check_int(m, "m (examples per node)", 1)
-    if not (isinstance(b, (int, float, np.floating)) and np.isfinite(b) and b >= 0):
-        raise UserError(f"heterogeneity b must be a finite number >= 0, got {b!r}")
+    n = integer(n, "n", low=1)
+    d = integer(d, "d", low=1)
+    m = 2 * d if m is None else integer(m, "m (examples per node)", low=1)
+    b = real(b, "heterogeneity b", low=0.0)
     rng = np.random.default_rng(rng)
     A = np.broadcast_to(rng.standard_normal((1, m, d)), (n, m, d)).copy() if shared else rng.standard_normal((n, m, d))
     x0 = rng.standard_normal(d)
@@ -481,10 +587,9 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
     >>> prob.centers.shape, round(heterogeneity(prob), 12), (prob.mu, prob.L)
     ((8, 5), 0.5, (0.1, 1.0))
     """
-    n = _check_int(n, "n", 1)
-    d = _check_int(d, "d", 1)
-    if not (isinstance(b, (int, float, np.floating)) and np.isfinite(b) and b >= 0):
-        raise UserError(f"heterogeneity b must be a finite number >= 0, got {b!r}")
+    n = integer(n, "n", low=1)
+    d = integer(d, "d", low=1)
+    b = real(b, "heterogeneity b", low=0.0)
     ok = all(isinstance(v, (int, float, np.floating)) and np.isfinite(v) for v in (mu, L))
     if not (ok and 0 < mu <= L):
         raise UserError(f"curvatures need 0 < mu <= L (finite), got mu={mu!r}, L={L!r}")
@@ -557,16 +662,15 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
 
     from simcomm.models._data import load_dataset, split_workers
 
-    n = _check_int(n, "n", 1)
-    if not (np.isfinite(l2) and l2 > 0):
-        raise UserError(f"l2 must be > 0 (it makes the optimum unique and f* well defined), got {l2!r}")
+    n = integer(n, "n", low=1)
+    l2 = real(l2, "l2", low=0.0, low_open=True, hint="it makes the optimum unique and f* well defined")
     rng = np.random.default_rng(rng)
     if dataset == "digits":
         ds = load_dataset("digits", rng=rng)
         Xp, yp, C = ds.X_train, ds.y_train, ds.n_classes
     elif dataset == "synthetic":
-        C = _check_int(n_classes, "n_classes", 2)
-        Xp, yp = _mixture(_check_int(n_samples, "n_samples", 2), _check_int(features, "features", 1), C, sep, rng)
+        C = integer(n_classes, "n_classes", low=2)
+        Xp, yp = _mixture(integer(n_samples, "n_samples", low=2), integer(features, "features", low=1), C, sep, rng)
     else:
         hint = closest(dataset, ("synthetic", "digits"))
         raise UserError(f"unknown dataset '{dataset}'{hint}; use 'synthetic' or 'digits'")
@@ -609,12 +713,21 @@ def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: 
     >>> make_node_problem("least_squares", 4, d=3, b=0.0, rng=0).d
     3
     """
-    if name == "least_squares":
-        return heterogeneous_least_squares(n, d, b=b, rng=rng)
-    if name == "logistic":
-        return logistic_problem(n, dataset="synthetic", split=split, l2=l2, features=d, rng=rng)
-    if name == "digits":
-        return logistic_problem(n, dataset="digits", split=split, l2=l2, rng=rng)
-    if name == "diagonal":
-        return diagonal_quadratic(n, d, b=b, rng=rng, backend=backend)
-    raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; choose one of {', '.join(NODE_PROBLEMS)}")
+    build = _NODE_PROBLEMS.get(name)
+    if build is None:
+        raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; "
+                        f"choose one of {', '.join(NODE_PROBLEMS)}")
+    return build(n, d=d, b=b, split=split, l2=l2, rng=rng, backend=backend)
+
+
+#: How :func:`make_node_problem` builds each named problem (the names are :data:`NODE_PROBLEMS`).
+_NODE_PROBLEMS = {
+    "least_squares": lambda n, *, d, b, split, l2, rng, backend: heterogeneous_least_squares(n, d, b=b, rng=rng),
+    "logistic": lambda n, *, d, b, split, l2, rng, backend: logistic_problem(n, dataset="synthetic", split=split,
+                                                                             l2=l2, features=d, rng=rng),
+    "digits": lambda n, *, d, b, split, l2, rng, backend: logistic_problem(n, dataset="digits", split=split, l2=l2,
+                                                                           rng=rng),
+    "diagonal": lambda n, *, d, b, split, l2, rng, backend: diagonal_quadratic(n, d, b=b, rng=rng, backend=backend),
+}
+#: Problem names accepted by :func:`make_node_problem`.
+NODE_PROBLEMS = tuple(_NODE_PROBLEMS)

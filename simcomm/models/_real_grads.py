@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._validate import step_size
 from simcomm.compress import rand_k, rtop_k, top_k
 from simcomm.models._nn import MLP, init_params, minibatch_gradient
 from simcomm.models._sparse_skewed import sparse_heavy_tailed
@@ -78,8 +79,7 @@ def capture_gradients(model: MLP, X, y, *, capture_at, lr: float, batch_size: in
     ([0, 10], (2, 650))
     """
     rng = np.random.default_rng(rng)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise UserError(f"step size lr = {lr!r} must be a finite number > 0")
+    step_size(lr)
     steps = np.unique(np.asarray(capture_at, dtype=np.int64))
     if steps.size == 0 or steps[0] < 0:
         raise UserError(f"capture_at = {list(capture_at)} must list steps >= 0")

@@ -78,7 +78,8 @@ def run_rank(comm, *, topology, problem, steps: int, lr: float, beta: float = 0.
     """
     from simcomm.backends._numpy.noise import add_counter_normals
     from simcomm.models._decentralized import node_gradients, node_slice
-    from simcomm.optim._decentralized import check_hyper, node_noise_rng, noise_kind, step_size
+    from simcomm.optim._decentralized import check_hyper, node_noise_rng, noise_kind
+    from simcomm.optim._schedules import step_size
 
     check_hyper(lr, beta)
     kind = noise_kind(noise, np)
@@ -108,7 +109,7 @@ def run_rank(comm, *, topology, problem, steps: int, lr: float, beta: float = 0.
             g += sigma * noise.standard_normal(x.size)
         np.multiply(m, beta, out=m)
         m += g
-        y = np.multiply(m, step_size(lr, k, schedule, k0))
+        y = np.multiply(m, step_size(lr, k, schedule, k0, steps))
         np.subtract(x, y, out=y)
         spent = 0.0
         if barrier:
@@ -174,14 +175,15 @@ def main(argv=None) -> int:
     rank, size = comm.Get_rank(), comm.Get_size()
     try:
         from simcomm.models._decentralized import make_node_problem
-        from simcomm.optim._decentralized import problem_rng, resolve_topology, step_size
+        from simcomm.optim._decentralized import problem_rng, resolve_topology
+        from simcomm.optim._schedules import step_size
 
         n = size if args.n is None else args.n
         if n != size:
             raise UserError(f"the topology has n={n} nodes but mpiexec started {size} ranks; "
                             f"run mpiexec -n {n} (one rank per node)")
         topo = resolve_topology(args.topology, n)
-        step_size(args.lr, 0, args.schedule, args.k0)
+        step_size(args.lr, 0, args.schedule, args.k0, args.steps)
         if args.sigma < 0:
             raise UserError(f"noise sigma must be >= 0, got {args.sigma}")
         problem = make_node_problem(args.problem, n, d=args.d, b=args.b, split=args.split, rng=problem_rng(args.seed))

@@ -9,26 +9,11 @@ Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, 
 """
 
 from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, clock_schedules, largest_stable_step
-from simcomm.optim._decentralized import (
-    SCHEDULES,
-    DSGDState,
-    dsgd_init,
-    dsgd_update,
-    messages_per_step,
-    run_dsgd,
-    step_size,
-)
-from simcomm.optim._ef_sgd import (
-    EF_SCHEDULES,
-    EFState,
-    EFStepInfo,
-    ef_init,
-    ef_learning_rate,
-    ef_sgd,
-    ef_update,
-)
+from simcomm.optim._decentralized import DSGDState, dsgd_init, dsgd_update, messages_per_step, run_dsgd
+from simcomm.optim._ef_sgd import EFState, EFStepInfo, ef_init, ef_sgd, ef_update
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
 from simcomm.optim._importance import PROPOSALS, bytes_per_example, importance_sgd
+from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, step_size
 from simcomm.optim._server import compressed_gd
 from simcomm.optim._trace import Trace
 from simcomm.optim._tracking import (

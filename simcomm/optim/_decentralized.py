@@ -37,14 +37,17 @@ numba paths run the same code with ``xp = numpy``, operation for operation as be
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError, closest
+from simcomm._errors import UserError
+from simcomm._validate import integer, one_of, positive_int, real
+from simcomm._validate import step_size as step_size_check
 from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
-from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.optim._driver import Recorder, diverged, drive
+from simcomm.optim._schedules import SCHEDULES, step_size
+from simcomm.optim._trace import Trace
 
 __all__ = [
     "check_hyper",
@@ -67,8 +70,6 @@ __all__ = [
 
 NOISE_KEY = 1
 DATA_KEY = 0
-#: Step-size schedules: ``constant`` (lr) and ``inv_sqrt`` (lr / sqrt(1 + k / k0)).
-SCHEDULES = ("constant", "inv_sqrt")
 #: Gradient-noise generators of :func:`run_dsgd` (module doc): ``auto`` is ``stream`` on a host backend,
 #: ``counter`` on a device backend.
 NOISES = ("auto", "stream", "counter")
@@ -203,10 +204,8 @@ def _bytes_per_message(topo, n: int, d: int) -> float:
 
 def check_hyper(lr, beta) -> None:
     """Raise a one-line :class:`~simcomm.UserError` unless ``lr > 0`` is finite and ``0 <= beta < 1``."""
-    if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr > 0):
-        raise UserError(f"step size lr must be a finite number > 0, got {lr!r}")
-    if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta < 1.0):
-        raise UserError(f"momentum beta must lie in [0, 1), got {beta!r}")
+    step_size_check(lr)
+    real(beta, "momentum beta", low=0.0, high=1.0, high_open=True)
 
 
 def _check_x0(x0) -> np.ndarray:
@@ -336,26 +335,6 @@ def problem_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(DATA_KEY,)))
 
 
-def step_size(lr: float, k: int, schedule: str = "constant", k0: float = 10.0) -> float:
-    r"""Step size at iteration ``k``: ``lr`` (``constant``) or :math:`\mathrm{lr}/\sqrt{1 + k/k_0}` (``inv_sqrt``).
-
-    ``inv_sqrt`` lets one run stand for the family of tuned constant steps :math:`\gamma \propto
-    1/\sqrt{T}` used in the rate of papers C3 (its running average at ``T`` behaves like a run of
-    length ``T``).
-
-    Examples
-    --------
-    >>> step_size(0.1, 30, "inv_sqrt", 10)
-    0.05
-    """
-    if schedule == "constant":
-        return float(lr)
-    if schedule == "inv_sqrt":
-        return float(lr) / math.sqrt(1.0 + k / k0)
-    raise UserError(f"unknown step-size schedule '{schedule}'{closest(schedule, SCHEDULES)}; "
-                    f"use one of {', '.join(SCHEDULES)}")
-
-
 class _Noise:
     """Per-node Gaussian noise, drawn in blocks of steps from each node's stream (``noise="stream"``).
 
@@ -395,8 +374,7 @@ class _CounterNoise:
 
 
 def noise_kind(noise: str, xp) -> str:
-    if noise not in NOISES:
-        raise UserError(f"unknown noise '{noise}'{closest(noise, NOISES)}; use one of {', '.join(NOISES)}")
+    one_of(noise, NOISES, "noise")
     if noise == "auto":
         return "stream" if xp is np else "counter"
     return noise
@@ -421,7 +399,7 @@ def _measure(problem, X):
 
 def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
              schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
-             x0=None, backend=None, noise: str = "auto") -> Trace:
+             x0=None, backend=None, noise: str = "auto", on_step=None) -> Trace:
     r"""Run DmSGD (or parallel SGD with ``topology="parallel"``) on a :class:`~simcomm.models.NodeProblem`.
 
     Parameters
@@ -442,16 +420,17 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     seed : int
         Root of the per-node noise streams (see the module doc). An integer, not a Generator: every node
         derives its own stream from it, so :mod:`simcomm.mpi`'s ranks reproduce the run bit for bit.
-    schedule : {"constant", "inv_sqrt"}
-        Step-size schedule (:func:`step_size`).
+    schedule : {"constant", "inv_sqrt", "cosine"}
+        Step-size schedule (:func:`step_size`; ``cosine`` decays over ``steps``).
     k0 : float
         Decay scale of ``inv_sqrt``.
     record_every : int
         Measure every this many steps (and at ``0`` and ``steps``).
     blowup : float
         Divergence: non-finite state, or :math:`\|\nabla f(\bar x)\|^2` or the consensus error above
-        ``blowup`` times its initial value (plus 1). The run stops and records
-        ``diverged_at``; it never raises.
+        ``blowup`` times its initial value (plus 1), checked at the recorded steps
+        (:func:`simcomm.optim._driver.diverged`). The run stops and records ``diverged_at``; it never
+        raises.
     x0 : ndarray, shape (d,), optional
         Common starting point (default ``problem.x0``).
     backend : str or module, optional
@@ -461,11 +440,13 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
         :mod:`simcomm.mpi` reproduces), ``"counter"`` (counter normals keyed by :func:`counter_keys`,
         drawn on the backend's device), ``"auto"``: ``"stream"`` on numpy/numba, ``"counter"`` on a
         device backend.
+    on_step : callable, optional
+        ``on_step(k)`` after update ``k`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
 
     Returns
     -------
     Trace
-        ``records``, each of shape ``(T,)`` (NaN after a divergence): ``consensus``
+        ``records``, each of shape ``(T,)`` (``inf`` from a divergence on: the driver's convention): ``consensus``
         :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, ``grad_norm_sq`` :math:`\|\nabla f(\bar x)\|^2`,
         ``node_grad_norm_sq`` :math:`\frac1n\sum_i\|\nabla f(x_i)\|^2` (the global gradient at the models
         the nodes hold), ``subopt`` :math:`f(\bar x) - f^\star`, ``messages`` and ``bytes`` (cumulative,
@@ -487,14 +468,10 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise UserError(f"run_dsgd: seed = {seed!r} is not allowed; pass a non-negative integer (the root of the "
                         "data and noise streams)")
-    steps = int(steps)
-    if steps < 0:
-        raise UserError(f"steps must be >= 0, got {steps}")
-    if not (math.isfinite(sigma) and sigma >= 0):
-        raise UserError(f"noise sigma must be a finite number >= 0, got {sigma!r}")
-    if record_every < 1:
-        raise UserError(f"record_every must be >= 1, got {record_every}")
-    step_size(lr, 0, schedule, k0)  # validates the schedule name
+    steps = integer(steps, "steps", low=0)
+    real(sigma, "noise sigma", low=0.0)
+    positive_int(record_every, "record_every")
+    step_size(lr, 0, schedule, k0, steps)  # validates the schedule name
     from simcomm.models._decentralized import node_gradients, problem_to
 
     be = get_backend(backend)
@@ -515,27 +492,35 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     X, M = state.x, state.m
     out = xp.empty_like(X)
     G = xp.empty_like(X)
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    T = len(rec)
-    cons, gns, ngs, sub = (np.full(T, np.nan) for _ in range(4))
-    msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec])
-    cons[0], gns[0], ngs[0], sub[0] = _measure(problem, X)
-    lim_g, lim_c = blowup * (1.0 + gns[0]), blowup * (1.0 + cons[0])
-    diverged, j = None, 1
+    names = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
+    rec = Recorder(steps, record_every, errors=names)
+    msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec.step])
+    limits = None
+
+    def advance(k):
+        nonlocal X, out, G
+        G = node_gradients(problem, X, out=G)
+        if draw is not None:
+            draw.add(G, k, sigma)
+        out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0, steps), float(beta), out, be)
+        X, out = out, X
+
+    def check(k):
+        # measured (and watched) at the recorded steps only: a measurement costs as much as a step
+        nonlocal limits
+        if rec.due != k:
+            return False
+        values = np.array(_measure(problem, X))
+        if limits is None:  # the start: limits are blowup times (1 + the initial consensus / gradient)
+            limits = np.array([blowup * (1.0 + values[0]), blowup * (1.0 + values[1]), np.inf, np.inf])
+        elif diverged(values, limits).any():
+            rec.diverge(k, [True])
+            return True
+        rec.put(dict(zip(names, values[:, None])))
+        return False
+
     with np.errstate(all="ignore"):
-        for k in range(steps):
-            G = node_gradients(problem, X, out=G)
-            if draw is not None:
-                draw.add(G, k, sigma)
-            out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0), float(beta), out, be)
-            X, out = out, X
-            if j < T and rec[j] == k + 1:
-                c, g, gi, s = _measure(problem, X)
-                if not all(map(math.isfinite, (c, g, gi, s))) or g > lim_g or c > lim_c:
-                    diverged = k + 1
-                    break
-                cons[j], gns[j], ngs[j], sub[j] = c, g, gi, s
-                j += 1
-    records = {"consensus": cons, "grad_norm_sq": gns, "node_grad_norm_sq": ngs, "subopt": sub, "messages": msgs,
-               "bytes": msgs * bpm}
-    return Trace(np.asarray(rec), records, to_host(X), diverged_at_step(diverged))
+        drive(steps, advance, check, on_step=on_step)
+    records = {name: rec.records[name][0] for name in names}
+    records.update({"messages": msgs, "bytes": msgs * bpm})
+    return Trace(rec.step, records, to_host(X), rec.diverged_at)

@@ -35,12 +35,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simcomm._errors import UserError, closest
+from simcomm._errors import UserError
 from simcomm.backends import get_backend
 from simcomm.backends._xp import array_namespace, backend_for
 from simcomm.compress import Compressor, Identity, RandK, Sparsifier
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, init_params, loss, worker_gradients
+from simcomm.optim._schedules import EF_SCHEDULES, ef_learning_rate
 from simcomm.optim._trace import Trace, diverged_at_step
 
 __all__ = [
@@ -48,8 +49,6 @@ __all__ = [
     "ef_init", "ef_update", "ef_sgd", "ef_learning_rate",
 ]
 
-#: Step-size schedules accepted by :func:`ef_sgd`.
-EF_SCHEDULES = ("constant", "cosine")
 
 
 class EFState(NamedTuple):
@@ -113,24 +112,6 @@ def _check_compressor(compressor, D: int) -> Compressor:
     if r is not None and r > D:
         raise UserError(f"rtop_k: r = {r!r} is out of range; use an integer k = {compressor.k} <= r <= D = {D}")
     return compressor
-
-
-def ef_learning_rate(lr: float, step: int, steps: int, schedule: str = "constant") -> float:
-    r"""Step size at ``step`` (0-based) of ``steps``: constant, or cosine decay to 0.
-
-    .. math:: \eta_t = \eta \quad\text{or}\quad \eta_t = \tfrac{\eta}{2}\,(1 + \cos(\pi t / T)).
-
-    Examples
-    --------
-    >>> ef_learning_rate(0.1, 5, 10), ef_learning_rate(0.1, 5, 10, "cosine")
-    (0.1, 0.05)
-    """
-    if schedule == "constant":
-        return lr
-    if schedule == "cosine":
-        return 0.5 * lr * (1.0 + math.cos(math.pi * step / steps))
-    raise UserError(f"unknown schedule '{schedule}'{closest(schedule, EF_SCHEDULES)}; "
-                    f"choose one of {', '.join(EF_SCHEDULES)}")
 
 
 def ef_init(x0, n: int) -> EFState:
@@ -282,7 +263,8 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     compressor : Compressor
         :class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RTopK` (``r <= D``),
         ``RandK(k, scale=False)`` or :class:`~simcomm.compress.Identity` (uncompressed SGD); ``k <= D``.
-    schedule : {"constant", "cosine"}
+    schedule : {"constant", "inv_sqrt", "cosine"}
+        Step-size schedule (:func:`simcomm.optim.step_size`, horizon ``steps``).
     split : {"iid", "label"}
         How examples are divided among workers (:func:`simcomm.models.split_workers`).
     record_every : int, optional

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcomm._errors import UserError, closest
+from simcomm._validate import integer, one_of, positive_int, real, step_size
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
+from simcomm.optim._driver import DIVERGED_ERROR, DIVERGED_UNDEFINED, diverged, drive, record_steps
 from simcomm.optim._trace import Trace, diverged_at_step
 from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
 from simcomm.sampling._stale import Staleness, stale_init, stale_update
@@ -35,6 +36,8 @@ __all__ = ["importance_sgd", "PROPOSALS", "BYTES_PER_FLOAT", "bytes_per_example"
 PROPOSALS = ("uniform", "ideal", "smoothed", "stale")
 #: Scores and gradients are float64.
 BYTES_PER_FLOAT = 8
+#: Error-like records (``inf`` once diverged; the others NaN: :mod:`simcomm.optim._driver`).
+_ERRORS = ("loss", "unif", "ideal", "actual")
 
 
 def bytes_per_example(model: MLP) -> dict:
@@ -66,6 +69,7 @@ def importance_sgd(
     y_test=None,
     x0=None,
     rng=None,
+    on_step=None,
 ) -> Trace:
     r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
 
@@ -96,6 +100,8 @@ def importance_sgd(
     x0 : numpy.ndarray, optional
         Initial parameters; default :func:`simcomm.models.init_params` from ``rng``.
     rng : numpy.random.Generator or seed, optional
+    on_step : callable, optional
+        ``on_step(t)`` after master step ``t`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
 
     Returns
     -------
@@ -108,8 +114,8 @@ def importance_sgd(
         ``trace_cov_uniform``, ``trace_cov_ideal``, ``trace_cov_actual`` (exact Tr Cov of the minibatch
         estimator at ``theta_step`` under the uniform, the ideal and the actual proposal, the one the
         master samples from at that step). ``x``: the final parameters. ``diverged_at``: ``[t]`` when
-        the parameters stopped being finite after step ``t - 1`` (the last record, at ``t``, is then
-        NaN), else ``[-1]``.
+        the parameters stopped being finite after step ``t - 1`` (the last record, at ``t``, then holds
+        ``inf`` for the loss and the three Tr Cov, NaN for the rest: the driver's convention), else ``[-1]``.
 
     Examples
     --------
@@ -119,22 +125,15 @@ def importance_sgd(
     >>> bool(tr.train_loss[-1] < tr.train_loss[0]), tr.step.tolist()
     (True, [0, 10, 20])
     """
-    if proposal not in PROPOSALS:
-        hint = closest(proposal, PROPOSALS)
-        raise UserError(f"unknown proposal '{proposal}'{hint}; use one of {', '.join(PROPOSALS)}")
-    for name, v in (("steps", steps), ("record_every", record_every)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise UserError(f"{name} = {v!r} must be a positive integer")
-    if not (np.isfinite(lr) and lr > 0):
-        raise UserError(f"lr = {lr} must be a positive step size")
-    if not (np.isfinite(smoothing) and smoothing >= 0):
-        raise UserError(f"smoothing = {smoothing} must be a finite number >= 0 (it is added to every score)")
+    one_of(proposal, PROPOSALS, "proposal")
+    positive_int(steps, "steps")
+    positive_int(record_every, "record_every")
+    step_size(lr)
+    real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     n_train = X.shape[0]
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n_train:
-        raise UserError(f"batch_size = {batch_size!r} must be an integer between 1 and {n_train} "
-                        "(the training set size)")
+    integer(batch_size, "batch_size", low=1, high=n_train, hint="at most the training set size")
     rng = np.random.default_rng(rng)
     theta = init_params(model, rng=rng) if x0 is None else np.array(x0, dtype=np.float64)
 
@@ -173,26 +172,37 @@ def importance_sgd(
             return norm_proposal(state.scores, smoothing=c)
         return norm_proposal(norms_at(theta), smoothing=c)
 
-    for t in range(steps):
-        q = current_q(t)
-        if t % record_every == 0:
-            monitor(t, q, state)
+    q_now = None  # the proposal of the coming step, formed when its start is checked
+    due = record_steps(steps, record_every)
+    diverged_step = None
+
+    def check(t):
+        # the driver's rule on theta, after every update; then the proposal the master samples from at t
+        # (and monitors with, when t is recorded)
+        nonlocal q_now, wmax, diverged_step
+        if t > 0 and diverged(theta, np.inf).any():
+            diverged_step = t
+            # recorded at t (on the schedule or not): error-like records inf, the others NaN (driver convention)
+            for k in rec:
+                rec[k].append(t if k == "step" else (wmax if k == "wmax" else
+                                                     (DIVERGED_ERROR if k in _ERRORS else DIVERGED_UNDEFINED)))
+            return True
+        q_now = current_q(t)
+        if t in due_set:
+            monitor(t, q_now, state)
             wmax = np.nan
-        mb = sample_minibatch(q, batch_size, rng=rng)
+        return False
+
+    def advance(t):
+        nonlocal theta, wmax
+        mb = sample_minibatch(q_now, batch_size, rng=rng)
         wmax = np.fmax(wmax, mb.max_weight)
         theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], mb.weights / batch_size)
-        if not np.all(np.isfinite(theta)):
-            break
-    diverged = None if np.all(np.isfinite(theta)) else t + 1
-    if diverged is None:
-        # final evaluation at theta_steps with the proposal the master would use next
-        monitor(steps, current_q(steps), state)
-    else:
-        # diverged after step t: record it as non-finite rather than dropping it
-        for k in rec:
-            rec[k].append(t + 1 if k == "step" else (wmax if k == "wmax" else np.nan))
+
+    due_set = set(due.tolist())
+    drive(steps, advance, check, on_step=on_step)
     r = {k: np.asarray(v, dtype=float) for k, v in rec.items()}
     records = {"train_loss": r["loss"], "test_accuracy": r["acc"], "max_weight": r["wmax"],
                "mean_staleness": r["stale"], "score_bytes": r["bytes"], "trace_cov_uniform": r["unif"],
                "trace_cov_ideal": r["ideal"], "trace_cov_actual": r["actual"]}
-    return Trace(r["step"].astype(np.int64), records, theta, diverged_at_step(diverged))
+    return Trace(r["step"].astype(np.int64), records, theta, diverged_at_step(diverged_step))

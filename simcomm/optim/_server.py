@@ -11,17 +11,17 @@ All optimisers in this package are pure functions ``run(...) -> Trace``, vectori
 replicates (and over workers); the only loop is over steps. Divergence (a non-finite iterate, or
 :math:`\|x_k - x^\star\|^2 > 10^{8}\max(\|x_0 - x^\star\|^2, 1)`) is recorded per replicate in
 ``Trace.diverged_at`` ("diverged at step t"), never raised: that replicate is frozen and its later
-records are ``inf``.
+records are ``inf`` (the driver's rule and convention, :mod:`simcomm.optim._driver`).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._validate import one_of, positive_int, step_size
 from simcomm.compress import Compressor
+from simcomm.optim._driver import Recorder, diverged, drive
 from simcomm.optim._trace import Trace
 
 __all__ = ["compressed_gd", "BLOWUP"]
@@ -40,84 +40,80 @@ def check_compressor(compressor) -> Compressor:
 
 def check_lr(lr) -> float:
     """Validate a step size (``lr > 0``, finite)."""
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating, np.integer)) or not (
-        lr > 0 and math.isfinite(lr)
-    ):
-        raise UserError(f"lr = {lr!r} is not allowed; use a finite step size lr > 0")
-    return float(lr)
+    return step_size(lr)
 
 
 def check_steps(steps) -> int:
     """Validate a number of steps (integer >= 1)."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise UserError(f"steps = {steps!r} is not allowed; use an integer number of steps >= 1")
-    return int(steps)
+    return positive_int(steps, "steps")
 
 
 class Monitor:
-    """Records a run and detects divergence (shared by every optimiser of this package)."""
+    r"""Records a parameter-server run of ``R`` replicates and applies the driver's divergence rule.
+
+    The watched quantity is :math:`\|x_k - x^\star\|^2` at every step, limit ``BLOWUP`` times
+    :math:`\max(\|x_0 - x^\star\|^2, 1)` (:func:`simcomm.optim._driver.diverged`); a diverged replicate
+    is frozen at ``x0`` and its error-like records (``f_gap``, ``dist2``, ``grad2``) hold ``inf``
+    (:mod:`simcomm.optim._driver`). Shared by :func:`compressed_gd`, the asynchronous optimisers and IAG.
+    """
 
     def __init__(self, problem, x0: np.ndarray, steps: int, record_every: int, track_grad: bool,
                  stop_gap: float | None = None):
         self.p = problem
         self.stop_gap = stop_gap
         self.done = False
-        self.steps_ = np.unique(np.r_[np.arange(0, steps + 1, max(int(record_every), 1)), steps])
         self.R = x0.shape[0]
-        T = self.steps_.size
-        self.f_gap = np.full((self.R, T), np.inf)
-        self.dist2 = np.full((self.R, T), np.inf)
-        self.grad2 = np.full((self.R, T), np.inf)
-        self.bits = np.zeros(T)
+        self.rec = Recorder(steps, record_every, errors=("f_gap", "dist2", "grad2"), replicates=self.R)
+        self.steps_ = self.rec.step
+        self.bits = np.zeros(self.steps_.size)
         self.g2sum = np.zeros(self.R)
         self.track_grad = track_grad
-        self.diverged_at = np.full(self.R, -1)
-        self.alive = np.ones(self.R, bool)
         self.x0 = x0.copy()
         d0 = ((x0 - problem.x_star) ** 2).sum(axis=1)
         self.limit = BLOWUP * np.maximum(d0, 1.0)
-        self._j = 0
+
+    @property
+    def alive(self) -> np.ndarray:
+        """Per replicate, whether it has not diverged."""
+        return self.rec.alive
 
     def check(self, k: int, x: np.ndarray, bits: float) -> np.ndarray:
         """Record iterate ``x_k`` (if scheduled), flag and freeze diverged replicates; returns ``x``."""
         with np.errstate(over="ignore", invalid="ignore"):
             dist2 = ((x - self.p.x_star) ** 2).sum(axis=1)
-        bad = self.alive & ~(dist2 <= self.limit)  # catches NaN too
+        bad = self.rec.diverge(k, diverged(dist2, self.limit))
         if bad.any():
-            self.diverged_at[bad] = k
-            self.alive &= ~bad
             x[bad] = self.x0[bad]  # freeze: keeps later arithmetic finite
             if not self.alive.any():
                 self.done = True  # nothing left to simulate
-        recording = self._j < self.steps_.size and self.steps_[self._j] == k
+        recording = self.rec.due == k
         if self.track_grad or recording:
             g2 = (self.p.full_grad(x) ** 2).sum(axis=1)
             if self.track_grad and k < self.steps_[-1]:
                 self.g2sum += g2
         if recording:
-            a = self.alive
-            self.dist2[a, self._j] = dist2[a]
-            self.f_gap[a, self._j] = self.p.value(x[a]) - self.p.f_star if a.any() else []
-            self.grad2[a, self._j] = g2[a]
-            self.bits[self._j] = bits
-            if self.stop_gap is not None and np.all(~self.alive | (self.f_gap[:, self._j] <= self.stop_gap)):
+            a, j, r = self.alive, self.rec.j, self.rec.records
+            r["dist2"][a, j] = dist2[a]
+            r["f_gap"][a, j] = self.p.value(x[a]) - self.p.f_star if a.any() else []
+            r["grad2"][a, j] = g2[a]
+            self.bits[j] = bits
+            if self.stop_gap is not None and np.all(~self.alive | (r["f_gap"][:, j] <= self.stop_gap)):
                 self.done = True  # every replicate reached the target (or diverged): stop early
-            self._j += 1
+            self.rec.j += 1
         return x
 
     def trace(self, x: np.ndarray) -> Trace:
-        j = self._j  # records made (fewer than planned after an early stop)
+        j = self.rec.j  # records made (fewer than planned after an early stop)
         K = self.steps_[j - 1]
         g2m = np.where(self.alive, self.g2sum / max(K, 1), np.inf) if self.track_grad else np.full(self.R, np.nan)
-        records = {"f_gap": self.f_gap[:, :j], "dist2": self.dist2[:, :j], "grad2": self.grad2[:, :j],
-                   "bits": self.bits[:j]}
-        return Trace(self.steps_[:j], records, x, self.diverged_at, {"grad2_mean": g2m})
+        records = {name: self.rec.made(name) for name in ("f_gap", "dist2", "grad2")}
+        records["bits"] = self.bits[:j]
+        return Trace(self.steps_[:j], records, x, self.rec.diverged_at, {"grad2_mean": g2m})
 
 
 def start(problem, x0, replicates: int) -> np.ndarray:
     """Initial iterates, shape (R, d)."""
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise UserError(f"replicates = {replicates!r} is not allowed; use an integer >= 1")
+    positive_int(replicates, "replicates")
     x0 = problem.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
     if x0.shape[-1] != problem.d:
         raise UserError(f"x0 has dimension {x0.shape[-1]} but the problem has d = {problem.d}")
@@ -126,7 +122,7 @@ def start(problem, x0, replicates: int) -> np.ndarray:
 
 def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
-                  backend=None) -> Trace:
+                  backend=None, on_step=None) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
 
     Parameters
@@ -156,6 +152,8 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     rng : numpy.random.Generator or seed, optional
     backend : str, optional
         Backend of the compressor kernels.
+    on_step : callable, optional
+        ``on_step(k)`` after update ``k`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
 
     Returns
     -------
@@ -179,23 +177,27 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     compressor = check_compressor(compressor)
     lr = check_lr(lr)
     steps = check_steps(steps)
-    if mode not in ("workers", "aggregate"):
-        raise UserError(f"mode = {mode!r} is not allowed; use 'workers' or 'aggregate'")
+    one_of(mode, ("workers", "aggregate"), "mode")
     rng = np.random.default_rng(rng)
     x = start(problem, x0, replicates)
     R, n, d = x.shape[0], problem.n, problem.d
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     per_step = (n if mode == "workers" else 1) * compressor.bits(d)
     idx = np.tile(np.arange(n), R)
-    x = mon.check(0, x, 0.0)
-    for k in range(steps):
+
+    def advance(k):
+        nonlocal x
         if mode == "workers":
             G = problem.grad(np.repeat(x, n, axis=0), idx)  # (R*n, d): worker i's gradient at x_k
             U = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d).mean(axis=1)
         else:
             U = compressor.apply(problem.full_grad(x), rng=rng, backend=backend)
         x = x - lr * mon.alive[:, None] * U
-        x = mon.check(k + 1, x, (k + 1) * per_step)
-        if mon.done:
-            break
+
+    def check(k):
+        nonlocal x
+        x = mon.check(k, x, k * per_step)
+        return mon.done
+
+    drive(steps, advance, check, on_step=on_step)
     return mon.trace(x)

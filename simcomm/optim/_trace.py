@@ -103,9 +103,13 @@ class Trace:
     the optimiser's own, not copies. Traces compare by identity (``eq=False``): equality of arrays is
     not a single truth value.
 
-    After a divergence the records hold ``inf`` (parameter server, asynchronous, IAG; ``train_loss``
-    of error feedback) or ``NaN`` (decentralized SGD, importance sampling, error feedback's
-    ``test_accuracy``) from the step it was detected on.
+    After a divergence the records follow one convention (:mod:`simcomm.optim._driver`): from the
+    step it was detected on, error-like records (losses, gaps, distances, squared norms, consensus
+    errors, variances) hold ``inf`` and the others (accuracies, weights, staleness, bytes) ``NaN``.
+    Where the trace ends still depends on how the optimiser runs: replicates simulated together end
+    at the last record made when every one has diverged (parameter server, asynchronous, IAG), a
+    decentralized run keeps its whole schedule, and importance sampling and error feedback record
+    the step of the divergence.
 
     Examples
     --------

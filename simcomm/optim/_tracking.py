@@ -43,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm._validate import one_of, real
 from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
 from simcomm.optim._trace import Trace, diverged_at_step
 
@@ -269,8 +270,7 @@ def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, bac
     from simcomm.backends import get_backend
     from simcomm.topology import sparse_matrix
 
-    if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr >= 0):
-        raise UserError(f"step size lr must be a finite number >= 0, got {lr!r}")
+    real(lr, "step size lr", low=0.0)
     n, d = state.x.shape
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum")
@@ -417,11 +417,9 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     """
     from simcomm.models._decentralized import node_gradients, suboptimality
 
-    if method not in METHODS:
-        raise UserError(f"unknown method '{method}'{closest(method, METHODS)}; use one of {', '.join(METHODS)}")
+    one_of(method, METHODS, "method")
     check_hyper(lr, 0.0)
-    if not (math.isfinite(sigma) and sigma >= 0):
-        raise UserError(f"noise sigma must be a finite number >= 0, got {sigma!r}")
+    real(sigma, "noise sigma", low=0.0)
     steps = int(steps)
     if steps < 0 or record_every < 1:
         raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")

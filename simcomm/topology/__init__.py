@@ -9,10 +9,14 @@ Examples
 >>> from simcomm.topology import exponential, describe
 >>> describe(exponential(8))["rho"]
 0.5
+
+Every constructor reachable by name is registered with ``@topology(name, params=..., ...)`` and its
+declared properties (:mod:`simcomm.topology._registry`); :data:`TOPOLOGIES` holds them, and
+``NAMES`` (every name), ``ALIASES`` and ``WITH_K`` (the names taking ``k``) are read from it.
 """
 
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
-from simcomm.topology._build import ALIASES, NAMES, WITH_K, build
+from simcomm.topology._build import build
 from simcomm.topology._directed import WEIGHTINGS, directed_exponential, directed_ring, random_matching, s_out
 from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
@@ -41,6 +45,7 @@ from simcomm.topology._mixing import (
     sparse_matrix,
     to_networkx,
 )
+from simcomm.topology._registry import TOPOLOGIES, TopologyInfo, get_topology, topology, topology_names
 from simcomm.topology._spectral import (
     circulant_eigenvalues,
     describe,
@@ -55,6 +60,11 @@ __all__ = [
     "ALIASES",
     "NAMES",
     "WITH_K",
+    "TOPOLOGIES",
+    "TopologyInfo",
+    "get_topology",
+    "topology",
+    "topology_names",
     "RULES",
     "STOCHASTICITIES",
     "WEIGHTINGS",
@@ -97,3 +107,12 @@ __all__ = [
     "to_networkx",
     "torus",
 ]
+
+
+def __getattr__(attr):
+    # derived from the registry at each access, so a constructor registered later is listed too
+    if attr in ("NAMES", "ALIASES", "WITH_K"):
+        from simcomm.topology import _build
+
+        return getattr(_build, attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

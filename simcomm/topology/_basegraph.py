@@ -64,7 +64,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
-from simcomm.topology._graphs import MAX_NODES, Topology, _circulant, time_varying
+from simcomm._validate import integer, positive_int
+from simcomm.topology._graphs import Topology, _circulant, time_varying
+from simcomm.topology._registry import topology
 
 __all__ = [
     "hyper_hypercube",
@@ -80,19 +82,8 @@ __all__ = [
 # --------------------------------------------------------------------------- integer helpers
 
 
-def _check_int(value, what: str, low: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise UserError(f"{what} must be an integer >= {low}, got {value!r}")
-    if value < low:
-        raise UserError(f"{what} must be an integer >= {low}, got {value}")
-    if value > MAX_NODES:
-        raise UserError(f"{what} = {value} is too large: a topology indexes nodes with 32-bit integers, so use "
-                        f"at most {MAX_NODES:,} (2**31 - 1)")
-    return int(value)
-
-
 def _check_nk(n, k) -> tuple[int, int]:
-    return _check_int(n, "number of nodes n", 1), _check_int(k, "maximum degree k", 1)
+    return positive_int(n, "number of nodes n"), positive_int(k, "maximum degree k")
 
 
 def base_digits(n: int, b: int) -> list[tuple[int, int]]:
@@ -267,6 +258,7 @@ def _sequence(layers: list[_Layer], name: str, rule: str = "base") -> Topology:
 # --------------------------------------------------------------------------- public constructors
 
 
+@topology("hyper_hypercube", params=("k",), time_varying=True, exact=True)
 def hyper_hypercube(n: int, k: int = 1) -> Topology:
     r"""k-peer hyper-hypercube: exact averaging in one layer per factor of ``n`` (module doc).
 
@@ -316,6 +308,7 @@ def hyper_hypercube(n: int, k: int = 1) -> Topology:
     return time_varying(layers, name="hyper_hypercube")
 
 
+@topology("one_peer_hypercube", time_varying=True, exact=True)
 def one_peer_hypercube(n: int) -> Topology:
     r"""One-peer hypercube for :math:`n = 2^p`: at step ``t`` node ``i`` averages with ``i XOR 2^t``.
 
@@ -329,7 +322,7 @@ def one_peer_hypercube(n: int) -> Topology:
     >>> topo.period, product_deviation(topo, k0=3) < 1e-12
     (4, True)
     """
-    n = _check_int(n, "number of nodes n", 2)
+    n = integer(n, "number of nodes n", low=2)
     if n & (n - 1):
         lo = 1 << (n.bit_length() - 1)
         raise UserError(
@@ -340,6 +333,7 @@ def one_peer_hypercube(n: int) -> Topology:
     return time_varying(topo.layers[::-1], name="one_peer_hypercube")
 
 
+@topology("simple_base_graph", params=("k",), time_varying=True, exact=True, aliases=("simple_base",))
 def simple_base_graph(n: int, k: int = 1) -> Topology:
     r"""Simple Base-(k+1) graph: exact averaging for every ``n >= 1`` with at most ``k`` peers per step.
 
@@ -399,6 +393,7 @@ def _base_layers(n: int, b: int) -> list[_Layer]:
     return layers
 
 
+@topology("base_graph", params=("k",), time_varying=True, exact=True, aliases=("base",))
 def base_graph(n: int, k: int = 1) -> Topology:
     r"""Base-(k+1) graph (Takezawa et al., NeurIPS 2023): exact averaging for every ``n``, degree ``<= k``.
 

@@ -39,7 +39,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm._validate import generator
 from simcomm.topology._graphs import Topology, _check_n, _readonly
+from simcomm.topology._registry import topology
 
 __all__ = ["directed_ring", "directed_exponential", "random_matching", "s_out", "WEIGHTINGS"]
 
@@ -92,6 +94,7 @@ def _shift_pattern(name: str, n: int, hops, self_weights, weighting: str) -> Top
                     node_shifts=_readonly(shifts), node_weights=_readonly(Wn))
 
 
+@topology("directed_ring", symmetric=False)
 def directed_ring(n: int, *, self_weights=None, weighting: str = "push") -> Topology:
     r"""Directed ring: node ``i`` listens to ``i + 1`` only (node ``j`` sends to ``j - 1``).
 
@@ -118,6 +121,7 @@ def directed_ring(n: int, *, self_weights=None, weighting: str = "push") -> Topo
     return _shift_pattern("directed_ring", n, [1], self_weights, weighting)
 
 
+@topology("directed_exponential", symmetric=False)
 def directed_exponential(n: int, *, self_weights=None, weighting: str = "push") -> Topology:
     r"""Static exponential digraph with per-node weights: node ``i`` listens to ``i + 2^t``, :math:`2^t < n`.
 
@@ -141,12 +145,7 @@ def directed_exponential(n: int, *, self_weights=None, weighting: str = "push") 
     return _shift_pattern("directed_exponential", n, hops, self_weights, weighting)
 
 
-def _check_rng(rng, what: str) -> np.random.Generator:
-    if rng is None:
-        raise UserError(f"{what} is random: pass rng= (a seed or a numpy Generator), one draw per call")
-    return np.random.default_rng(rng)
-
-
+@topology("random_matching", params=("rng",), random=True)
 def random_matching(n: int, *, rng) -> Topology:
     r"""One uniform random (near-)perfect matching; matched pairs average, :math:`W = (I + P)/2`.
 
@@ -168,7 +167,7 @@ def random_matching(n: int, *, rng) -> Topology:
     (True, 12)
     """
     n = _check_n(n)
-    rng = _check_rng(rng, "random_matching")
+    rng = generator(rng, "random_matching")
     perm = rng.permutation(n)
     partner = np.arange(n)
     a, b = perm[0 : n - 1 : 2], perm[1:n:2]
@@ -203,7 +202,9 @@ def _distinct_targets(n: int, s: int, rng: np.random.Generator) -> np.ndarray:
     return out + (out >= i)  # skip node i itself
 
 
-def s_out(n: int, s: int, *, rng, weighting: str = "pull") -> Topology:
+@topology("s_out", params={"s": "targets per node, 1 <= s <= n - 1", "rng": "", "weighting": "pull or push"},
+          stochasticity="row", symmetric=False, random=True)
+def s_out(n: int, s: int = 1, *, rng, weighting: str = "pull") -> Topology:
     r"""One Epidemic Learning s-out round: every node sends to ``s`` distinct uniform others (module doc).
 
     ``pull`` (EL's rule, row stochastic): :math:`W_{ii} = W_{ij} = 1/(1 + \deg^-_i)` for every
@@ -214,7 +215,7 @@ def s_out(n: int, s: int, *, rng, weighting: str = "pull") -> Topology:
     ----------
     n : int
         Number of nodes, ``>= 2``.
-    s : int
+    s : int, default 1
         Targets per node, ``1 <= s <= n - 1``.
     rng : numpy.random.Generator or seed
         Required (one draw per call).
@@ -232,7 +233,7 @@ def s_out(n: int, s: int, *, rng, weighting: str = "pull") -> Topology:
     if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or not (1 <= s <= n - 1):
         raise UserError(f"s-out needs 1 <= s <= n - 1 = {n - 1} targets per node, got s={s!r}")
     _check_weighting(weighting)
-    rng = _check_rng(rng, "s_out")
+    rng = generator(rng, "s_out")
     s = int(s)
     targets = _distinct_targets(n, s, rng)
     senders = np.repeat(np.arange(n), s)

@@ -35,7 +35,6 @@ carries the solver's optimal value next to :math:`\rho` of the ``W`` actually re
 
 from __future__ import annotations
 
-import difflib
 import time
 import warnings
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from simcomm._errors import UserError
+from simcomm._errors import UserError, closest
 from simcomm.topology._graphs import Topology
 from simcomm.topology._mixing import sparse_matrix
 
@@ -82,11 +81,6 @@ class FMMCInfo:
     seconds: float
 
 
-def _closest(word, options) -> str:
-    match = difflib.get_close_matches(str(word), options, n=1, cutoff=0.5)
-    return f" (did you mean '{match[0]}'?)" if match else ""
-
-
 def graph_edges(topology: Topology) -> np.ndarray:
     """Undirected edges ``(i, j)``, ``i < j``, of a static topology: the off-diagonal support of ``W``.
 
@@ -112,7 +106,7 @@ def _check_input(topology, solver):
     if topology.directed:
         raise UserError(f"fastest_mixing needs an undirected graph; '{topology.name}' is directed")
     if solver is not None and solver not in SOLVERS:
-        raise UserError(f"unknown solver '{solver}'{_closest(solver, SOLVERS)}; use one of {', '.join(SOLVERS)}")
+        raise UserError(f"unknown solver '{solver}'{closest(solver, SOLVERS)}; use one of {', '.join(SOLVERS)}")
     edges = graph_edges(topology)
     n = topology.n
     from scipy.sparse.csgraph import connected_components
@@ -253,7 +247,7 @@ def fastest_mixing(topology: Topology, *, solver: str | None = None, method: str
     0.6
     """
     if method not in METHODS:
-        raise UserError(f"unknown method '{method}'{_closest(method, METHODS)}; use one of {', '.join(METHODS)}")
+        raise UserError(f"unknown method '{method}'{closest(method, METHODS)}; use one of {', '.join(METHODS)}")
     edges = _check_input(topology, solver)
     circulant = topology.kind == "circulant"
     if method == "symmetric" and not circulant:

@@ -28,7 +28,6 @@ with node-dependent weights (``directed_ring``, ``directed_exponential``) is sto
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 
@@ -36,6 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm._validate import integer, one_of, real
+from simcomm.topology._registry import topology
 
 __all__ = [
     "Topology",
@@ -155,22 +156,44 @@ MAX_NODES = 2**31 - 1
 
 
 def _check_n(n, what: str = "n", low: int = 2) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise UserError(f"{what} must be an integer >= {low}, got {n!r}")
-    if n < low:
-        raise UserError(f"{what} must be >= {low}, got {n}; a graph needs at least {low} nodes")
+    n = integer(n, what, low=low, hint=f"a graph needs at least {low} nodes" if what == "n" else "")
     if n > MAX_NODES:
         raise UserError(f"{what} = {n} is too large: a topology holds arrays of n entries indexed by 32-bit "
                         f"integers, so use {what} <= {MAX_NODES:,} (2**31 - 1)")
-    return int(n)
+    return n
 
 
 def _check_rule(rule: str) -> str:
-    if rule not in RULES:
-        match = difflib.get_close_matches(str(rule), RULES, n=1)
-        hint = f" (did you mean '{match[0]}'?)" if match else ""
-        raise UserError(f"unknown weight rule '{rule}'{hint}; choose one of {', '.join(RULES)}")
-    return rule
+    return one_of(rule, RULES, "weight rule")
+
+
+def _parse_shape(shape, n: int, name: str) -> tuple[int, int]:
+    """``(r, c)`` with ``r * c = n`` from ``"RxC"``, ``(r, c)`` or ``None`` (the most square factorisation)."""
+    if shape is None:
+        # the most square factorisation r <= c with r >= 2
+        r = math.isqrt(n)
+        while r >= 2 and n % r:
+            r -= 1
+        if r < 2:
+            raise UserError(f"{name} needs n = r*c with both sides >= 2, and n={n} has no such factorisation; "
+                            "choose another n")
+        return r, n // r
+    if isinstance(shape, str):
+        parts = shape.lower().replace("*", "x").split("x")
+        try:
+            r, c = (int(s) for s in parts)
+        except ValueError:
+            raise UserError(f"shape must look like RxC (e.g. 4x8), got {shape!r}") from None
+    else:
+        try:
+            r, c = (int(s) for s in shape)
+        except (TypeError, ValueError):
+            raise UserError(f"shape must be two integers (r, c), got {shape!r}") from None
+    if r < 2 or c < 2:
+        raise UserError(f"{name} sides must both be >= 2, got {r}x{c}")
+    if r * c != n:
+        raise UserError(f"{name} shape {r}x{c} has {r * c} nodes but n={n}; make r*c equal n")
+    return r, c
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -260,6 +283,7 @@ def _edge_topology(name: str, n: int, edges, rule: str) -> Topology:
 # --------------------------------------------------------------------------- constructors
 
 
+@topology("ring")
 def ring(n: int) -> Topology:
     r"""Undirected ring (cycle) :math:`C_n` with weight :math:`1/3` on self and both neighbours.
 
@@ -322,6 +346,13 @@ def torus(r: int, c: int | None = None) -> Topology:
     return _uniform_circulant("torus", (r, c), [[1, 0], [-1, 0], [0, 1], [0, -1]])
 
 
+@topology("torus", params=("shape",))
+def _torus_by_n(n: int, shape=None) -> Topology:
+    """2-D torus on ``n = r*c`` nodes (``shape`` RxC, default the most square), equal weights (:func:`torus`)."""
+    r, c = _parse_shape(shape, _check_n(n), "torus")
+    return torus(r, c)
+
+
 def hypercube(dim: int) -> Topology:
     r"""Hypercube :math:`Q_{dim}` on :math:`n = 2^{dim}` nodes, weights :math:`1/(dim+1)`.
 
@@ -342,6 +373,17 @@ def hypercube(dim: int) -> Topology:
     return _uniform_circulant("hypercube", (2,) * dim, np.eye(dim, dtype=np.int64))
 
 
+@topology("hypercube")
+def _hypercube_by_n(n: int) -> Topology:
+    """Hypercube on ``n = 2^dim`` nodes, weights ``1/(dim+1)`` (:func:`hypercube`)."""
+    n = _check_n(n)
+    if n & (n - 1):
+        raise UserError(f"hypercube needs n = 2^dim nodes (a power of 2), got n={n}; "
+                        f"try n={1 << _ceil_log2(n)} or n={1 << (_ceil_log2(n) - 1)}")
+    return hypercube(n.bit_length() - 1)
+
+
+@topology("complete", exact=True)
 def complete(n: int) -> Topology:
     r"""Complete graph :math:`K_n` with :math:`W = J = \mathbf{1}\mathbf{1}^\top/n` (exact averaging).
 
@@ -355,6 +397,7 @@ def complete(n: int) -> Topology:
     return _uniform_circulant("complete", (n,), np.arange(1, n)[:, None])
 
 
+@topology("exponential", symmetric=False)
 def exponential(n: int, base: int = 2) -> Topology:
     r"""Static exponential graph: node i listens to :math:`i + b^t`, :math:`b^t < n` (directed).
 
@@ -386,6 +429,8 @@ def exponential(n: int, base: int = 2) -> Topology:
     return _circulant("exponential", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
 
 
+# exact for n = 2^tau (papers C2); any other n leaves a deviation (one_peer_deviation)
+@topology("one_peer_exponential", symmetric=False, time_varying=True, exact=lambda n: n & (n - 1) == 0)
 def one_peer_exponential(n: int, order=None) -> Topology:
     r"""Time-varying one-peer exponential graph, :math:`W^{(k)} = (I + S^{2^{t_k}})/2`.
 
@@ -456,6 +501,7 @@ def _mixed_stochasticity(layers) -> str:
                     "so no gossip on them has a known limit: use layers of one kind")
 
 
+@topology("star", params=("rule",))
 def star(n: int, rule: str = "metropolis") -> Topology:
     r"""Star: hub 0 linked to every other node (undirected).
 
@@ -492,7 +538,15 @@ def grid(r: int, c: int, rule: str = "metropolis") -> Topology:
     return _edge_topology("grid", r * c, np.vstack([right, down]), rule)
 
 
-def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topology:
+@topology("grid", params=("shape", "rule"))
+def _grid_by_n(n: int, shape=None, rule: str = "metropolis") -> Topology:
+    """2-D grid (no wrap-around) on ``n = r*c`` nodes (``shape`` RxC, default the most square) (:func:`grid`)."""
+    r, c = _parse_shape(shape, _check_n(n), "grid")
+    return grid(r, c, rule=rule)
+
+
+@topology("erdos_renyi", params=("p", "rng", "rule"), random=True)
+def erdos_renyi(n: int, p: float = 0.5, *, rng=None, rule: str = "metropolis") -> Topology:
     r"""Erdős–Rényi graph :math:`G(n, p)`, one draw; raises :class:`UserError` when disconnected.
 
     Each of the :math:`n(n-1)/2` edges is present independently with probability ``p``
@@ -502,7 +556,7 @@ def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topo
     ----------
     n : int
         Number of nodes, ``>= 2``.
-    p : float
+    p : float, default 0.5
         Edge probability in ``(0, 1]``.
     rng : numpy.random.Generator or seed, optional
         Anything :func:`numpy.random.default_rng` accepts.
@@ -522,8 +576,7 @@ def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topo
     """
     n = _check_n(n)
     _check_rule(rule)
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not (0.0 < p <= 1.0):
-        raise UserError(f"edge probability p must be in (0, 1], got {p!r}")
+    p = real(p, "edge probability p", low=0.0, high=1.0, low_open=True)
     rng = np.random.default_rng(rng)
     iu, ju = np.triu_indices(n, k=1)
     keep = rng.random(len(iu)) < p
@@ -543,11 +596,7 @@ def erdos_renyi(n: int, p: float, *, rng=None, rule: str = "metropolis") -> Topo
 
 def check_stochasticity(stochastic: str) -> str:
     """Return ``stochastic`` if it is one of :data:`STOCHASTICITIES`, else raise a one-line :class:`UserError`."""
-    if stochastic not in STOCHASTICITIES:
-        match = difflib.get_close_matches(str(stochastic), STOCHASTICITIES, n=1)
-        hint = f" (did you mean '{match[0]}'?)" if match else ""
-        raise UserError(f"unknown stochasticity '{stochastic}'{hint}; declare one of {', '.join(STOCHASTICITIES)}")
-    return stochastic
+    return one_of(stochastic, STOCHASTICITIES, "stochasticity")
 
 
 def validate_stochastic(M: sp.csr_array, stochastic: str, atol: float) -> None:
