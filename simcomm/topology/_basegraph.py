@@ -65,7 +65,7 @@ import scipy.sparse as sp
 
 from simcomm._errors import UserError
 from simcomm._validate import integer, positive_int
-from simcomm.topology._graphs import Topology, _circulant, time_varying
+from simcomm.topology._graphs import MAX_NODES, Topology, _circulant, time_varying
 from simcomm.topology._registry import topology
 
 __all__ = [
@@ -82,8 +82,16 @@ __all__ = [
 # --------------------------------------------------------------------------- integer helpers
 
 
+def _not_too_large(n: int) -> int:
+    """``n``, or a one-line error when it cannot index nodes with 32-bit integers."""
+    if n > MAX_NODES:
+        raise UserError(f"number of nodes n = {n} is too large: a topology indexes nodes with 32-bit integers, so "
+                        f"use at most {MAX_NODES:,} (2**31 - 1)")
+    return n
+
+
 def _check_nk(n, k) -> tuple[int, int]:
-    return positive_int(n, "number of nodes n"), positive_int(k, "maximum degree k")
+    return _not_too_large(positive_int(n, "number of nodes n")), positive_int(k, "maximum degree k")
 
 
 def base_digits(n: int, b: int) -> list[tuple[int, int]]:
@@ -322,7 +330,7 @@ def one_peer_hypercube(n: int) -> Topology:
     >>> topo.period, product_deviation(topo, k0=3) < 1e-12
     (4, True)
     """
-    n = integer(n, "number of nodes n", low=2)
+    n = _not_too_large(integer(n, "number of nodes n", low=2))
     if n & (n - 1):
         lo = 1 << (n.bit_length() - 1)
         raise UserError(
