@@ -29,6 +29,7 @@ from simcomm.compress._compressor import (
     register_compressor,
     setting,
 )
+from simcomm.compress._elementwise import BF16, FP16, BlockInt8, MinMaxUint8, Natural, RandKReplace, ScaledSign, Sign
 from simcomm.compress._feedback import ErrorFeedback, ErrorFeedbackState
 from simcomm.compress._quantize import bernoulli_sparsify, qsgd, stochastic_round, ternary
 from simcomm.compress._sparsify import index_bits, message_bits, rand_k, rtop_k, top_k, top_k_indices
@@ -36,6 +37,14 @@ from simcomm.compress._wire import MESSAGE_KINDS, Message, to_bfloat16
 
 __all__ = [
     "Bernoulli",
+    "BF16",
+    "BlockInt8",
+    "FP16",
+    "MinMaxUint8",
+    "Natural",
+    "RandKReplace",
+    "ScaledSign",
+    "Sign",
     "bernoulli_sparsify",
     "Compressor",
     "compressor_from_name",

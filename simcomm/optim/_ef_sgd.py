@@ -206,6 +206,11 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     n, D = state.residual.shape
     xp = array_namespace(state.residual, grads)  # numpy, or cupy for a state on the device
     if compressor.lossless:
+        # everything is sent, p = g + e, and nothing is kept (a memory left by another compressor is flushed)
+        if bool(state.residual.any()):
+            upd = (grads + state.residual).mean(axis=0)
+            return (EFState(state.x - lr * upd, xp.zeros_like(state.residual), state.step + 1),
+                    EFStepInfo(None, None, xp.zeros(n), upd))
         upd = grads.mean(axis=0)
         return (EFState(state.x - lr * upd, state.residual, state.step + 1),
                 EFStepInfo(None, None, xp.zeros(n), upd))
