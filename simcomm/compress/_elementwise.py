@@ -278,7 +278,7 @@ class MinMaxUint8(Compressor):
     Examples
     --------
     >>> MinMaxUint8(4).bits(8), MinMaxUint8(4).beta(8), MinMaxUint8(0, stochastic=False).unbiased
-    (128, 3.0757400999615533e-05, False)
+    (192, 3.0757400999615536e-05, False)
     """
 
     bucket: int = setting("coordinates per bucket (a divisor of d; 0: the whole vector)", default=0, low=0)
@@ -351,7 +351,7 @@ class BlockInt8(Compressor):
     Examples
     --------
     >>> BlockInt8(4).bits(8), BlockInt8(0).apply([127.0, 0.4], rng=0).tolist()
-    (96, [127.0, 0.0])
+    (128, [127.0, 0.0])
     """
 
     block: int = setting("coordinates per block (a divisor of d; 0: the whole vector)", default=0, low=0)
