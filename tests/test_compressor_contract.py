@@ -207,3 +207,44 @@ def test_payload_cli_takes_it(name, kw, capsys):
     assert exc.value.code == 0, capsys.readouterr().err
     info = json.loads(capsys.readouterr().out)
     assert info["roundtrip"] is True and info["bits"] > 0
+
+
+@pytest.mark.parametrize("name, kw", _cases())
+def test_ef21_keeps_the_servers_estimate_and_contracts(name, kw):
+    from simcomm.compress import EF21, EF21State
+
+    c = compressor_from_name(name, **kw)
+    ef = EF21(c)
+    g = np.random.default_rng(6).standard_normal((DRAWS, D))
+    state = EF21State(np.broadcast_to(VECTORS["sparse"].astype(np.float64), (DRAWS, D)).copy())
+    h, new = ef.apply(g, state, rng=4)
+    # the message is C(g - h): h' - h equals it on the same seed (one rounding of the sum)
+    c_ref = np.asarray(c.apply(g - state.estimate, rng=4), dtype=np.float64)
+    np.testing.assert_allclose(h - state.estimate, c_ref, rtol=1e-12, atol=1e-12 * np.abs(h).max())
+    assert new.estimate is h
+    factor = c.error_factor(D)
+    if factor is not None and math.isfinite(factor):
+        # E||h' - g||^2 = E||C(g - h) - (g - h)||^2 <= factor ||g - h||^2, per row; averaged over the rows
+        e_new = ((h - g) ** 2).sum(axis=1)
+        e_old = ((state.estimate - g) ** 2).sum(axis=1)
+        ratio = e_new - factor * e_old
+        assert ratio.mean() <= N_SIGMA * ratio.std(ddof=1) / math.sqrt(DRAWS) + 1e-9 * e_old.mean()
+
+
+@pytest.mark.parametrize("name, kw", _cases())
+def test_ef_with_lr_correction_is_ef_at_a_constant_step_and_rescales_otherwise(name, kw):
+    from simcomm.compress import ErrorFeedback, ErrorFeedbackLR
+
+    c = compressor_from_name(name, **kw)
+    g = np.random.default_rng(8).standard_normal((3, 2, D))
+    plain, corr = ErrorFeedback(c), ErrorFeedbackLR(c)
+    s1, s2 = plain.init((2, D)), corr.init((2, D))
+    for t in range(3):  # constant step: the same messages, bit for bit
+        m1, s1 = plain.apply(g[t], s1, rng=t)
+        m2, s2 = corr.apply(g[t], s2, lr=0.1, rng=t)
+        np.testing.assert_array_equal(m1, m2)
+    # a step change from 0.1 to 0.025: the residual enters 4 times as large (x-space memory lr*e kept)
+    m3, s3 = corr.apply(np.zeros((2, D)), s2, lr=0.025, rng=5)
+    np.testing.assert_allclose(m3 + s3.residual, 4.0 * s2.residual, rtol=1e-12, atol=1e-12)
+    with pytest.raises(Exception, match="lr = 0"):
+        corr.apply(g[0], s2, lr=0, rng=0)

@@ -30,7 +30,14 @@ from simcomm.compress._compressor import (
     setting,
 )
 from simcomm.compress._elementwise import BF16, FP16, BlockInt8, MinMaxUint8, Natural, RandKReplace, ScaledSign, Sign
-from simcomm.compress._feedback import ErrorFeedback, ErrorFeedbackState
+from simcomm.compress._feedback import (
+    EF21,
+    EF21State,
+    ErrorFeedback,
+    ErrorFeedbackLR,
+    ErrorFeedbackLRState,
+    ErrorFeedbackState,
+)
 from simcomm.compress._quantize import bernoulli_sparsify, qsgd, stochastic_round, ternary
 from simcomm.compress._sparsify import index_bits, message_bits, rand_k, rtop_k, top_k, top_k_indices
 from simcomm.compress._wire import MESSAGE_KINDS, Message, to_bfloat16
@@ -51,7 +58,11 @@ __all__ = [
     "compressor_from_settings",
     "compressor_names",
     "COMPRESSORS",
+    "EF21",
+    "EF21State",
     "ErrorFeedback",
+    "ErrorFeedbackLR",
+    "ErrorFeedbackLRState",
     "ErrorFeedbackState",
     "Identity",
     "index_bits",
