@@ -62,7 +62,8 @@ from simcomm.compress._wire import Message, to_bfloat16
 
 __all__ = [
     "Compressor", "Sparsifier", "Identity", "TopK", "RandK", "RTopK", "QSGD", "Ternary", "StochasticRound", "Bernoulli",
-    "compressor_from_name", "compressor_from_settings", "compressor_names", "COMPRESSORS", "Setting", "setting",
+    "compressor_from_name", "compressor_from_label", "compressor_from_settings", "compressor_names", "COMPRESSORS",
+    "Setting", "setting",
     "register_compressor", "VALUE_DTYPES",
 ]
 
@@ -693,3 +694,44 @@ def compressor_names(available=(), *, unbiased: bool | None = None, defaults: di
             continue
         out.append(name)
     return tuple(out)
+
+
+def compressor_from_label(text: str) -> Compressor:
+    """Build a compressor from its label, ``name`` or ``name(key=value, ...)`` (the inverse of ``.label``).
+
+    Values are read by the setting's declared kind (``true``/``false`` for bools). How a spec names any
+    registered compressor with its settings in one string parameter.
+
+    Examples
+    --------
+    >>> compressor_from_label("scaled_sign(norm=l2)"), compressor_from_label("rand_k(k=4, scale=false)")
+    (ScaledSign(norm='l2'), RandK(k=4, scale=False))
+    >>> compressor_from_label(QSGD(4).label) == QSGD(4)
+    True
+    """
+    text = str(text).strip()
+    name, _, rest = text.partition("(")
+    name = name.strip()
+    cls = COMPRESSORS.get(name)
+    if cls is None:
+        _unknown(name)
+    if rest and not rest.endswith(")"):
+        raise UserError(f"compressor '{text}': write name(key=value, ...) with a closing parenthesis")
+    kinds = {s.name: s.kind for s in cls.settings()}
+    settings = {}
+    for item in filter(None, (p.strip() for p in rest[:-1].split(","))) if rest else ():
+        key, eq, value = (t.strip() for t in item.partition("="))
+        if not eq or key not in kinds:
+            raise UserError(f"compressor '{text}': '{item}' is not a setting; {name} takes "
+                            f"{', '.join(kinds) or 'no settings'} as key=value")
+        kind = kinds[key]
+        try:
+            if kind == "bool":
+                if value.lower() not in ("true", "false"):
+                    raise ValueError
+                settings[key] = value.lower() == "true"
+            else:
+                settings[key] = {"int": int, "float": float}.get(kind, str)(value)
+        except ValueError:
+            raise UserError(f"compressor '{text}': {key} = {value!r} is not a valid {kind}") from None
+    return compressor_from_name(name, **settings)
