@@ -112,7 +112,10 @@ class ScaledSign(Compressor):
             raise UserError(f"scaled_sign: norm = {self.norm!r} is not allowed; use 'l1' or 'l2'")
 
     def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
-        return _run(x, "scaled_sign", "sign_quantize", _SIGN_MODE[self.norm], backend=backend)[0]
+        # no separate finiteness pass: a row holding NaN or inf has a non-finite l1 / l2 scale
+        out, _, _, a = _run(x, "scaled_sign", "sign_quantize", _SIGN_MODE[self.norm], check=False, backend=backend)
+        _finite(a, "scaled_sign")
+        return out
 
     def bits(self, d: int) -> int:  # noqa: D102
         return d + 32
@@ -194,8 +197,7 @@ class Natural(Compressor):
 def _finite(a, name):
     xp = array_namespace(a)
     if not bool(xp.isfinite(a).all()):
-        raise UserError(f"{name}: x contains NaN or inf; cast finite values (a cast of inf or NaN is not a "
-                        "compression)")
+        raise UserError(f"{name}: x contains NaN or inf; compress finite values only")
 
 
 @register_compressor("fp16")

@@ -88,15 +88,13 @@ def compressor_error(params, rng, backend):
     ]
 
 
-_FP16_MAX = 65504.0
-
 
 @experiment(
     "fp16_allreduce",
     params={
         "n": Param("int", default=16, low=1, doc="nodes whose float16 gradients are averaged"),
-        "load": Param("float", default=0.5, low=0.0, low_open=True,
-                      doc="n s / 65504: the sum's largest coordinate over float16's largest finite value"),
+        "s": Param("float", default=1000.0, low=0.0, low_open=True, high=65504.0,
+                   doc="scale of each node's gradient (its largest coordinate; rounded to float16)"),
         "order": Param("str", default="sum_first", choices=("sum_first", "divide_first"),
                        doc="sum the n gradients then divide by n (allreduce of sums), or divide each first"),
         "d": Param("int", default=1000, low=1, doc="coordinates per gradient"),
@@ -107,12 +105,12 @@ def fp16_allreduce(params, rng, backend):
     """Average ``n`` float16 gradients in float16 arithmetic; ``overflowed`` = 1 if the result has inf.
 
     Node ``i``'s gradient is ``s (1 - j/(2d))`` at coordinate ``j`` (largest coordinate ``s``, the same
-    on every node: the worst case of aligned gradients), ``s`` the float16 value of ``load 65504/n``,
-    reported as the column ``s``. The sum runs node by node with every partial sum rounded to float16
-    (a ring reduce), then is divided by ``n``; ``divide_first`` divides each gradient by ``n`` first.
+    on every node: the worst case of aligned gradients), in float16. The sum runs node by node with every
+    partial sum rounded to float16 (a ring reduce), then is divided by ``n``; ``divide_first`` divides each
+    gradient by ``n`` first.
     """
     n, d = params["n"], params["d"]
-    s = np.float16(params["load"] * _FP16_MAX / n)
+    s = np.float16(params["s"])
     g = (float(s) * (1.0 - np.arange(d) / (2.0 * d))).astype(np.float16)
     with np.errstate(over="ignore", invalid="ignore"):
         acc = np.zeros(d, dtype=np.float16)
@@ -120,5 +118,5 @@ def fp16_allreduce(params, rng, backend):
         for _ in range(n):
             acc = (acc + part).astype(np.float16)
         avg = acc / np.float16(n) if params["order"] == "sum_first" else acc
-    return [dict(metric="overflowed", value=float(not np.isfinite(avg).all()), s=float(s)),
+    return [dict(metric="overflowed", value=float(not np.isfinite(avg).all())),
             dict(metric="avg_max", value=float(np.max(avg)))]
