@@ -122,8 +122,10 @@ def test_message_refuses_ambiguous_compressor_objects():
     x = np.ones(10)
     with pytest.raises(UserError, match="already holds its settings; drop k="):
         message(compress.TopK(2), x, k=3)
-    with pytest.raises(UserError, match="no wire form"):
-        message(compress.RandK(2, scale=False), x)
+    # unscaled rand-k has its own wire form now (the kept entries as they are), the compressor's output
+    x = np.random.default_rng(3).standard_normal(50)
+    c = compress.RandK(5, scale=False)
+    np.testing.assert_array_equal(c.decode(message(c, x, rng=5)), c.apply(x, rng=5).astype(np.float32))
 
 
 def test_formula_codings_match_library_formulas():
@@ -136,7 +138,7 @@ def test_formula_codings_match_library_formulas():
 
 
 def test_bfloat16_rounds_to_nearest_even():
-    from simcomm.network import to_bfloat16
+    from simcomm.compress import to_bfloat16
 
     x = np.array([1.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8, -2.5], dtype=np.float32)
     assert to_bfloat16(x).tolist() == [1.0, 1.0, 1.0 + 2**-6, -2.5]

@@ -1,21 +1,32 @@
-r"""One compressor type: small frozen dataclasses with their settings bound at construction.
+r"""One compressor type: small frozen dataclasses that describe themselves, in one registry.
 
 Every compressor ``c`` is a :class:`Compressor` (in the spirit of optax's gradient transformations:
-settings fixed when it is built, application pure):
+settings fixed when it is built, application pure), registered by name with
+:func:`register_compressor`; :data:`COMPRESSORS` is the registry that spec choices, the CLI, the wire
+format and the contract tests (``tests/test_compressor_contract.py``) are derived from. A compressor owns:
 
 * ``c.apply(x, *, rng, backend=None)`` compresses every row ``x[..., :]`` independently; it calls the
   array function of the same name (:func:`~simcomm.compress.top_k`, :func:`~simcomm.compress.qsgd`,
   ...), so the two give identical results on the same generator state;
-* ``c.bits(d)``: bits of one message of ``d`` coordinates under the encoding its array function
-  documents;
+* ``c.bits(d)``: bits of one message of ``d`` coordinates under the encoding its wire form uses
+  (``bits_exact``: whether every message has exactly that many, or it is an expectation);
 * ``c.beta(d)``: the worst-case variance factor :math:`\beta(d)` of an unbiased compressor
   (:math:`\mathbb{E}\|C(v)-v\|^2 \le \beta\|v\|^2`, ``inf`` where no relative bound exists), ``None``
   for a biased one; ``c.alpha(d) = 1 + beta(d)``; ``c.unbiased``;
+* ``c.error_factor(d)``: the worst-case :math:`\mathbb{E}\|C(v)-v\|^2/\|v\|^2` of any compressor
+  (``beta`` for an unbiased one; below 1 for a contraction; ``None`` where none is stated);
 * ``c.variance(v)``: the exact :math:`\mathbb{E}\|C(v)-v\|^2` where a closed form is known;
-* sparsifiers also have the row-batch path the error-feedback loop fuses with its memory update:
-  ``c.top_set(d)`` (the size ``r`` of the top set the kept coordinates are drawn from, ``None`` when the
-  choice does not depend on the values) and ``c.select_rows(P, *, rng, backend, top=None)`` (the kept
-  indices of every row, drawing exactly the uniforms ``apply`` draws).
+* its settings (the dataclass fields, declared with :func:`setting`; ``type(c).settings()``), from
+  which specs and ``simcomm payload`` take their parameters;
+* its wire form: ``c.to_message(x, rng=...)`` is the :class:`~simcomm.compress.Message` one node
+  sends for the vector ``x`` (same selections and randomness as ``apply``), ``c.decode(msg)`` the
+  vector it stands for; :mod:`simcomm.network` encodes messages to bytes;
+* an optional fused error-feedback path: a compressor that sends some of ``p``'s own entries
+  unscaled (``c.sends_entries``) gives ``c.select_rows(P, *, rng, backend, top=None)`` (the kept
+  indices of every row, drawing exactly the uniforms ``apply`` draws) and ``c.top_set(d)`` (the size
+  ``r`` of the top set they are drawn from, ``None`` when the choice does not depend on the values);
+  ``c.lossless`` means nothing is ever kept back. Every other compressor runs error feedback through
+  the generic path :math:`m = C(p)`, :math:`e' = p - m`.
 
 :func:`compressor_from_name` maps a spec's name and settings to one of them.
 """
@@ -23,9 +34,10 @@ settings fixed when it is built, application pure):
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -45,12 +57,90 @@ from simcomm.compress._quantize import (
     stochastic_round,
     ternary,
 )
-from simcomm.compress._sparsify import _check_int, message_bits, rand_k, rtop_k, top_k
+from simcomm.compress._sparsify import _check_int, _check_k, message_bits, rand_k, rtop_k, top_k
+from simcomm.compress._wire import Message, to_bfloat16
 
 __all__ = [
     "Compressor", "Sparsifier", "Identity", "TopK", "RandK", "RTopK", "QSGD", "Ternary", "StochasticRound", "Bernoulli",
-    "compressor_from_name", "COMPRESSORS",
+    "compressor_from_name", "compressor_from_label", "compressor_from_settings", "compressor_names", "COMPRESSORS",
+    "Setting", "setting",
+    "register_compressor", "VALUE_DTYPES",
 ]
+
+#: value dtypes a dense or sparse message may carry on the wire
+VALUE_DTYPES = ("float32", "float16", "bfloat16")
+
+#: the registry: name -> compressor class (filled by :func:`register_compressor`, in definition order)
+COMPRESSORS: dict[str, type] = {}
+
+
+def register_compressor(name: str):
+    """Class decorator: register a :class:`Compressor` subclass under ``name`` (its ``name`` attribute).
+
+    Examples
+    --------
+    >>> COMPRESSORS["top_k"] is TopK
+    True
+    """
+
+    def deco(cls):
+        if name in COMPRESSORS and COMPRESSORS[name] is not cls:
+            raise ValueError(f"compressor name '{name}' is already registered by {COMPRESSORS[name].__name__}")
+        cls.name = name
+        COMPRESSORS[name] = cls
+        return cls
+
+    return deco
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting of a compressor (a dataclass field): what specs and the CLI may pass.
+
+    ``kind`` is ``"int"``, ``"float"``, ``"bool"`` or ``"str"``; ``default`` is ``None`` when required.
+    """
+
+    name: str
+    kind: str
+    default: Any = None
+    doc: str = ""
+    low: float | None = None
+    high: float | None = None
+    choices: tuple | None = None
+
+    @property
+    def required(self) -> bool:
+        """Whether a value must be given."""
+        return self.default is None
+
+
+def setting(doc: str, *, default=dataclasses.MISSING, low=None, high=None, choices=None):
+    """A compressor field with its one-line doc and domain (read by :meth:`Compressor.settings`)."""
+    return dataclasses.field(default=default, metadata=dict(doc=doc, low=low, high=high, choices=choices))
+
+
+@framework_arrays
+def _float(x):
+    x = np.asarray(x)
+    return np.array(x, dtype=np.float64 if x.dtype not in (np.float32, np.float64) else None)
+
+
+def _wire_vector(x, name: str) -> np.ndarray:
+    """``x`` as one finite, non-empty float vector (the input of a message)."""
+    x = np.asarray(x)
+    if x.ndim != 1 or x.size == 0:
+        raise UserError(f"{name}: x must be one non-empty vector, got shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    if not np.isfinite(x).all():
+        raise UserError(f"{name}: x contains NaN or inf; pass finite values")
+    return x
+
+
+def _cast(v, value_dtype: str) -> np.ndarray:
+    if value_dtype == "bfloat16":
+        return to_bfloat16(v)
+    return np.asarray(v).astype(value_dtype)
 
 
 def _checking_d(method):
@@ -71,14 +161,33 @@ def _checking_d(method):
 class Compressor(abc.ABC):
     """Base class of every compressor: the settings are the dataclass fields.
 
-    Subclasses define :meth:`apply` and :meth:`bits`; unbiased ones also :meth:`beta` and
-    :meth:`variance`.
+    Subclasses define :meth:`apply`, :meth:`bits` and :meth:`_message` (the wire form of one vector);
+    unbiased ones also :meth:`beta` and :meth:`variance`, biased ones :meth:`error_factor` where a
+    worst case is known. Register a subclass with :func:`register_compressor`.
     """
 
-    #: name in specs and in :func:`compressor_from_name`
+    #: name in specs and in :func:`compressor_from_name` (set by :func:`register_compressor`)
     name: ClassVar[str] = ""
     #: E C(x) = x for every x
     unbiased: ClassVar[bool] = False
+    #: C(x) = x: error feedback keeps no memory
+    lossless: ClassVar[bool] = False
+    #: every message has exactly ``bits(d)`` bits (``False``: ``bits`` is an expectation or a bound)
+    bits_exact: ClassVar[bool] = True
+    #: the message is a subset of the input's own entries, unscaled (the fused error-feedback path)
+    sends_entries: ClassVar[bool] = False
+
+    @classmethod
+    def settings(cls) -> tuple[Setting, ...]:
+        """The declared settings (dataclass fields), in order."""
+        out = []
+        for f in dataclasses.fields(cls):
+            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+            default = None if f.default is dataclasses.MISSING else f.default
+            md = f.metadata
+            out.append(Setting(f.name, kind, default, md.get("doc", ""), md.get("low"), md.get("high"),
+                               md.get("choices")))
+        return tuple(out)
 
     def __init_subclass__(cls, **kw):
         # Every bits(d) / beta(d) a subclass defines checks d first, so a bad d is blamed as d (not
@@ -105,6 +214,14 @@ class Compressor(abc.ABC):
         b = self.beta(d)
         return None if b is None else 1.0 + b
 
+    def error_factor(self, d: int) -> float | None:
+        r"""Worst-case :math:`\mathbb{E}\|C(v)-v\|^2/\|v\|^2` over ``v`` (``beta`` if unbiased; ``None``: not stated).
+
+        Below 1 it is a contraction: :math:`\mathbb{E}\|C(v)-v\|^2 \le (1-\delta)\|v\|^2` with
+        :math:`\delta = 1 - ` ``error_factor(d)``.
+        """
+        return self.beta(d) if self.unbiased else None
+
     def variance(self, v) -> np.ndarray | None:
         r"""Exact :math:`\mathbb{E}\|C(v)-v\|^2` per row of ``v`` (``None`` where no closed form is given)."""
         return None
@@ -113,6 +230,36 @@ class Compressor(abc.ABC):
         """Size of the top set :meth:`select_rows` draws from (``None``: not a top-set sparsifier)."""
         return None
 
+    def to_message(self, x, *, rng=None, backend=None, value_dtype: str = "float32") -> Message:
+        """The wire-form :class:`~simcomm.compress.Message` of the vector ``x`` (the draws ``apply`` makes).
+
+        Parameters
+        ----------
+        x : array_like, shape (d,)
+            Finite values.
+        rng : numpy.random.Generator or seed, optional
+            The compressor's randomness (as in :meth:`apply`).
+        backend : str or module, optional
+        value_dtype : {"float32", "float16", "bfloat16"}
+            Dtype of dense and sparse values on the wire.
+
+        Returns
+        -------
+        Message
+        """
+        if value_dtype not in VALUE_DTYPES:
+            raise UserError(f"unknown value dtype '{value_dtype}'; choose one of {', '.join(VALUE_DTYPES)}")
+        x = _wire_vector(x, self.name)
+        return self._message(x, np.random.default_rng(rng), backend, value_dtype)
+
+    @abc.abstractmethod
+    def _message(self, x: np.ndarray, rng: np.random.Generator, backend, value_dtype: str) -> Message:
+        """Wire form of the checked vector ``x`` (see :meth:`to_message`)."""
+
+    def decode(self, msg: Message) -> np.ndarray:
+        """The vector (float64, length ``msg.d``) that a message of this compressor stands for."""
+        return msg.dense()
+
     @property
     def label(self) -> str:
         """Short label with the settings, e.g. ``qsgd(s=4)``."""
@@ -120,12 +267,7 @@ class Compressor(abc.ABC):
         return f"{self.name}({fields})" if fields else self.name
 
 
-@framework_arrays
-def _float(x):
-    x = np.asarray(x)
-    return np.array(x, dtype=np.float64 if x.dtype not in (np.float32, np.float64) else None)
-
-
+@register_compressor("none")
 @dataclass(frozen=True)
 class Identity(Compressor):
     r"""No compression: full-precision float32 messages (``32 d`` bits), :math:`\beta = 0`.
@@ -136,8 +278,8 @@ class Identity(Compressor):
     ([1.0, 2.0], 320)
     """
 
-    name: ClassVar[str] = "none"
     unbiased: ClassVar[bool] = True
+    lossless: ClassVar[bool] = True
 
     def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
         return _float(x)  # a copy, float64 unless x is float32/float64 already
@@ -151,13 +293,26 @@ class Identity(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return np.zeros(np.shape(v)[:-1])
 
+    def _message(self, x, rng, backend, value_dtype):
+        return Message("dense", x.size, value_dtype, values=_cast(x, value_dtype))
+
 
 @dataclass(frozen=True)
 class Sparsifier(Compressor):
-    """A compressor that sends ``k`` of the ``d`` coordinates (:func:`message_bits` ``(k, d)`` bits)."""
+    """A compressor that sends ``k`` of the ``d`` coordinates (:func:`message_bits` ``(k, d)`` bits).
+
+    Its wire form is a ``sparse`` message: the sent values (times :meth:`entry_scale`) at their sorted
+    indices, chosen by :meth:`select_rows`.
+    """
 
     def bits(self, d: int) -> int:  # noqa: D102
         return message_bits(self.k, d)
+
+    sends_entries: ClassVar[bool] = True
+
+    def entry_scale(self, d: int) -> float:
+        """Factor the kept entries are multiplied by (1: unscaled)."""
+        return 1.0
 
     @abc.abstractmethod
     def select_rows(self, P: np.ndarray, *, rng, backend=None, top: np.ndarray | None = None) -> np.ndarray:
@@ -168,6 +323,19 @@ class Sparsifier(Compressor):
         from ``rng`` are the ones :meth:`apply` draws, so the kept set is the same.
         """
 
+    def _check_d(self, d: int) -> None:
+        _check_k(self.k, d, self.name)
+
+    def _message(self, x, rng, backend, value_dtype):
+        d = x.size
+        self._check_d(d)
+        idx = self.select_rows(np.ascontiguousarray(x.reshape(1, d)), rng=rng, backend=_backend(backend))[0]
+        scale = self.entry_scale(d)
+        vals = x[idx] * scale if scale != 1.0 else x[idx]
+        order = np.argsort(idx, kind="stable")
+        return Message("sparse", d, value_dtype, values=_cast(vals[order], value_dtype),
+                       indices=np.asarray(idx, dtype=np.int64)[order])
+
 
 def _backend(backend):
     from simcomm.backends import get_backend
@@ -175,6 +343,7 @@ def _backend(backend):
     return get_backend(backend)
 
 
+@register_compressor("top_k")
 @dataclass(frozen=True)
 class TopK(Sparsifier):
     """Top-k sparsifier (:func:`~simcomm.compress.top_k`): biased, deterministic.
@@ -185,14 +354,16 @@ class TopK(Sparsifier):
     ([3.0, 0.0, -5.0, 0.0], 68)
     """
 
-    k: int
-    name: ClassVar[str] = "top_k"
+    k: int = setting("kept coordinates, 1 <= k <= d", low=1)
 
     def __post_init__(self):  # noqa: D105
         _check_int(self.k, "top_k", "k")
 
     def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
         return top_k(x, self.k, backend=backend)
+
+    def error_factor(self, d: int) -> float:  # noqa: D102
+        return 1.0 - self.k / d  # ||x - top_k(x)||^2 <= (1 - k/d) ||x||^2: the k largest carry >= k/d of it
 
     def top_set(self, d: int) -> int:  # noqa: D102
         return self.k
@@ -201,6 +372,7 @@ class TopK(Sparsifier):
         return _backend(backend).topk_indices(P, self.k) if top is None else top
 
 
+@register_compressor("rand_k")
 @dataclass(frozen=True)
 class RandK(Sparsifier):
     r"""Rand-k sparsifier (:func:`~simcomm.compress.rand_k`); unbiased with ``scale=True`` (:math:`\beta = d/k - 1`).
@@ -211,9 +383,8 @@ class RandK(Sparsifier):
     (24.0, None, True)
     """
 
-    k: int
-    scale: bool = True
-    name: ClassVar[str] = "rand_k"
+    k: int = setting("kept coordinates, 1 <= k <= d", low=1)
+    scale: bool = setting("multiply the kept entries by d/k (unbiased)", default=True)
 
     def __post_init__(self):  # noqa: D105
         _check_int(self.k, "rand_k", "k")
@@ -222,17 +393,26 @@ class RandK(Sparsifier):
     def unbiased(self) -> bool:  # noqa: D102
         return bool(self.scale)
 
+    @property
+    def sends_entries(self) -> bool:  # noqa: D102
+        return not self.scale
+
+    def entry_scale(self, d: int) -> float:  # noqa: D102
+        return d / self.k if self.scale else 1.0
+
     def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
         return rand_k(x, self.k, rng=rng, scale=self.scale, backend=backend)
 
     def beta(self, d: int) -> float | None:  # noqa: D102
         return d / self.k - 1.0 if self.scale else None
 
+    def error_factor(self, d: int) -> float:  # noqa: D102
+        return d / self.k - 1.0 if self.scale else 1.0 - self.k / d  # unscaled: E||x - C(x)||^2 = (1 - k/d)||x||^2
+
     def variance(self, v) -> np.ndarray | None:  # noqa: D102
-        if not self.scale:
-            return None
         v = np.asarray(v, dtype=np.float64)
-        return (v.shape[-1] / self.k - 1.0) * (v * v).sum(axis=-1)
+        f = v.shape[-1] / self.k - 1.0 if self.scale else 1.0 - self.k / v.shape[-1]
+        return f * (v * v).sum(axis=-1)
 
     def select_rows(self, P, *, rng, backend=None, top=None):  # noqa: D102
         rng = np.random.default_rng(rng)
@@ -240,6 +420,7 @@ class RandK(Sparsifier):
         return array_namespace(P).asarray(idx)  # the subset is drawn on the host (Floyd), used where P is
 
 
+@register_compressor("rtop_k")
 @dataclass(frozen=True)
 class RTopK(Sparsifier):
     """rTop-k sparsifier (:func:`~simcomm.compress.rtop_k`): a random ``k``-subset of the top ``r``; biased.
@@ -251,9 +432,8 @@ class RTopK(Sparsifier):
     (2, 69, None)
     """
 
-    k: int
-    r: int
-    name: ClassVar[str] = "rtop_k"
+    k: int = setting("kept coordinates, 1 <= k <= r", low=1)
+    r: int = setting("size of the top set the k coordinates are drawn from, k <= r <= d", low=1)
 
     def __post_init__(self):  # noqa: D105
         _check_int(self.k, "rtop_k", "k")
@@ -264,8 +444,22 @@ class RTopK(Sparsifier):
     def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
         return rtop_k(x, self.k, self.r, rng=rng, backend=backend)
 
+    def error_factor(self, d: int) -> float:  # noqa: D102
+        return 1.0 - self.k / d  # rtopk.md B2 [N]
+
+    def variance(self, v) -> np.ndarray:  # noqa: D102
+        # E||x - rTop_k(x)||^2 = ||x||^2 - (k/r) ||top_r(x)||^2 (rtopk.md B2 [N])
+        v = np.asarray(v, dtype=np.float64)
+        a = np.sort(v * v, axis=-1)[..., ::-1]
+        return a.sum(axis=-1) - self.k / self.r * a[..., : self.r].sum(axis=-1)
+
     def top_set(self, d: int) -> int:  # noqa: D102
         return self.r
+
+    def _check_d(self, d: int) -> None:
+        _check_k(self.k, d, "rtop_k")
+        if not self.k <= self.r <= d:
+            raise UserError(f"rtop_k: r = {self.r} is out of range; use k = {self.k} <= r <= d = {d}")
 
     def select_rows(self, P, *, rng, backend=None, top=None):  # noqa: D102
         be = _backend(backend)
@@ -277,6 +471,7 @@ class RTopK(Sparsifier):
         return xp.take_along_axis(top, xp.asarray(be.floyd_sample(u, self.r)), axis=1)  # a Floyd k-subset of the top r
 
 
+@register_compressor("qsgd")
 @dataclass(frozen=True)
 class QSGD(Compressor):
     """QSGD with ``s`` levels (:func:`~simcomm.compress.qsgd`).
@@ -287,8 +482,7 @@ class QSGD(Compressor):
     (2.5, 432)
     """
 
-    s: int
-    name: ClassVar[str] = "qsgd"
+    s: int = setting("number of levels, s >= 1", low=1)
     unbiased: ClassVar[bool] = True
 
     def __post_init__(self):  # noqa: D105
@@ -307,7 +501,16 @@ class QSGD(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return _qsgd_variance(v, self.s)
 
+    def _message(self, x, rng, backend, value_dtype):
+        d, s = x.size, self.s
+        q = qsgd(x, s, rng=rng, backend=backend)
+        norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
+        # Q_i = norm * sign * l_i / s with integer l_i: recover l_i by rounding (exact up to float error)
+        lev = np.rint(q / norm * s).astype(np.int64) if norm > 0 else np.zeros(d, dtype=np.int64)
+        return Message("qsgd", d, value_dtype, levels=lev, scale=float(np.float32(norm)), s=s)
 
+
+@register_compressor("ternary")
 @dataclass(frozen=True)
 class Ternary(Compressor):
     """Ternary quantization scaled by the infinity norm (:func:`~simcomm.compress.ternary`).
@@ -318,7 +521,6 @@ class Ternary(Compressor):
     (48, 1.0)
     """
 
-    name: ClassVar[str] = "ternary"
     unbiased: ClassVar[bool] = True
 
     def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
@@ -333,7 +535,15 @@ class Ternary(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return _ternary_variance(v)
 
+    def _message(self, x, rng, backend, value_dtype):
+        d = x.size
+        q = ternary(x, rng=rng, backend=backend)
+        m = float(np.abs(x).max())
+        lev = np.sign(q).astype(np.int64) if m > 0 else np.zeros(d, dtype=np.int64)
+        return Message("ternary", d, value_dtype, levels=lev, scale=float(np.float32(m)))
 
+
+@register_compressor("stochastic_round")
 @dataclass(frozen=True)
 class StochasticRound(Compressor):
     """Unbiased stochastic rounding to the grid ``delta * Z`` (:func:`~simcomm.compress.stochastic_round`).
@@ -347,9 +557,9 @@ class StochasticRound(Compressor):
     (inf, 3200, 432, 0.25)
     """
 
-    delta: float
-    name: ClassVar[str] = "stochastic_round"
+    delta: float = setting("grid step, delta > 0", low=0.0)
     unbiased: ClassVar[bool] = True
+    bits_exact: ClassVar[bool] = False  # the fixed-width coding's width follows the message's range
 
     def __post_init__(self):  # noqa: D105
         object.__setattr__(self, "delta", _check_delta(self.delta))
@@ -371,7 +581,15 @@ class StochasticRound(Compressor):
         r"""Additive bound :math:`d\delta^2/4` on :math:`\mathbb{E}\|Q(v)-v\|^2`."""
         return d * self.delta**2 / 4.0
 
+    def _message(self, x, rng, backend, value_dtype):
+        q = stochastic_round(x, self.delta, rng=rng, backend=backend)
+        lev = np.rint(q / float(self.delta)).astype(np.int64)
+        if lev.min() < -(2**31) or lev.max() - lev.min() > 2**31:
+            raise UserError("stochastic_round: the grid indices do not fit the 32-bit offset; use a larger delta")
+        return Message("sround", x.size, value_dtype, levels=lev, scale=float(self.delta))
 
+
+@register_compressor("bernoulli")
 @dataclass(frozen=True)
 class Bernoulli(Compressor):
     """Bernoulli sparsification: keep probability ``p``, scaled by ``1/p``.
@@ -384,9 +602,9 @@ class Bernoulli(Compressor):
     (2.0, 'bernoulli(p=0.5)')
     """
 
-    p: float
-    name: ClassVar[str] = "bernoulli"
+    p: float = setting("keep probability, 0 < p <= 1", low=0.0, high=1.0)
     unbiased: ClassVar[bool] = True
+    bits_exact: ClassVar[bool] = False  # the number of kept coordinates is random: bits is its expectation
 
     def __post_init__(self):  # noqa: D105
         object.__setattr__(self, "p", _check_p(self.p))
@@ -405,9 +623,16 @@ class Bernoulli(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return _bern_variance(v, self.p)
 
+    def _message(self, x, rng, backend, value_dtype):
+        out = bernoulli_sparsify(x, self.p, rng=rng, backend=backend)
+        # a kept coordinate is x_i / p, so it is non-zero exactly where x_i is; zeros carry nothing
+        idx = np.flatnonzero(out)
+        return Message("sparse", x.size, value_dtype, values=_cast(out[idx], value_dtype), indices=idx.astype(np.int64))
 
-#: the compressor class behind each name :func:`compressor_from_name` accepts
-COMPRESSORS = {c.name: c for c in (Identity, TopK, RandK, RTopK, QSGD, Ternary, StochasticRound, Bernoulli)}
+
+def _unknown(name: str):
+    raise UserError(f"unknown compressor '{name}'{closest(name, COMPRESSORS)}; "
+                    f"choose one of {', '.join(COMPRESSORS)}")
 
 
 def compressor_from_name(name: str, **settings) -> Compressor:
@@ -416,8 +641,7 @@ def compressor_from_name(name: str, **settings) -> Compressor:
     Parameters
     ----------
     name : str
-        A key of :data:`COMPRESSORS`: ``"none"``, ``"top_k"``, ``"rand_k"``, ``"rtop_k"``, ``"qsgd"``,
-        ``"ternary"``, ``"stochastic_round"``, ``"bernoulli"``.
+        A key of :data:`COMPRESSORS` (``"none"``, ``"top_k"``, ``"rand_k"``, ``"rtop_k"``, ``"qsgd"``, ...).
     **settings
         The class's fields, e.g. ``k=``, ``r=``, ``s=``, ``p=``, ``delta=``, ``scale=``.
 
@@ -441,13 +665,96 @@ def compressor_from_name(name: str, **settings) -> Compressor:
     """
     cls = COMPRESSORS.get(name)
     if cls is None:
-        raise UserError(f"unknown compressor '{name}'{closest(name, COMPRESSORS)}; "
-                        f"choose one of {', '.join(COMPRESSORS)}")
-    try:
-        return cls(**settings)
-    except TypeError:
-        import dataclasses
+        _unknown(name)
+    declared = {s.name: s for s in cls.settings()}
+    unknown = [key for key in settings if key not in declared]
+    if unknown:
+        raise UserError(f"compressor '{name}' takes {', '.join(declared) or 'no settings'}; "
+                        f"got {', '.join(settings) or 'none'}")
+    missing = [s for s in declared.values() if s.required and settings.get(s.name) is None]
+    if missing:
+        s = missing[0]
+        raise UserError(f"{name} needs {s.name} ({s.doc}); pass {s.name}= (or --{s.name} on the command line)")
+    return cls(**settings)
 
-        fields = [f.name for f in dataclasses.fields(cls)]
-        raise UserError(f"compressor '{name}' takes {', '.join(fields) or 'no settings'}; "
-                        f"got {', '.join(settings) or 'none'}") from None
+
+def compressor_from_settings(name: str, available: dict, **overrides) -> Compressor:
+    """Build ``name`` from the settings it declares, taken from ``available`` (the rest is ignored).
+
+    How experiments and the CLI build any registered compressor from one pool of parameters:
+    ``overrides`` replace entries of ``available``; a value ``None`` counts as not given.
+
+    Examples
+    --------
+    >>> compressor_from_settings("qsgd", {"s": 4, "k": 10})
+    QSGD(s=4)
+    """
+    cls = COMPRESSORS.get(name)
+    if cls is None:
+        _unknown(name)
+    pool = {**available, **overrides}
+    return compressor_from_name(name, **{s.name: pool[s.name] for s in cls.settings()
+                                         if pool.get(s.name) is not None})
+
+
+def compressor_names(available=(), *, unbiased: bool | None = None, defaults: dict | None = None) -> tuple[str, ...]:
+    """Registered names that can be built from the settings named in ``available`` (required ones included).
+
+    With ``unbiased`` given, keep those whose instance built from ``defaults`` (values for ``available``)
+    has that unbiasedness. The list a spec's ``Param(choices=...)`` takes.
+
+    Examples
+    --------
+    >>> compressor_names(("k", "r"))[:4]
+    ('none', 'top_k', 'rand_k', 'rtop_k')
+    """
+    avail = set(available)
+    out = []
+    for name, cls in COMPRESSORS.items():
+        if not all(s.name in avail for s in cls.settings() if s.required):
+            continue
+        if unbiased is not None and compressor_from_settings(name, defaults or {}).unbiased != unbiased:
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+def compressor_from_label(text: str) -> Compressor:
+    """Build a compressor from its label, ``name`` or ``name(key=value, ...)`` (the inverse of ``.label``).
+
+    Values are read by the setting's declared kind (``true``/``false`` for bools). How a spec names any
+    registered compressor with its settings in one string parameter.
+
+    Examples
+    --------
+    >>> compressor_from_label("scaled_sign(norm=l2)"), compressor_from_label("rand_k(k=4, scale=false)")
+    (ScaledSign(norm='l2'), RandK(k=4, scale=False))
+    >>> compressor_from_label(QSGD(4).label) == QSGD(4)
+    True
+    """
+    text = str(text).strip()
+    name, _, rest = text.partition("(")
+    name = name.strip()
+    cls = COMPRESSORS.get(name)
+    if cls is None:
+        _unknown(name)
+    if rest and not rest.endswith(")"):
+        raise UserError(f"compressor '{text}': write name(key=value, ...) with a closing parenthesis")
+    kinds = {s.name: s.kind for s in cls.settings()}
+    settings = {}
+    for item in filter(None, (p.strip() for p in rest[:-1].split(","))) if rest else ():
+        key, eq, value = (t.strip() for t in item.partition("="))
+        if not eq or key not in kinds:
+            raise UserError(f"compressor '{text}': '{item}' is not a setting; {name} takes "
+                            f"{', '.join(kinds) or 'no settings'} as key=value")
+        kind = kinds[key]
+        try:
+            if kind == "bool":
+                if value.lower() not in ("true", "false"):
+                    raise ValueError
+                settings[key] = value.lower() == "true"
+            else:
+                settings[key] = {"int": int, "float": float}.get(kind, str)(value)
+        except ValueError:
+            raise UserError(f"compressor '{text}': {key} = {value!r} is not a valid {kind}") from None
+    return compressor_from_name(name, **settings)

@@ -17,21 +17,25 @@ import math
 
 import numpy as np
 
-from simcomm.compress import compressor_from_name
+from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models._data import load_dataset
 from simcomm.models._nn import init_params, mlp
 from simcomm.models._real_grads import OPERATORS, capture_gradients, fit_sparse_skewed, operator_errors, skew_stats
 from simcomm.optim._ef_sgd import EF_SCHEDULES, ef_sgd
 
-#: the compressors error-feedback SGD sends ("none" is uncompressed SGD)
-EF_COMPRESSORS = ("none", "top_k", "rand_k", "rtop_k")
+#: the compressors error-feedback SGD sends ("none" is uncompressed SGD): every registered one whose
+#: settings these experiments can give (k from density, r from r_over_k; the others at their defaults)
+EF_COMPRESSORS = compressor_names(("k", "r"))
 
 
 def _ef_compressor(name: str, k: int, r: int | None):
-    """The spec's compressor name with ``k`` (and rTop-k's ``r``) bound; rand-k is unscaled in EF-SGD."""
-    settings = {"none": {}, "top_k": {"k": k}, "rand_k": {"k": k, "scale": False}, "rtop_k": {"k": k, "r": r}}[name]
-    return compressor_from_name(name, **settings)
+    """The spec's compressor name with ``k`` (and rTop-k's ``r``) bound.
+
+    A compressor with a ``scale`` setting (rand-k) runs unscaled: the notes' error-feedback algorithm
+    sends the kept entries of ``p`` as they are.
+    """
+    return compressor_from_settings(name, {"k": k, "r": r, "scale": False})
 
 
 _DATA = {
@@ -92,7 +96,9 @@ def ef_invariant(params, rng, backend):
 
     def check(t, G, old, new, info):
         p = G + old.residual
-        if info.idx is None:  # uncompressed: C(p) = p is sent, nothing is kept
+        if info.sent is not None:  # the generic path: the dense messages C(p)
+            c = info.sent
+        elif info.idx is None:  # uncompressed: C(p) = p is sent, nothing is kept
             c = p
         else:
             c = np.zeros_like(p)

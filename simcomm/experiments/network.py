@@ -19,7 +19,7 @@ import importlib
 import numpy as np
 
 from simcomm._errors import SpecError
-from simcomm.compress import Identity, TopK
+from simcomm.compress import Identity, Message, TopK
 from simcomm.experiments._registry import Param, experiment
 from simcomm.network import HEADER_BYTES, Network, Straggler, decode, encode, message, phase_time
 
@@ -141,8 +141,6 @@ def allgather_crossover(params, rng, backend):
     idx = np.sort(top_k_indices(G, k, backend=backend), axis=1)
     sizes = np.empty(n)
     for i in range(n):
-        from simcomm.network import Message
-
         m = Message("sparse", d, "float32", values=G[i, idx[i]], indices=idx[i].astype(np.int64))
         sizes[i] = len(encode(m, params["coding"]))
     dense_bytes = HEADER_BYTES + 4 * d

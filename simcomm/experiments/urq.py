@@ -10,21 +10,23 @@ import math
 
 import numpy as np
 
-from simcomm.compress import compressor_from_name
+from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag
 from simcomm.optim._async import stable_step_bracket
 
-QUANTIZER_NAMES = ("none", "qsgd", "ternary", "stochastic_round", "bernoulli", "rand_k")
-
 _Q = {
-    "quantizer": Param("str", default="qsgd", choices=QUANTIZER_NAMES, doc="unbiased random quantizer"),
+    "quantizer": None,  # its choices come from the registry, below
     "s": Param("int", default=4, low=1, doc="QSGD levels"),
     "p": Param("float", default=0.25, low=0.0, low_open=True, high=1.0, doc="Bernoulli keep probability"),
     "k": Param("int", default=4, low=1, doc="rand_k kept coordinates (scaled by d/k)"),
     "delta": Param("float", default=0.1, low=0.0, low_open=True, doc="stochastic rounding grid step"),
 }
+#: every registered unbiased compressor these experiments can build from the settings above (at their defaults)
+QUANTIZER_NAMES = compressor_names(tuple(k for k in _Q if k != "quantizer"), unbiased=True,
+                                   defaults={k: p.default for k, p in _Q.items() if p is not None})
+_Q["quantizer"] = Param("str", default="qsgd", choices=QUANTIZER_NAMES, doc="unbiased random quantizer")
 
 
 #: negative control of the D1 claims: the step ignores the compression (added later: unkeyed at its default)
@@ -38,9 +40,7 @@ def _d1_step(params, a: float, L: float) -> float:
 
 
 def _quantizer(params):
-    name = params["quantizer"]
-    key = {"qsgd": "s", "bernoulli": "p", "rand_k": "k", "stochastic_round": "delta"}.get(name)
-    return compressor_from_name(name, **({key: params[key]} if key else {}))
+    return compressor_from_settings(params["quantizer"], {k: params[k] for k in _Q if k != "quantizer"})
 
 
 def _check_k(params):

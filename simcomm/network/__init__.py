@@ -1,5 +1,7 @@
 """Network: real encoded payloads of every compressor, and a network time model (alpha-beta, NICs, stragglers).
 
+A compressor builds its :class:`~simcomm.compress.Message`; :func:`encode` and :func:`decode` move it to bytes.
+
 Examples
 --------
 >>> import numpy as np
@@ -13,15 +15,12 @@ from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
 from simcomm.network._payload import (
     CODINGS,
     HEADER_BYTES,
-    MESSAGE_SETTINGS,
     VALUE_DTYPES,
-    Message,
     decode,
     encode,
     formula_bits,
     message,
     payload_sections,
-    to_bfloat16,
 )
 from simcomm.network._time import (
     PATTERNS,
@@ -60,14 +59,11 @@ __all__ = [
     "sync_step_times",
     "trace_time",
     "CODINGS",
-    "MESSAGE_SETTINGS",
     "HEADER_BYTES",
     "VALUE_DTYPES",
-    "Message",
     "decode",
     "encode",
     "formula_bits",
     "message",
     "payload_sections",
-    "to_bfloat16",
 ]

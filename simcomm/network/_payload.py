@@ -1,9 +1,11 @@
 r"""Real payloads: every compressor's message encoded to bytes and decoded back exactly.
 
-A :class:`Message` is what one node puts on the wire for one vector: the compressor's output in its
-wire form (values in the value dtype, sorted indices, integer levels and a float32 scale). It is built
-by :func:`message` from the library's own compressors (same selections, same randomness), encoded by
-:func:`encode` and decoded by :func:`decode`, with ``decode(encode(m)) == m`` exactly.
+A :class:`~simcomm.compress.Message` is what one node puts on the wire for one vector: the compressor's
+output in its wire form (values in the value dtype, sorted indices, integer levels and a float32 scale,
+or float32 side values and fixed-width codes). Each compressor builds its own
+(``Compressor.to_message``: same selections, same randomness as ``apply``); :func:`message` is the
+by-name front door, :func:`encode` and :func:`decode` turn any message into bytes and back, with
+``decode(encode(m)) == m`` exactly, whatever compressor made it.
 
 Layout of an encoded payload: a fixed :data:`HEADER_BYTES`-byte header (magic ``b"SC"``, version,
 kind, coding, value dtype, bit width, ``d``, the count of sent entries, one float64 parameter), then
@@ -27,44 +29,39 @@ Codings (:data:`CODINGS`)
   ``Ternary().bits`` counts) or ``2bit`` (two bits per trit);
 * ``stochastic_round``: an int32 offset (the smallest grid index), then each grid index minus the
   offset in :math:`\lceil\log_2(\text{range} + 2)\rceil` bits (``fixed``), the encoding
-  ``StochasticRound(delta).bits(d, span)`` counts with ``span = range * delta``.
+  ``StochasticRound(delta).bits(d, span)`` counts with ``span = range * delta``;
+* ``coded`` (sign, scaled sign, natural compression, min-max uint8, block int8, PowerSGD, ...): the
+  float32 side values (their number in the header's parameter), then the codes in ``width`` bits each
+  (``fixed``): :math:`32\,|\mathrm{scales}| + \mathrm{width}\cdot|\mathrm{codes}|` bits.
 """
 
 from __future__ import annotations
 
-import math
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.compress import MESSAGE_KINDS, VALUE_DTYPES, Compressor, Message, compressor_from_settings
 from simcomm.network import _bits
 
 __all__ = [
-    "MESSAGE_SETTINGS", "CODINGS", "HEADER_BYTES", "VALUE_DTYPES", "Message", "message", "encode", "decode",
-    "formula_bits", "payload_sections", "to_bfloat16",
+    "CODINGS", "HEADER_BYTES", "VALUE_DTYPES", "message", "encode", "decode", "formula_bits", "payload_sections",
 ]
 
-#: the compressors :func:`message` accepts by name and the settings each needs (the classes are
-#: :data:`simcomm.compress.COMPRESSORS`)
-MESSAGE_SETTINGS = {
-    "none": (), "top_k": ("k",), "rand_k": ("k",), "rtop_k": ("k", "r"), "bernoulli": ("p",),
-    "qsgd": ("s",), "ternary": (), "stochastic_round": ("delta",),
-}
-_KIND = {"none": "dense", "top_k": "sparse", "rand_k": "sparse", "rtop_k": "sparse", "bernoulli": "sparse",
-         "qsgd": "qsgd", "ternary": "ternary", "stochastic_round": "sround"}
-#: codings allowed for each message kind (the first is the default)
+#: codings allowed for each message kind (the first is the default; the kinds are
+#: :data:`simcomm.compress.MESSAGE_KINDS`, in wire order)
 CODINGS = {
     "dense": ("raw",),
     "sparse": ("auto", "raw", "packed", "bitmap", "gamma", "varint"),
     "qsgd": ("fixed", "elias"),
     "ternary": ("trit5", "2bit"),
     "sround": ("fixed",),
+    "coded": ("fixed",),
 }
-VALUE_DTYPES = ("float32", "float16", "bfloat16")
 _VALUE_BITS = {"float32": 32, "float16": 16, "bfloat16": 16}
 _KINDS = tuple(CODINGS)
+assert _KINDS == MESSAGE_KINDS, "CODINGS must list every message kind in wire order"
 _ALL_CODINGS = ("raw", "auto", "packed", "bitmap", "gamma", "varint", "fixed", "elias", "trit5", "2bit")
 _HEADER = struct.Struct("<2sBBBBBxQQd")
 #: bytes of the fixed header in front of every payload
@@ -73,132 +70,38 @@ _MAGIC = b"SC"
 _VERSION = 1
 
 
-@dataclass(frozen=True, eq=False)
-class Message:
-    """One node's message in wire form.
-
-    Attributes
-    ----------
-    kind : {"dense", "sparse", "qsgd", "ternary", "sround"}
-    d : int
-        Length of the vector the message stands for.
-    value_dtype : str
-        Dtype of ``values`` on the wire (``"bfloat16"`` values are held as float32 with zero low bits).
-    values : numpy.ndarray or None
-        Dense values (``dense``) or the sent values in index order (``sparse``).
-    indices : numpy.ndarray of int64 or None
-        Sorted sent coordinates (``sparse``).
-    levels : numpy.ndarray of int64 or None
-        Signed levels (``qsgd``, ``ternary``: in {-1, 0, 1}) or grid indices (``sround``).
-    scale : float
-        The float32 norm (``qsgd``), scale (``ternary``), or the grid step delta (``sround``).
-    s : int
-        QSGD levels (0 otherwise).
-    """
-
-    kind: str
-    d: int
-    value_dtype: str = "float32"
-    values: np.ndarray | None = None
-    indices: np.ndarray | None = None
-    levels: np.ndarray | None = None
-    scale: float = 0.0
-    s: int = 0
-
-    @property
-    def count(self) -> int:
-        """Entries on the wire: values (dense/sparse) or levels."""
-        arr = self.values if self.kind in ("dense", "sparse") else self.levels
-        return int(arr.size)
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Message):
-            return NotImplemented
-        if (self.kind, self.d, self.value_dtype, self.s) != (other.kind, other.d, other.value_dtype, other.s):
-            return False
-        if not (self.scale == other.scale or (math.isnan(self.scale) and math.isnan(other.scale))):
-            return False
-        for a, b in ((self.values, other.values), (self.indices, other.indices), (self.levels, other.levels)):
-            if (a is None) != (b is None):
-                return False
-            if a is not None and (a.dtype != b.dtype or not np.array_equal(a, b)):
-                return False
-        return True
-
-    __hash__ = None
-
-    def dense(self) -> np.ndarray:
-        """The vector the message stands for (float64, length ``d``)."""
-        if self.kind == "dense":
-            return self.values.astype(np.float64)
-        out = np.zeros(self.d)
-        if self.kind == "sparse":
-            out[self.indices] = self.values
-        elif self.kind == "qsgd":
-            out[:] = self.scale * self.levels / self.s
-        elif self.kind == "ternary":
-            out[:] = self.scale * self.levels
-        else:
-            out[:] = self.levels * self.scale
-        return out
-
-
-def to_bfloat16(x) -> np.ndarray:
-    """Round float32 values to bfloat16 (nearest, ties to even); returned as float32 with zero low bits."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
-    return r.view(np.float32)
-
-
-def _cast(v, value_dtype: str) -> np.ndarray:
-    if value_dtype == "bfloat16":
-        return to_bfloat16(v)
-    return np.asarray(v).astype(value_dtype)
-
-
-def _int_param(name, value, comp, low=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise UserError(f"{comp}: {name} must be an integer, got {value!r}; pass --{name} N")
-    if value < low:
-        raise UserError(f"{comp}: {name} = {value} is out of range; use {name} >= {low}")
-    return int(value)
-
-
-def _named(compressor, loose: dict) -> tuple[str, dict]:
-    """``(name, settings)`` of a :class:`~simcomm.compress.Compressor` for :func:`message`."""
+def _named(compressor, loose: dict) -> Compressor:
+    """A :class:`~simcomm.compress.Compressor` object given without loose settings."""
     given = sorted(key for key, value in loose.items() if value is not None)
     if given:
         raise UserError(f"message: {compressor!r} already holds its settings; drop {', '.join(given)}= "
                         "(or pass the compressor by name with them)")
-    if getattr(compressor, "scale", True) is False:
-        raise UserError(f"message: {compressor!r} has no wire form here (a rand-k message carries the values "
-                        "scaled by d/k); use RandK(k)")
-    return compressor.name, {key: getattr(compressor, key, None) for key in loose}
+    return compressor
 
 
-def message(compressor, x, *, k=None, r=None, s=None, delta=None, p=None, value_dtype: str = "float32",
-            rng=None, backend=None) -> Message:
-    """Run ``compressor`` on the vector ``x`` and return its wire-form :class:`Message`.
+def message(compressor, x, *, value_dtype: str = "float32", rng=None, backend=None, **settings) -> Message:
+    """Run ``compressor`` on the vector ``x`` and return its wire-form :class:`~simcomm.compress.Message`.
 
-    The selections and random draws are the library compressors' own (:mod:`simcomm.compress`):
-    ``message(c, x, ..., rng=seed).dense()`` equals the compressor's output on the same seed up to the
-    value dtype (and float32 rounding of the scale).
+    The selections and random draws are the compressor's own (``Compressor.to_message``):
+    ``message(c, x, ..., rng=seed).dense()`` (``c.decode(m)`` for a coded message) equals the
+    compressor's output on the same seed up to the value dtype (and float32 rounding of the scale).
 
     Parameters
     ----------
     compressor : str or simcomm.compress.Compressor
-        One of :data:`MESSAGE_SETTINGS` with its settings as keywords, or a compressor object that holds them
-        (``TopK(10)``, ``QSGD(4)``, ...; ``RandK`` with ``scale=True``, the form the wire carries).
+        A name of :data:`simcomm.compress.COMPRESSORS` with its settings as keywords, or a compressor
+        object that holds them (``TopK(10)``, ``QSGD(4)``, ...).
     x : array_like, shape (d,)
         Finite values.
-    k, r, s, delta, p : optional
-        The compressor's parameters (see :data:`MESSAGE_SETTINGS`).
     value_dtype : {"float32", "float16", "bfloat16"}
         Dtype of dense and sparse values on the wire.
     rng : numpy.random.Generator or seed, optional
-        Randomness of rand_k, rtop_k, bernoulli and the quantizers.
+        Randomness of the compressor.
     backend : str, optional
         Selection/quantization kernels (as in :mod:`simcomm.compress`).
+    **settings
+        The named compressor's settings (``k=``, ``r=``, ``s=``, ``p=``, ``delta=``, ...); settings it does
+        not declare and ``None`` values are ignored, so one pool of parameters serves every compressor.
 
     Returns
     -------
@@ -207,88 +110,13 @@ def message(compressor, x, *, k=None, r=None, s=None, delta=None, p=None, value_
     Raises
     ------
     UserError
-        Unknown compressor or value dtype, a missing or out-of-range parameter (k > d, ...), non-finite x.
+        Unknown compressor or value dtype, a missing or out-of-range setting (k > d, ...), non-finite x.
     """
-    from simcomm import compress
-    from simcomm._errors import closest
-    from simcomm.backends import get_backend
-
-    if isinstance(compressor, compress.Compressor):
-        compressor, settings = _named(compressor, dict(k=k, r=r, s=s, delta=delta, p=p))
-        k, r, s, delta, p = (settings[key] for key in ("k", "r", "s", "delta", "p"))
-
-    if compressor not in MESSAGE_SETTINGS:
-        raise UserError(f"unknown compressor '{compressor}'{closest(compressor, MESSAGE_SETTINGS)}; "
-                        f"choose one of {', '.join(MESSAGE_SETTINGS)}")
-    if value_dtype not in VALUE_DTYPES:
-        raise UserError(f"unknown value dtype '{value_dtype}'; choose one of {', '.join(VALUE_DTYPES)}")
-    x = np.asarray(x)
-    if x.ndim != 1 or x.size == 0:
-        raise UserError(f"{compressor}: x must be one non-empty vector, got shape {x.shape}")
-    if not np.issubdtype(x.dtype, np.floating):
-        x = x.astype(np.float64)
-    if not np.isfinite(x).all():
-        raise UserError(f"{compressor}: x contains NaN or inf; pass finite values")
-    d = x.size
-    rng = np.random.default_rng(rng)
-    kind = _KIND[compressor]
-    if compressor == "none":
-        return Message("dense", d, value_dtype, values=_cast(x, value_dtype))
-    if compressor in ("top_k", "rand_k", "rtop_k"):
-        if k is None:
-            raise UserError(f"{compressor} needs k (the kept coordinates); pass --k K with 1 <= K <= d = {d}")
-        k = _int_param("k", k, compressor)
-        if k > d:
-            raise UserError(f"{compressor}: k = {k} is out of range; use 1 <= k <= d = {d}")
-        be = get_backend(backend)
-        x2 = np.ascontiguousarray(x.reshape(1, d))
-        # the same draws and kernels as simcomm.compress.{top_k, rand_k, rtop_k}
-        if compressor == "top_k":
-            idx = be.topk_indices(x2, k)[0]
-            vals = x[idx]
-        elif compressor == "rand_k":
-            idx = be.floyd_sample(rng.random((1, k)), d)[0]
-            vals = x[idx] * (d / k)
-        else:
-            if r is None:
-                raise UserError(f"rtop_k needs r (the top set the k coordinates come from); pass --r R, "
-                                f"k <= R <= d = {d}")
-            r = _int_param("r", r, compressor)
-            if not k <= r <= d:
-                raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
-            idx = be.rtopk_indices(x2, k, r, rng.random((1, k)))[0]
-            vals = x[idx]
-        order = np.argsort(idx, kind="stable")
-        return Message(kind, d, value_dtype, values=_cast(vals[order], value_dtype),
-                       indices=np.asarray(idx, dtype=np.int64)[order])
-    if compressor == "bernoulli":
-        if p is None:
-            raise UserError("bernoulli needs p (the keep probability); pass --p P with 0 < P <= 1")
-        out = compress.bernoulli_sparsify(x, p, rng=rng, backend=backend)
-        # a kept coordinate is x_i / p, so it is non-zero exactly where x_i is; zeros carry nothing
-        idx = np.flatnonzero(out)
-        return Message(kind, d, value_dtype, values=_cast(out[idx], value_dtype), indices=idx.astype(np.int64))
-    if compressor == "qsgd":
-        if s is None:
-            raise UserError("qsgd needs s (the number of levels); pass --s S with S >= 1")
-        s = _int_param("s", s, "qsgd")
-        q = compress.qsgd(x, s, rng=rng, backend=backend)
-        norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
-        # Q_i = norm * sign * l_i / s with integer l_i: recover l_i by rounding (exact up to float error)
-        lev = np.rint(q / norm * s).astype(np.int64) if norm > 0 else np.zeros(d, dtype=np.int64)
-        return Message(kind, d, value_dtype, levels=lev, scale=float(np.float32(norm)), s=s)
-    if compressor == "ternary":
-        q = compress.ternary(x, rng=rng, backend=backend)
-        m = float(np.abs(x).max())
-        lev = np.sign(q).astype(np.int64) if m > 0 else np.zeros(d, dtype=np.int64)
-        return Message(kind, d, value_dtype, levels=lev, scale=float(np.float32(m)))
-    if delta is None:
-        raise UserError("stochastic_round needs delta (the grid step); pass --delta DELTA > 0")
-    q = compress.stochastic_round(x, delta, rng=rng, backend=backend)
-    lev = np.rint(q / float(delta)).astype(np.int64)
-    if lev.min() < -(2**31) or lev.max() - lev.min() > 2**31:
-        raise UserError("stochastic_round: the grid indices do not fit the 32-bit offset; use a larger delta")
-    return Message(kind, d, value_dtype, levels=lev, scale=float(delta))
+    if isinstance(compressor, Compressor):
+        comp = _named(compressor, settings)
+    else:
+        comp = compressor_from_settings(compressor, settings)
+    return comp.to_message(x, rng=np.random.default_rng(rng), backend=backend, value_dtype=value_dtype)
 
 
 def _coding(msg: Message, coding: str | None) -> str:
@@ -395,6 +223,11 @@ def encode(msg: Message, coding: str | None = None) -> bytes:
             pad = (-t.size) % 5
             t5 = np.concatenate([t, np.zeros(pad, dtype=np.int64)]).reshape(-1, 5)
             body.append((t5 @ np.array([1, 3, 9, 27, 81])).astype(np.uint8).tobytes())
+    elif msg.kind == "coded":
+        width, aux = msg.width, float(msg.scales.size)
+        body.append(np.ascontiguousarray(msg.scales.astype("<f4", copy=False)))
+        if width:
+            body.append(_bits.pack_fixed(msg.levels, width))
     else:
         aux = msg.scale
         lo, width = _sround_width(msg.levels)
@@ -489,6 +322,13 @@ def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
             if t.size != count:
                 raise ValueError("truncated trit section")
         return Message("ternary", d, vdt, levels=t - 1, scale=float(scale))
+    if kind == "coded":
+        ns = int(aux)
+        if ns != aux or ns < 0 or len(body) < 4 * ns:
+            raise ValueError("truncated side-value section")
+        scales = np.frombuffer(body[:4 * ns], dtype="<f4").astype(np.float32)
+        lev = _bits.unpack_fixed(body[4 * ns:], count, width) if width else np.zeros(count, dtype=np.int64)
+        return Message("coded", d, vdt, levels=lev, scales=scales, width=width)
     (lo,) = struct.unpack_from("<i", body, 0)
     lev = _bits.unpack_fixed(body[4:], count, width) + lo
     return Message("sround", d, vdt, levels=lev, scale=float(aux))
@@ -497,6 +337,8 @@ def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
 def payload_sections(msg: Message, coding: str | None = None) -> int:
     """Number of byte-aligned body sections of ``encode(msg, coding)`` (each pads at most 7 bits)."""
     coding = _coding(msg, coding)
+    if msg.kind == "coded":
+        return 2 if msg.width else 1
     return {"dense": 1, "sparse": 2, "qsgd": 2 if coding == "fixed" else 3, "ternary": 2, "sround": 2}[msg.kind]
 
 
@@ -535,6 +377,8 @@ def formula_bits(msg: Message, coding: str | None = None) -> int:
         return 32 + 64 + _bits.gamma_bits(_gaps(nz)) + nz.size + _bits.gamma_bits(np.abs(msg.levels[nz]))
     if msg.kind == "ternary":
         return compress.Ternary().bits(d) if coding == "trit5" else 32 + 2 * d
+    if msg.kind == "coded":
+        return 32 * msg.scales.size + msg.width * c
     lo, width = _sround_width(msg.levels)
     span = (int(msg.levels.max()) - lo) * msg.scale
     return compress.StochasticRound(msg.scale).bits(d, span=span)

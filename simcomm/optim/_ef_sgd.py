@@ -6,16 +6,19 @@ One step with ``n`` workers and flat parameters :math:`\theta \in \mathbb{R}^D`:
     g_i = \nabla \ell_{B_i}(\theta_t), \quad p_i = g_i + m_i, \quad \hat g_i = C(p_i), \quad
     m_i \leftarrow p_i - \hat g_i, \quad \theta_{t+1} = \theta_t - \eta_t \frac1n \sum_i \hat g_i,
 
-with :math:`C` a sparsifier of :mod:`simcomm.compress`: :class:`~simcomm.compress.TopK`,
-:class:`~simcomm.compress.RandK` with ``scale=False`` (a uniform ``k``-subset, *unscaled*, as in the
-notes' algorithm; it is rTop-k with ``r = D``) or :class:`~simcomm.compress.RTopK` (a uniform
-``k``-subset of the ``r`` largest :math:`|p_{ij}|`), or :class:`~simcomm.compress.Identity`
-(uncompressed SGD, the reference; :math:`m_i` stays 0).
+with :math:`C` any compressor of :mod:`simcomm.compress`. The notes' algorithm uses the sparsifiers
+:class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RandK` with ``scale=False`` (a uniform
+``k``-subset, *unscaled*; it is rTop-k with ``r = D``) and :class:`~simcomm.compress.RTopK` (a uniform
+``k``-subset of the ``r`` largest :math:`|p_{ij}|`), against :class:`~simcomm.compress.Identity`
+(uncompressed SGD, the reference; :math:`m_i` stays 0). A compressor that sends some of :math:`p`'s own
+entries unscaled (``sends_entries``) runs the fused path below; every other one the generic path
+:math:`\hat g_i = C(p_i)`, :math:`m_i \leftarrow p_i - \hat g_i` (``lossless`` ones keep no memory).
 
 Vectorised over workers: the ``n`` minibatch gradients come from one batched forward/backward pass
 (``worker_gradients`` of :mod:`simcomm.models`' MLP module, an ``(n, B, d)`` batch, batched matmuls),
-the compressor's row-batch selection (``select_rows``, fused with :math:`p = g + m` for the top-set
-sparsifiers) runs over the ``n`` rows of :math:`P` at once, the residual is :math:`P` with the sent entries zeroed (so
+on the fused path the compressor's row-batch selection (``select_rows``, fused with :math:`p = g + m` for
+the top-set sparsifiers) runs over the ``n`` rows of :math:`P` at once, the residual is :math:`P` with the
+sent entries zeroed (so
 :math:`p = C(p) + m'` holds exactly: every coordinate lands in exactly one of the two), and the server
 sums the ``n k`` sent values with one ``bincount``. The selections are the ones the
 compressors' ``apply`` makes on the same generator state (same uniforms, same kernels; a test checks it).
@@ -38,7 +41,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm.backends import get_backend
 from simcomm.backends._xp import array_namespace, backend_for
-from simcomm.compress import Compressor, Identity, RandK, Sparsifier
+from simcomm.compress import Compressor
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, accuracy, init_params, loss, worker_gradients
 from simcomm.optim._schedules import EF_SCHEDULES, ef_learning_rate
@@ -76,17 +79,20 @@ class EFStepInfo(NamedTuple):
     Attributes
     ----------
     idx, vals : numpy.ndarray, shape (n, k)
-        Sent coordinates and values per worker (``None`` for uncompressed SGD).
+        Sent coordinates and values per worker (``None`` for uncompressed SGD and on the generic path).
     comp_error : numpy.ndarray, shape (n,)
         :math:`\|p_i - C(p_i)\|^2 / \|p_i\|^2` (0 where :math:`p_i = 0`).
     update : numpy.ndarray, shape (D,)
         The aggregate :math:`\frac1n\sum_i \hat g_i`.
+    sent : numpy.ndarray, shape (n, D), or None
+        The messages :math:`C(p_i)` of the generic path (``None`` on the fused path and for uncompressed SGD).
     """
 
     idx: np.ndarray | None
     vals: np.ndarray | None
     comp_error: np.ndarray
     update: np.ndarray
+    sent: np.ndarray | None = None
 
 
 def _check_lr(lr) -> float:
@@ -101,11 +107,8 @@ def _check_compressor(compressor, D: int) -> Compressor:
     if not isinstance(compressor, Compressor):
         raise UserError(f"compressor = {compressor!r} is not a simcomm.compress.Compressor; pass e.g. TopK(k), "
                         "or build one from a name with simcomm.compress.compressor_from_name")
-    if isinstance(compressor, Identity):
-        return compressor
-    if not isinstance(compressor, Sparsifier) or (isinstance(compressor, RandK) and compressor.scale):
-        raise UserError(f"error-feedback SGD sends the kept entries of p unscaled; {compressor!r} does not: use "
-                        "TopK, RTopK, RandK(k, scale=False) or Identity (ErrorFeedback wraps any compressor)")
+    if not compressor.sends_entries:
+        return compressor  # the generic path: the compressor checks its own settings against D
     if compressor.k > D:
         raise UserError(f"k = {compressor.k!r} is out of range; use an integer 1 <= k <= D = {D}")
     r = compressor.top_set(D)
@@ -140,10 +143,11 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compr
     lr : float
         Step size of this step, > 0.
     compressor : Compressor
-        :class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RTopK`,
-        ``RandK(k, scale=False)`` or :class:`~simcomm.compress.Identity` (uncompressed).
+        Any compressor: :class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RTopK` and
+        ``RandK(k, scale=False)`` run the fused path, :class:`~simcomm.compress.Identity` is uncompressed,
+        every other one runs :math:`m = C(p)`, :math:`e' = p - m`.
     rng : numpy.random.Generator or seed
-        Compressor randomness (rand-k, rTop-k).
+        Compressor randomness.
     backend : str or module, optional
 
     Returns
@@ -182,7 +186,12 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     """
     n, D = state.residual.shape
     xp = array_namespace(state.residual, grads)  # numpy, or cupy for a state on the device
-    if isinstance(compressor, Identity):
+    if compressor.lossless:
+        # everything is sent, p = g + e, and nothing is kept (a memory left by another compressor is flushed)
+        if bool(state.residual.any()):
+            upd = (grads + state.residual).mean(axis=0)
+            return (EFState(state.x - lr * upd, xp.zeros_like(state.residual), state.step + 1),
+                    EFStepInfo(None, None, xp.zeros(n), upd))
         upd = grads.mean(axis=0)
         return (EFState(state.x - lr * upd, state.residual, state.step + 1),
                 EFStepInfo(None, None, xp.zeros(n), upd))
@@ -192,6 +201,8 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     lazy = be.NONFINITE_SAFE_SELECTION
     if not lazy and not bool(xp.isfinite(grads).all()):
         return _diverged(state, n, D)
+    if not compressor.sends_entries:
+        return _generic_step(state, grads, lr, compressor, rng, be, xp)
     r = compressor.top_set(D)
     if r is not None:
         # One kernel writes p_i = g_i + m_i (into a fresh array or ``out``: the state stays intact),
@@ -220,6 +231,28 @@ def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compresso
     if not bool(xp.isfinite(tot).all()):
         err = xp.full(n, np.nan)  # non-finite gradients or memory: the caller records divergence
     return EFState(theta, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
+
+
+def _generic_step(state: EFState, grads, lr: float, compressor: Compressor, rng, be, xp):
+    """Error feedback through ``apply``: :math:`m_i = C(p_i)`, :math:`e_i' = p_i - m_i` (any compressor)."""
+    n, D = state.residual.shape
+    if not bool(xp.isfinite(grads).all()):  # compressors refuse non-finite input: record divergence instead
+        return _diverged(state, n, D)
+    P = xp.ascontiguousarray(state.residual + grads)
+    tot = xp.einsum("ij,ij->i", P, P)
+    if not bool(xp.isfinite(tot).all()):
+        return _diverged(state, n, D)
+    M = xp.asarray(compressor.apply(P, rng=rng, backend=be), dtype=P.dtype)
+    E = P - M
+    upd = M.mean(axis=0)
+    res = xp.einsum("ij,ij->i", E, E)
+    if xp is np:
+        err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
+    else:
+        err = xp.where(tot > 0, res / xp.where(tot > 0, tot, 1.0), 0.0)
+    if not bool(xp.isfinite(M).all()):  # e.g. a cast that overflowed to inf: the run has diverged
+        err = xp.full(n, np.nan)
+    return EFState(state.x - lr * upd, E, state.step + 1), EFStepInfo(None, None, err, upd, M)
 
 
 def _padded_shards(shards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -261,8 +294,9 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     batch_size : int, default 32
         Examples per worker and step, drawn with replacement from its shard.
     compressor : Compressor
-        :class:`~simcomm.compress.TopK`, :class:`~simcomm.compress.RTopK` (``r <= D``),
-        ``RandK(k, scale=False)`` or :class:`~simcomm.compress.Identity` (uncompressed SGD); ``k <= D``.
+        Any compressor (see :func:`ef_update`); the notes' algorithm uses :class:`~simcomm.compress.TopK`,
+        :class:`~simcomm.compress.RTopK` (``r <= D``), ``RandK(k, scale=False)`` or
+        :class:`~simcomm.compress.Identity` (uncompressed SGD); ``k <= D``.
     schedule : {"constant", "inv_sqrt", "cosine"}
         Step-size schedule (:func:`simcomm.optim.step_size`, horizon ``steps``).
     split : {"iid", "label"}
@@ -301,7 +335,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     Raises
     ------
     UserError
-        More workers than examples, a step size <= 0, a compressor EF cannot send, an unknown schedule,
+        More workers than examples, a step size <= 0, an object that is not a compressor, an unknown schedule,
         k or r out of range.
 
     Examples

@@ -22,6 +22,7 @@ if _n_devices < 1:  # pragma: no cover - needs a GPU
 
 from simcomm.backends._cupy.dsgd import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.ef import *  # noqa: F401,F403,E402
+from simcomm.backends._cupy.elem import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.gossip import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.noise import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.quant import *  # noqa: F401,F403,E402

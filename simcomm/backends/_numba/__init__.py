@@ -5,6 +5,7 @@ import numpy as xp  # noqa: F401  (the array namespace of this backend)
 
 from simcomm.backends._numba.dsgd import *  # noqa: F401,F403
 from simcomm.backends._numba.ef import *  # noqa: F401,F403
+from simcomm.backends._numba.elem import *  # noqa: F401,F403
 from simcomm.backends._numba.gossip import *  # noqa: F401,F403
 from simcomm.backends._numba.noise import *  # noqa: F401,F403
 from simcomm.backends._numba.quant import *  # noqa: F401,F403

@@ -4,6 +4,7 @@ import numpy as xp  # noqa: F401  (the array namespace of this backend)
 
 from simcomm.backends._numpy.dsgd import *  # noqa: F401,F403
 from simcomm.backends._numpy.ef import *  # noqa: F401,F403
+from simcomm.backends._numpy.elem import *  # noqa: F401,F403
 from simcomm.backends._numpy.gossip import *  # noqa: F401,F403
 from simcomm.backends._numpy.noise import *  # noqa: F401,F403
 from simcomm.backends._numpy.quant import *  # noqa: F401,F403

@@ -1,0 +1,144 @@
+r"""Elementwise compressor kernels, numba (same names, signatures and results as the numpy backend).
+
+See :mod:`simcomm.backends._numpy.elem` for the definitions. One pass over each row (two where a row
+or bucket statistic is needed first), rows in parallel (``prange``); the uniforms of the counter stream
+are generated in the loop, never materialised. Elementwise arithmetic repeats the reference's float64
+operations, so the outputs equal numpy's given the same per-row scales; the row sums behind the l1/l2
+sign scales are reductions and agree within rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from simcomm.backends._numba.quant import _bits, _uniform
+
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize"]
+
+
+@njit(parallel=True, cache=True)
+def _sign(x, mode, out, a):
+    rows, d = x.shape
+    for r in prange(rows):
+        if mode == 0:
+            s = 1.0
+        elif mode == 1:
+            acc = 0.0
+            for j in range(d):
+                acc += abs(np.float64(x[r, j]))
+            s = acc / d
+        else:
+            acc = 0.0
+            for j in range(d):
+                w = np.float64(x[r, j])
+                acc += w * w
+            s = math.sqrt(acc) / math.sqrt(d)
+        a[r] = s
+        for j in range(d):
+            out[r, j] = s if x[r, j] >= 0 else -s
+
+
+def sign_quantize(x, mode: int, out):
+    """Scaled sign (see the numpy backend); returns the per-row scales."""
+    a = np.empty(x.shape[0])
+    _sign(x, int(mode), out, a)
+    return a
+
+
+@njit(parallel=True, cache=True)
+def _bf16(u, o):
+    rows, d = u.shape
+    for r in prange(rows):
+        for j in range(d):
+            v = np.uint64(u[r, j])
+            o[r, j] = np.uint32(((v + np.uint64(0x7FFF) + ((v >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16))
+                                << np.uint64(16))
+
+
+def bf16_round(x, out):
+    """Round float32 ``x`` to bfloat16 (nearest even; overflow to inf), held as float32."""
+    _bf16(x.view(np.uint32), out.view(np.uint32))
+    return out
+
+
+@njit(parallel=True, cache=True)
+def _natural(x, key, shift, scale, out):
+    rows, d = x.shape
+    for r in prange(rows):
+        for j in range(d):
+            v = np.float64(x[r, j])
+            a = abs(v)
+            if a == 0.0:
+                out[r, j] = 0.0
+                continue
+            _, ex = math.frexp(a)
+            low = math.ldexp(1.0, ex - 1)
+            p = a / low - 1.0
+            q = 2.0 * low if _uniform(key, r * d + j, shift, scale) < p else low
+            out[r, j] = math.copysign(q, v)
+
+
+def natural_quantize(x, key: int, out):
+    """Natural compression (see the numpy backend)."""
+    shift, scale = _bits(x.dtype)
+    _natural(x, np.uint64(key), shift, scale, out)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def _minmax(x, bucket, stochastic, key, shift, scale, out):
+    rows, d = x.shape
+    nb = d // bucket
+    for rb in prange(rows * nb):
+        r = rb // nb
+        j0 = (rb % nb) * bucket
+        lo = np.float64(x[r, j0])
+        hi = lo
+        for j in range(j0, j0 + bucket):
+            v = np.float64(x[r, j])
+            lo = min(lo, v)
+            hi = max(hi, v)
+        step = (hi - lo) / 255.0
+        if not step > 0:
+            for j in range(j0, j0 + bucket):
+                out[r, j] = x[r, j]
+            continue
+        for j in range(j0, j0 + bucket):
+            t = (np.float64(x[r, j]) - lo) / step
+            if stochastic:
+                f = math.floor(t)
+                code = f + (1.0 if _uniform(key, r * d + j, shift, scale) < (t - f) else 0.0)
+            else:
+                code = math.floor(t + 0.5)
+            out[r, j] = lo + min(code, 255.0) * step
+
+
+def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):
+    """Min-max uint8 per bucket (see the numpy backend)."""
+    shift, scale = _bits(x.dtype)
+    _minmax(x, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def _int8(x, block, out):
+    rows, d = x.shape
+    nb = d // block
+    for rb in prange(rows * nb):
+        r = rb // nb
+        j0 = (rb % nb) * block
+        m = 0.0
+        for j in range(j0, j0 + block):
+            m = max(m, abs(np.float64(x[r, j])))
+        s = m / 127.0
+        for j in range(j0, j0 + block):
+            out[r, j] = np.rint(np.float64(x[r, j]) / s) * s if s > 0 else 0.0
+
+
+def int8_block_quantize(x, block: int, out):
+    """Block-wise absmax int8 (see the numpy backend)."""
+    _int8(x, int(block), out)
+    return out
