@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from simcomm.compress import Compressor, TopK
+from simcomm.compress import Compressor, Message, TopK
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import Problem
 from simcomm.optim import compressed_gd
@@ -48,6 +48,9 @@ class _Scaled(Compressor):
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 32 * d
+
+    def _message(self, x, rng, backend, value_dtype):
+        return Message("dense", x.size, value_dtype, values=(self.c * x).astype(np.float32))
 
 
 def _delta_true(params) -> float:
