@@ -328,3 +328,19 @@ def test_committed_verdicts_hold_exactly_the_registered_claims():
     committed = json.loads((Path(__file__).resolve().parents[1] / "figures" / "verdicts.json").read_text())["claims"]
     assert set(committed) == ids, (f"retired: {sorted(set(committed) - ids)}; "
                                    f"missing (run simcomm check --full): {sorted(ids - set(committed))}")
+
+
+def test_a_partial_full_run_keeps_the_other_claims_rows_in_the_readme(tmp_path):
+    # check --full ID --readme: the claims not re-run keep their rows, rebuilt from verdicts.json
+    from simcomm.claims import Judgement, Verdict
+    from simcomm.report import update_readme
+    from simcomm.spec import ClaimSpec
+
+    c = ClaimSpec(id="a.b", paper="urq", statement="s", kind="upper", observable="m", bound="b:b")
+    summary = {"verdict": "violated", "reason": "1 of 2 cells", "provenance": "N", "ratio": 1.5, "detect": 1.2,
+               "detect_exact": False, "controls": [{"name": "ctl", "verdict": "violated"}]}
+    j = Judgement.from_summary(c, summary)
+    assert j.verdict is Verdict.VIOLATED and j.ratio == 1.5 and j.detect == 1.2 and j.controls == (("ctl", "violated"),)
+    text = update_readme("<!-- claims:start -->\n<!-- claims:end -->\n<!-- gallery:start -->\n<!-- gallery:end -->\n",
+                         [j], {"a.b": "a_b.png"}, {})
+    assert "`a.b`" in text and "**violated**" in text and "1.2" in text

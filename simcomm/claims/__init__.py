@@ -89,6 +89,24 @@ class Judgement:
     controls: tuple = ()
     detect: float = math.nan
 
+    @classmethod
+    def from_summary(cls, claim: ClaimSpec, summary: dict) -> "Judgement":
+        """A judgement as recorded in ``verdicts.json`` (:meth:`summary`): its verdict and numbers, no cells.
+
+        For tables of claims that a run did not re-judge (``check --full --readme`` with some claim ids).
+        """
+        def num(key):
+            v = summary.get(key)
+            return math.nan if v is None else float(v)
+
+        detect = num("detect")
+        if summary.get("detect") is None and summary.get("detect_none"):
+            detect = math.inf
+        cells = pd.DataFrame({"exact": [bool(summary.get("detect_exact", False))]})
+        return cls(claim, Verdict(summary["verdict"]), num("ratio"), cells, summary.get("provenance", "?"), [],
+                   reason=summary.get("reason", ""), detect=detect,
+                   controls=tuple((c["name"], c["verdict"]) for c in summary.get("controls", ())))
+
     def scope(self) -> str:
         """Words for the claim's ``where`` filter, e.g. "judged where period in [1, 4, 16]"."""
         if not self.claim.where:
@@ -105,6 +123,9 @@ class Judgement:
             "ratio": None if not math.isfinite(self.ratio) else float(self.ratio),
             "n_cells": int(len(self.cells)), "about": self.claim.about,
             "detect": None if not math.isfinite(self.detect) else float(self.detect),
+            "detect_none": bool(math.isinf(self.detect)),
+            "detect_exact": bool("exact" in self.cells and len(self.cells)
+                                 and self.cells["exact"].fillna(True).astype(bool).all()),
             "controls": [{"name": n, "verdict": v} for n, v in self.controls],
         }
 

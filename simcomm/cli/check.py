@@ -102,11 +102,30 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
         from simcomm.report import update_readme
         from simcomm.results import atomic_write_text
 
-        names = {j.claim.id: f"{j.claim.id.replace('.', '_')}.png" for j in outcome.judgements}
-        titles = {s.claim.id: s.plot.get("title", "") for s in specs}
-        atomic_write_text(readme, update_readme(Path(readme).read_text(), outcome.judgements, names, titles))
+        judgements, specs_all = outcome.judgements, specs
+        if not quick:  # claims this run did not judge keep their committed full-grid rows
+            judgements, specs_all = _with_committed_rows(outcome.judgements, specs_dir, figures / "verdicts.json")
+        names = {j.claim.id: f"{j.claim.id.replace('.', '_')}.png" for j in judgements}
+        titles = {s.claim.id: s.plot.get("title", "") for s in specs_all}
+        atomic_write_text(readme, update_readme(Path(readme).read_text(), judgements, names, titles))
     if strict and any(j.verdict.value == "violated" for j in outcome.judgements):
         raise SystemExit(1)
+
+
+def _with_committed_rows(judgements, specs_dir, verdicts_path: Path):
+    """Every registered claim's judgement, in id order: this run's, else the one recorded in verdicts.json."""
+    from simcomm import checking
+    from simcomm.claims import Judgement
+
+    specs = checking.select_specs((), quick=False, folder=specs_dir)
+    ran = {j.claim.id: j for j in judgements}
+    try:
+        recorded = json.loads(Path(verdicts_path).read_text())["claims"]
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = {}
+    out = [ran.get(s.claim.id) or (Judgement.from_summary(s.claim, recorded[s.claim.id])
+                                   if s.claim.id in recorded else None) for s in specs]
+    return [j for j in out if j is not None], specs
 
 
 @contextlib.contextmanager
