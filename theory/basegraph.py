@@ -161,8 +161,8 @@ def period_lower(n: int, k: int) -> float:
     kind="equal",
     provenance="N",
     paper=PAPER,
-    statement="at a small constant step, the stationary RMS consensus error of DSGD on one periodic gossip sequence over "
-              "another's (same problem, same noise, b = 0) is sqrt(N_a / N_b), N = the phase-averaged noise sum "
+    statement="at a small constant step, the stationary RMS consensus error of DSGD on one periodic gossip sequence "
+              "over another's (same problem, same noise, b = 0) is sqrt(N_a / N_b), N = the phase-averaged noise sum "
               "(1/tau) sum_phases sum_m ||W^(k-1) ... W^(k-1-m) - J||_F^2",
 )
 def consensus_noise_ratio(noise_sum_base: float, noise_sum_other: float) -> float:

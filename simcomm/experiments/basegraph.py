@@ -168,7 +168,9 @@ def messages_budget_steps(per_layer: np.ndarray, budget: float) -> int:
 
 
 def noise_sum(topo: Topology, *, rtol: float = 1e-10, max_lags: int = 100_000) -> float:
-    r"""Phase-averaged noise sum :math:`N = \frac1\tau\sum_{\text{phases}}\sum_{m\ge0}\|W^{(k-1)}\cdots W^{(k-1-m)} - J\|_F^2`.
+    r"""Phase-averaged noise sum of a gossip sequence (the stationary consensus error's factor).
+
+    :math:`N = \frac1\tau\sum_{\text{phases}}\sum_{m\ge0}\|W^{(k-1)}\cdots W^{(k-1-m)} - J\|_F^2`.
 
     The stationary mean square consensus error of DSGD with step :math:`\gamma` and gradient noise
     :math:`\sigma` in ``d`` dimensions is :math:`\gamma^2\sigma^2 d N` to first order in
