@@ -43,6 +43,13 @@ def _pick_axes(j: Judgement, plot: dict, exclude=()) -> tuple[str | None, list[s
         for key in ("xlabel", "logx"):
             plot.pop(key, None)
     hue = [c for c in cols if c != x]
+    # A column that the x axis and the other hue columns already determine (a statistic the bound
+    # reads from the row, e.g. a graph's rho or noise sum) tells no series apart: leave it out.
+    for c in list(hue):
+        rest = [x] + [h for h in hue if h != c] if x is not None else [h for h in hue if h != c]
+        if c != plot.get("hue") and rest and len(j.cells) and \
+                int(j.cells.groupby(rest, dropna=False)[c].nunique(dropna=False).max()) <= 1:
+            hue.remove(c)
     if plot.get("hue") in hue:
         hue = [plot["hue"]] + [c for c in hue if c != plot["hue"]]
     return x, hue

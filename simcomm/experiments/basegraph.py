@@ -13,6 +13,7 @@ Measurements only; the bounds are in ``theory/basegraph.py`` and the constructio
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -24,12 +25,13 @@ from simcomm.topology import (
     base_graph,
     max_degree,
     mix,
+    mixing_matrix,
     simple_base_graph,
     sparse_matrix,
     time_varying,
 )
 
-__all__ = ["sequence_defects", "messages_budget_steps"]
+__all__ = ["sequence_defects", "messages_budget_steps", "noise_sum"]
 
 _CONSTRUCTIONS = {"base": base_graph, "simple": simple_base_graph}
 
@@ -165,6 +167,47 @@ def messages_budget_steps(per_layer: np.ndarray, budget: float) -> int:
     return steps
 
 
+def noise_sum(topo: Topology, *, rtol: float = 1e-10, max_lags: int = 100_000) -> float:
+    r"""Phase-averaged noise sum of a gossip sequence (the stationary consensus error's factor).
+
+    :math:`N = \frac1\tau\sum_{\text{phases}}\sum_{m\ge0}\|W^{(k-1)}\cdots W^{(k-1-m)} - J\|_F^2`.
+
+    The stationary mean square consensus error of DSGD with step :math:`\gamma` and gradient noise
+    :math:`\sigma` in ``d`` dimensions is :math:`\gamma^2\sigma^2 d N` to first order in
+    :math:`\gamma` (``theory.basegraph:consensus_noise_ratio``). The products are dense (small ``n``);
+    a sum that does not end in finite time (a sequence that never multiplies to ``J``) is summed
+    until a term falls below ``rtol`` times the sum.
+
+    Examples
+    --------
+    >>> from simcomm.topology import build
+    >>> round(noise_sum(build("exponential", 4)), 12)   # sum |lambda|^2/(1 - |lambda|^2): 1/8 + 1/8 + 1/8
+    0.375
+    """
+    n, tau = topo.n, topo.period or 1
+    C = [mixing_matrix(topo, j) - 1.0 / n for j in range(tau)]
+    total = 0.0
+    for phase in range(tau):
+        Q = np.eye(n)
+        s = 0.0
+        for m in range(max_lags):
+            Q = Q @ C[(phase - 1 - m) % tau]
+            term = float(np.sum(Q * Q))
+            s += term
+            if term <= rtol * s:
+                break
+        total += s
+    return total / tau
+
+
+@functools.lru_cache(maxsize=64)
+def _noise_sum_cached(name: str, n: int, k: int) -> float:
+    from simcomm.topology import build
+
+    topo = base_graph(n, k) if name == "base_graph" else build(name, n)
+    return noise_sum(topo)
+
+
 def _dsgd_cost(p):
     """(seconds, bytes): two runs of ~1.2 * messages steps; ~1e-5 s per node and step (n d small), measured."""
     steps = 2 * 1.2 * p["messages"]
@@ -199,6 +242,11 @@ def basegraph_dsgd(params, rng, backend):
     * ``consensus_error``: mean over the last ``tail`` fraction of the recorded steps of
       :math:`\|X - \mathbf 1\bar x^\top\|_F`;
     * ``loss``: the same tail mean of :math:`f(\bar x) - f^\star`;
+    * ``consensus_rms``: the root of the same tail mean of :math:`\|X - \mathbf 1\bar x^\top\|_F^2`,
+      with the sequence's phase-averaged noise sum (:func:`noise_sum`) in column ``noise_sum``;
+    * ``consensus_rms_ratio`` (``topology = "base_graph/<other>"``): Base over the other's
+      ``consensus_rms`` on the same replicate, with both noise sums (``noise_sum_base``,
+      ``noise_sum_other``), for ``theory.basegraph:consensus_noise_ratio``;
     * ``steps`` and ``messages_per_node``: what each run did (informational).
     """
     from simcomm.models._decentralized import heterogeneous_least_squares
@@ -210,7 +258,7 @@ def basegraph_dsgd(params, rng, backend):
     other = params["compare_with"]
     topos = {"base_graph": base_graph(n, k), other: other}
     budget = float(params["messages"])
-    rows = []
+    rows, rms, sums = [], {}, {}
     for name, topo in topos.items():
         per = messages_per_step(topo, n)
         steps = messages_budget_steps(per, budget)
@@ -222,10 +270,18 @@ def basegraph_dsgd(params, rng, backend):
         with np.errstate(invalid="ignore"):
             cons = float(np.mean(np.sqrt(n * tr.consensus[start:])))
             loss = float(np.mean(tr.subopt[start:]))
+            rms[name] = float(np.sqrt(np.mean(n * tr.consensus[start:])))
+        sums[name] = _noise_sum_cached(name, n, k)
         # judged rows carry only `topology` besides the cell's parameters: the order judge pairs the
         # two topologies within a cell, so no other column may differ between them
         rows.append(dict(metric="consensus_error", value=cons, topology=name, note=note))
         rows.append(dict(metric="loss", value=loss, topology=name, note=note))
         rows.append(dict(metric="steps", value=float(steps), topology=name))
         rows.append(dict(metric="messages_per_node", value=float(tr.messages[-1]), topology=name))
+        rows.append(dict(metric="consensus_rms", value=rms[name], topology=name, noise_sum=sums[name], note=note))
+    with np.errstate(invalid="ignore", divide="ignore"):  # a diverged run: NaN, its note says why
+        ratio = rms["base_graph"] / rms[other]
+    rows.append(dict(metric="consensus_rms_ratio", value=float(ratio), topology=f"base_graph/{other}",
+                     noise_sum_base=sums["base_graph"], noise_sum_other=sums[other],
+                     note=rows[0]["note"] or rows[4]["note"]))
     return rows

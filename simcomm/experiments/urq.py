@@ -313,6 +313,102 @@ def delay_exact(params, rng, backend):
     return [dict(metric="lr_max", value=g, alpha=float(q.alpha(p.d)))]
 
 
+def second_moment_operator(c: float, tau: int, alpha: float, delay: str = "constant") -> np.ndarray:
+    r"""Linear map of :math:`\mathbb E[z z^\top]` for one coordinate of delayed compressed GD (vectorised).
+
+    One eigen-coordinate of :math:`x_{k+1} = x_k - \gamma Q(\nabla f(x_{k - \tau}))` with curvature
+    :math:`\lambda`, under a quantizer that multiplies each coordinate by an independent factor
+    :math:`m_k` with :math:`\mathbb E m_k = 1`, :math:`\mathbb E m_k^2 = \alpha` (Bernoulli
+    sparsification: :math:`m_k = b_k/p`, :math:`\alpha = 1/p`), is
+    :math:`e_{k+1} = e_k - c\,m_k e_{k-\tau}` with :math:`c = \gamma\lambda`. With the state
+    :math:`z_k = (e_k, \dots, e_{k-\tau})`, :math:`z_{k+1} = S z_k - c\,m_k\,u\,v_{d_k}^\top z_k`
+    (``S`` the shift that keeps :math:`e_k` and ages the rest, :math:`u = e_1`, :math:`v_d = e_{d+1}`),
+    so :math:`M = \mathbb E[z z^\top]` obeys
+
+    .. math:: M' = S M S^\top - c\,\mathbb E_d[S M v_d u^\top + u v_d^\top M S^\top]
+              + c^2\alpha\,\mathbb E_d[(v_d^\top M v_d)\, u u^\top],
+
+    exactly (the factor and the delay :math:`d_k` are independent of the past). Returned as the
+    :math:`(\tau+1)^2` square matrix acting on ``vec(M)``. ``delay = "constant"``: :math:`d_k = \tau`;
+    ``"uniform"``: :math:`d_k` uniform on ``0..tau`` (a negative control).
+
+    Examples
+    --------
+    >>> second_moment_operator(0.5, 0, 4.0)   # tau = 0: 1 - 2c + alpha c^2
+    array([[1.]])
+    """
+    m = tau + 1
+    S = np.zeros((m, m))
+    S[0, 0] = 1.0
+    S[np.arange(1, m), np.arange(m - 1)] = 1.0
+    T = np.kron(S, S)
+    delays = [tau] if delay == "constant" else list(range(m))
+    w = 1.0 / len(delays)
+    for d in delays:
+        E = np.zeros((m, m))
+        E[0, d] = 1.0   # u v_d^T
+        T -= w * c * (np.kron(E, S) + np.kron(S, E))
+        T += w * c * c * alpha * np.kron(E, E)
+    return T
+
+
+def _spectral_radius(T: np.ndarray) -> float:
+    return float(np.max(np.abs(np.linalg.eigvals(T))))
+
+
+def _ms_cost(p):
+    """(seconds, bytes): ~45 dense eigenvalue problems of size (tau + 1)^2 (about 3e-9 n^3 s each)."""
+    n = (p["tau"] + 1) ** 2
+    return 45 * (3e-9 * n**3 + 1e-4), 3 * 8 * n * n
+
+
+@experiment(
+    "delay_ms_threshold",
+    deterministic=True,
+    cost=_ms_cost,
+    params={**_Q,
+            "quantizer": Param("str", default="bernoulli", choices=("bernoulli",),
+                               doc="Bernoulli sparsification (independent factor per coordinate)"),
+            "d": Param("int", default=5, low=1, doc="dimension of the quadratic"),
+            "L": Param("float", default=1.0, low=0.0, low_open=True, doc="largest curvature"),
+            "mu": Param("float", default=0.1, low=0.0, low_open=True, doc="smallest curvature"),
+            "tau": Param("int", default=4, low=0, high=40, doc="constant delay"),
+            "delay": Param("str", default="constant", choices=("constant", "uniform"),
+                           doc="negative control only: uniform draws each step's delay in [0, tau]")},
+    check=_check_problem,
+)
+def delay_ms_threshold(params, rng, backend):
+    r"""Largest step at which delayed compressed GD is stable in MEAN SQUARE, from its exact second moments.
+
+    On a diagonal quadratic with spectrum in ``[mu, L]`` and Bernoulli sparsification (keep
+    probability ``p``, the compressor's :math:`\alpha = \mathbb E m^2`, unbiased), the coordinates
+    decouple and each follows the scalar recursion of :func:`second_moment_operator` with
+    :math:`c = \gamma\lambda`; :math:`\mathbb E\|x_k - x^\star\|^2` converges for every start iff the
+    operator's spectral radius is below 1 for every eigenvalue, and since the radius depends on
+    :math:`\gamma\lambda` only, the binding coordinate is :math:`\lambda = L`. The threshold is found
+    by bisection on the radius to a relative 1e-12; ``lr_max`` is the STABLE end of the final bracket
+    (so it never exceeds the true threshold by more than rounding). No sampling: what a finite
+    Monte Carlo average of runs cannot give (near the threshold the second moment is carried by rare
+    paths, so an average over runs looks stable above it).
+
+    Rows: ``lr_max`` (problem units), with the compressor's ``alpha`` as a column.
+    """
+    del backend
+    q = _quantizer(params)
+    p = make_problem("quadratic", n=1, d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
+    a = float(q.alpha(p.d))
+    tau = params["tau"]
+
+    def stable(lr):
+        return _spectral_radius(second_moment_operator(lr * p.L, tau, a, params["delay"])) < 1.0
+
+    lo, hi = stable_step_bracket(stable, 1e-3 / p.L, 4.0 / p.L, 1)
+    while hi - lo > 1e-12 * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if stable(mid) else (lo, mid)
+    return [dict(metric="lr_max", value=lo, alpha=a)]
+
+
 def _b_step(alpha, L, tau):
     # the seed summary's condition [B] with L -> alpha L: lr = 2 / [alpha L (1 + sqrt(1 + 8 tau (tau+1)))]
     return 2.0 / (alpha * L * (1.0 + math.sqrt(1.0 + 8.0 * tau * (tau + 1))))
