@@ -66,6 +66,7 @@ def importance_sgd(
     y_test=None,
     x0=None,
     rng=None,
+    unweighted: bool = False,
 ) -> Trace:
     r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
 
@@ -96,6 +97,9 @@ def importance_sgd(
     x0 : numpy.ndarray, optional
         Initial parameters; default :func:`simcomm.models.init_params` from ``rng``.
     rng : numpy.random.Generator or seed, optional
+    unweighted : bool, default False
+        Negative control: drop the importance weights :math:`1/(N q_I)` (every draw weighs 1), a
+        biased estimator unless ``q`` is uniform; SGD then descends the ``q``-weighted loss.
 
     Returns
     -------
@@ -180,7 +184,8 @@ def importance_sgd(
             wmax = np.nan
         mb = sample_minibatch(q, batch_size, rng=rng)
         wmax = np.fmax(wmax, mb.max_weight)
-        theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], mb.weights / batch_size)
+        w = np.ones_like(mb.weights) if unweighted else mb.weights
+        theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], w / batch_size)
         if not np.all(np.isfinite(theta)):
             break
     diverged = None if np.all(np.isfinite(theta)) else t + 1
