@@ -132,6 +132,7 @@ def _errorbar(ax, x, m, lo, hi, color, label, marker="o"):
 
 
 def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) -> None:
+    spec_xlabel = plot.get("xlabel")
     x, hue = _pick_axes(j, plot)
     if context is not None and x in context.cells and x in j.cells:
         extra = context.cells[~context.cells[x].isin(j.cells[x])]
@@ -158,9 +159,20 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
         b = grp["bound"].to_numpy(float)
         if not shared or i == 0:
             bc, btag = ("k", "") if shared else (c, tag)
-            ax.plot(xs, b, "--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
             slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
-            if j.claim.kind == "equal" and np.any(slack > 0):
+            band = j.claim.kind == "equal" and np.any(slack > 0)
+            if len(series) == 1 and len(b) == 1:
+                # one judged cell: a line through one point is invisible; draw the bound (and margin) across
+                ax.axhline(b[0], ls="--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
+                if band:
+                    ax.axhspan(b[0] - slack[0], b[0] + slack[0], color=bc, alpha=0.12, lw=0,
+                               label="equivalence margin")
+                if x is None:  # no axis to read: the spec's x label names the cell
+                    ax.set_xticks([])
+                    plot["xlabel"] = spec_xlabel or "the one judged cell"
+            else:
+                ax.plot(xs, b, "--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
+            if band and not (len(series) == 1 and len(b) == 1):
                 # categorical x (strings) sits at positions 0..m-1 in order of appearance
                 band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
                 ax.fill_between(band_x, b - slack, b + slack, color=bc, alpha=0.12, lw=0,
@@ -230,8 +242,9 @@ def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
     # matplotlib's legend placement fail, so only finite points are drawn
     bad = np.asarray(bad) & np.isfinite(np.asarray(ys, float))
     if bad.any():
-        label = None if flagged else (f"circled: {j.claim.lower} not shown below a competitor here "
-                                      "(inconclusive, violated or ill-posed)")
+        what = ("not shown equal to its competitor" if j.claim.kind == "equivalent"
+                else "not shown below a competitor")
+        label = None if flagged else (f"circled: {j.claim.lower} {what} here (inconclusive, violated or ill-posed)")
         ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
                    lw=1.5, zorder=5, label=label)
         return True

@@ -336,6 +336,10 @@ def test_ef_sgd_sweep_rows_and_selection():
                      r_fixed=4)
     rows = e.func(p, np.random.default_rng(12345), "numpy")
     assert next(r["value"] for r in rows if r["metric"] == "chosen_r_over_k") == 4.0
+    # a pre-registered r/k is the only intermediate one run (no pilots, no sweep)
+    finals = {r["method"]: r["value"] for r in rows if r["metric"] == "final_train_loss"}
+    assert set(finals) == {"sgd", "top_k", "rtop_k r/k=4", "rand_k", "best_intermediate"}
+    assert finals["best_intermediate"] == finals["rtop_k r/k=4"]
 
 
 def test_no_room_makes_the_compressed_rows_nan():

@@ -37,6 +37,20 @@ def test_stale_run_lies_between_ideal_and_uniform_for_small_lag():
     assert np.all(tr.mean_staleness <= 2)
 
 
+def test_unweighted_changes_only_importance_sampled_runs():
+    # the negative-control switch of is.training_smoothed_ties: uniform draws weigh 1 anyway (same run bit
+    # for bit); dropping the weights of a non-uniform proposal changes the descent direction
+    X, y = _toy()
+    m = mlp((5, 6, 2))
+    kw = dict(steps=20, lr=0.2, batch_size=8, record_every=5, rng=3)
+    u0 = importance_sgd(m, X, y, proposal="uniform", **kw)
+    u1 = importance_sgd(m, X, y, proposal="uniform", unweighted=True, **kw)
+    np.testing.assert_array_equal(u0.x, u1.x)
+    s0 = importance_sgd(m, X, y, proposal="stale", n=2, **kw)
+    s1 = importance_sgd(m, X, y, proposal="stale", n=2, unweighted=True, **kw)
+    assert not np.allclose(s0.x, s1.x)
+
+
 def test_bytes_per_example():
     assert bytes_per_example(mlp((784, 256, 10))) == {"score": 8, "gradient": 8 * 203530}
 

@@ -180,7 +180,8 @@ def test_miscaled_quantizer_is_biased():
 MY_SPECS = ["urq_unbiased", "urq_variance", "urq_rate_strongly_convex", "urq_rate_nonconvex", "urq_floor",
             "urq_bits_to_eps", "delay_threshold_exact", "delay_bound_tightness", "delay_compressed_limit",
             "iag_converges", "is_unbiased", "is_optimal_minimum", "is_optimal_is_min", "is_smoothing_sampled",
-            "is_norm_trick_exact", "is_communication_crossover", "is_stale_between", "is_training_faster"]
+            "is_norm_trick_exact", "is_communication_crossover", "is_stale_between", "is_training_faster",
+            "is_training_smoothed_ties"]
 
 
 @pytest.mark.parametrize("name", MY_SPECS)

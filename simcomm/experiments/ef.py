@@ -61,7 +61,8 @@ _TRAIN = {
 
 
 def _setup(params, rng):
-    ds = load_dataset(params["dataset"], n_samples=params["n_samples"] or None, rng=rng)
+    ds = load_dataset(params["dataset"], n_samples=params["n_samples"] or None,
+                      test_fraction=params.get("test_fraction", 0.2), rng=rng)
     d = ds.X_train.shape[1]
     sizes = (d, ds.n_classes) if params["hidden"] == 0 else (d, params["hidden"], ds.n_classes)
     return ds, mlp(sizes, l2=params["l2"])
@@ -135,11 +136,15 @@ def _sweep(r_max):
     params={
         **_TRAIN,
         "r_max_over_k": Param("int", default=16, low=2,
-                              doc="intermediate rTop-k runs use r/k = 2, 4, ... up to this (capped below D/k)"),
+                              doc="select = 'pilot': intermediate rTop-k runs use r/k = 2, 4, ... up to this "
+                                  "(capped below D/k); 'fixed': the upper limit of r_fixed"),
         "select": Param("str", default="pilot", choices=("pilot", "fixed"),
                         doc="best_intermediate: the r/k with the lowest pilot loss on independent streams, "
                             "or the pre-registered r_fixed"),
-        "r_fixed": Param("int", default=4, low=2, doc="pre-registered r/k for select = 'fixed'"),
+        "r_fixed": Param("int", default=4, low=2,
+                         doc="pre-registered r/k for select = 'fixed' (the only intermediate r/k then run)"),
+        "test_fraction": Param("float", default=0.2, low=0.0, high=1.0, low_open=True, high_open=True,
+                               doc="share of the rows held out for the test error (the rest is trained on)"),
         "room": Param("float", default=0.0, low=0.0,
                       doc="pilot check: if top-k's pilot training loss is less than this relative amount above "
                           "SGD's, the compressed methods' final rows are NaN with a 'no room' note (0 = off)"),
@@ -161,7 +166,8 @@ def ef_sgd_sweep(params, rng, backend):
     streams (its own initial parameters, split, minibatches and compressor draws) and the r with the
     lowest pilot training loss is taken; the evaluation runs' noise is independent of that choice, so
     the minimum over many noisy r is not what is compared (no selection bias). ``select = "fixed"``
-    takes the pre-registered ``r_fixed``.
+    takes the pre-registered ``r_fixed`` and runs no other intermediate r (no pilot runs either);
+    with ``r_fixed * k >= D`` there is no intermediate r and no ``best_intermediate`` row.
 
     ``room > 0``: before anything is evaluated, SGD and top-k are trained on further independent
     pilot streams; if top-k's final training loss is less than ``room`` (relative) above SGD's, no
@@ -173,7 +179,9 @@ def ef_sgd_sweep(params, rng, backend):
     ds, model = _setup(params, rng)
     D = model.n_params
     k = _k(params, D)
-    rs = [v for v in _sweep(params["r_max_over_k"]) if v * k < D]
+    # select = "pilot": every r/k of the sweep is piloted and evaluated; "fixed": only the pre-registered one
+    sweep = _sweep(params["r_max_over_k"]) if params["select"] == "pilot" else [params["r_fixed"]]
+    rs = [v for v in sweep if v * k < D]
     pilot_rng, eval_rng = rng.spawn(2)
     room_rng, pilot_rng = pilot_rng.spawn(2)
     common = dict(n=params["n"], steps=params["steps"], lr=params["lr"],
@@ -190,7 +198,7 @@ def ef_sgd_sweep(params, rng, backend):
             pilot[v] = tr.train_loss[-1] if np.isfinite(tr.train_loss[-1]) else np.inf
         chosen = min(rs, key=lambda v: (pilot[v], v))
     else:
-        chosen = params["r_fixed"] if params["r_fixed"] in rs else (rs[len(rs) // 2] if rs else None)
+        chosen = rs[0] if rs else None
     no_room = ""
     pilot_gap = math.nan
     if params["room"] > 0:

@@ -265,6 +265,7 @@ def _run(params, ds, model, proposal, theta0, rng):
         smoothing=c, n=params["n"],
         staleness=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
         record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, x0=theta0, rng=rng,
+        unweighted=params.get("reweight", "importance") == "none",
     )
 
 
@@ -304,7 +305,12 @@ def is_staleness(params, rng, backend):
     return rows
 
 
-@experiment("is_training", columns=("method",), params=_TRAIN, check=_check_train)
+@experiment("is_training", columns=("method",), check=_check_train, params={
+    **_TRAIN,
+    "reweight": Param("str", default="importance", choices=("importance", "none"), keyed_at_default=False,
+                      doc="negative control only: 'none' drops the importance weights 1/(N q_I) of the "
+                          "importance-sampled runs (a biased gradient: SGD descends the q-weighted loss)"),
+})
 def is_training(params, rng, backend):
     """Uniform SGD against ideal and stale importance-sampled SGD from the same initial parameters.
 

@@ -70,6 +70,7 @@ def importance_sgd(
     x0=None,
     rng=None,
     on_step=None,
+    unweighted: bool = False,
 ) -> Trace:
     r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
 
@@ -102,6 +103,9 @@ def importance_sgd(
     rng : numpy.random.Generator or seed, optional
     on_step : callable, optional
         ``on_step(t)`` after master step ``t`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
+    unweighted : bool, default False
+        Negative control: drop the importance weights :math:`1/(N q_I)` (every draw weighs 1), a
+        biased estimator unless ``q`` is uniform; SGD then descends the ``q``-weighted loss.
 
     Returns
     -------
@@ -197,7 +201,8 @@ def importance_sgd(
         nonlocal theta, wmax
         mb = sample_minibatch(q_now, batch_size, rng=rng)
         wmax = np.fmax(wmax, mb.max_weight)
-        theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], mb.weights / batch_size)
+        w = np.ones_like(mb.weights) if unweighted else mb.weights
+        theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], w / batch_size)
 
     due_set = set(due.tolist())
     drive(steps, advance, check, on_step=on_step)
