@@ -45,6 +45,28 @@ def parallel_ratio_limit() -> float:
 
 
 @bound(
+    kind="equal",
+    provenance="P+N",
+    paper=PAPER,
+    statement="where the two meet (n = 16), the one-peer exponential sequence's consensus error equals tau times "
+              "the static exponential graph's: per message exactly as effective",
+)
+def one_peer_consensus_per_message(n: int, static_consensus: float) -> float:
+    r""":math:`\tau\,c_{static}`, the one-peer consensus error at equal effectiveness per message (equal form).
+
+    The same formula as :func:`one_peer_consensus_budget`, stated as an equality: where the upper bound is
+    met (n = 16 on the shipped grid) the claim is that the two agree within a margin. Provenance as there:
+    [P] for the qualitative statement, [N] for the per-message form with the factor :math:`\tau`.
+
+    Examples
+    --------
+    >>> one_peer_consensus_per_message(16, 0.5)
+    2.0
+    """
+    return one_peer_consensus_budget(n, static_consensus)
+
+
+@bound(
     kind="upper",
     provenance="P+N",
     paper=PAPER,

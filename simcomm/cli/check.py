@@ -76,6 +76,8 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
     if json_path is not None:
         ensure_writable(Path(json_path).parent if str(Path(json_path).parent) else ".", option="--json FILE")
     specs = checking.select_specs(claim_ids, quick=quick, seed=seed, folder=specs_dir)
+    # the registered ids, read now: a spec added while a long run computes must not stop its writes
+    known = {s.claim.id for s in checking.select_specs((), quick=True, folder=specs_dir)} if not quick else None
     cache = out / "results" / ".cache"
     plan(specs, backend=backend, jobs=jobs, scheduler=scheduler, cache_dir=cache, max_cells=max_cells,
          max_hours=max_hours, yes=yes)
@@ -86,7 +88,6 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
     committed = committed_verdicts(out) if quick else None
     extra = {}
     if not quick:
-        known = {s.claim.id for s in checking.select_specs((), quick=True, folder=specs_dir)}
         path = figures / "verdicts.json"
         extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known)
     write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed,
