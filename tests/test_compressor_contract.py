@@ -147,7 +147,10 @@ def test_error_within_declared_constants(name, kw, vec):
     slack = 1e-5 * n2  # float32 outputs: each coordinate is off by at most 2^-24 relative
     exact, factor = c.variance(x), c.error_factor(D)
     if exact is None and factor is None:
-        pytest.skip("no closed form and no worst-case constant declared")
+        # the fp16/bf16 casts: their relative error u^2 holds only in the normal range (subnormals and
+        # overflow break it), so they declare no constant; their kernels are checked bit for bit against
+        # a reference rounding in tests/test_elementwise_kernels.py
+        pytest.skip("no closed form and no worst-case constant declared (casts: see the comment above)")
     if exact is not None:
         assert abs(mean - float(exact)) <= N_SIGMA * se + slack, (mean, float(exact), se)
     if factor is not None and math.isfinite(factor):

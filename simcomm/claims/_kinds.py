@@ -8,6 +8,7 @@ its figure, one drawing registered in :mod:`simcomm.plotting`.
 
 from __future__ import annotations
 
+import abc
 import math
 
 import numpy as np
@@ -30,7 +31,7 @@ from simcomm.claims._stats import Verdict, _Cell, mean_ci
 __all__ = ["Kind", "KINDS", "register", "BoundKind", "SlopeKind", "MethodsKind"]
 
 
-class Kind:
+class Kind(abc.ABC):
     """A claim kind.
 
     Attributes
@@ -86,9 +87,9 @@ class Kind:
         """The ``[claim]`` table as :class:`~simcomm.spec.ClaimSpec` fields."""
         return data
 
+    @abc.abstractmethod
     def cells(self, claim, rows: pd.DataFrame, fn, design, paired: bool) -> tuple[list[_Cell], list]:
         """The claim's comparisons on its rows, and the columns that define them."""
-        raise NotImplementedError
 
     def tightest(self, ratios: pd.Series) -> float:
         """The tightest ratio over the cells (default: the one farthest from 1)."""

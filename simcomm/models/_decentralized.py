@@ -33,6 +33,7 @@ from each node's own stream, see :mod:`simcomm.optim`), so :math:`E\|g_i - \nabl
 
 from __future__ import annotations
 
+import abc
 from typing import NamedTuple
 
 import numpy as np
@@ -228,7 +229,7 @@ def _lr_grad(A, y, X, C, l2, xp):
     return G.reshape(n, p * C) + l2 * X
 
 
-class NodeOracle:
+class NodeOracle(abc.ABC):
     r"""The gradient oracle of a family of node problems (data matrices ``A``, ``y``: the default).
 
     Every method takes the :class:`NodeProblem` and arrays already in one namespace ``xp``. A family
@@ -244,9 +245,9 @@ class NodeOracle:
         """Parameter dimension."""
         return p.A.shape[2] * max(p.n_classes, 1)
 
+    @abc.abstractmethod
     def local_gradients(self, p, X, xp):
         r""":math:`\nabla f_i(x_i)`, ``(n, d)``, in a new array."""
-        raise NotImplementedError
 
     def node_gradients(self, p, X, out, xp):
         """:meth:`local_gradients`, written into ``out`` when given."""
@@ -256,9 +257,9 @@ class NodeOracle:
         out[...] = G
         return out
 
+    @abc.abstractmethod
     def node_losses(self, p, X, xp):
         r""":math:`f_i(x_i)` for every node, ``(n,)``."""
-        raise NotImplementedError
 
     def global_gradient(self, p, x, xp):
         r""":math:`\nabla f(x)` at one point: the mean of the node gradients there."""

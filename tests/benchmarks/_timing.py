@@ -2,6 +2,8 @@
 
 import time
 
+import numpy as np
+
 
 def best_time(fn, rounds):
     """Best wall time of ``rounds`` calls of ``fn`` and the last call's result."""
@@ -11,3 +13,10 @@ def best_time(fn, rounds):
         out = fn()
         best = min(best, time.perf_counter() - t)
     return best, out
+
+
+def copy_bandwidth(a: np.ndarray) -> float:
+    """Measured bytes per second of copying ``a`` (one read and one write): the memory-bandwidth floor."""
+    dst = np.empty_like(a)
+    best, _ = best_time(lambda: np.copyto(dst, a), 3)
+    return 2 * a.nbytes / best

@@ -14,19 +14,10 @@ import pytest
 
 from simcomm.backends import get_backend
 from simcomm.topology import exponential, mixing_matrix, one_peer_exponential
+from tests.benchmarks._timing import copy_bandwidth
 
 N, D = 256, 100_000
 GAMMA, BETA = 0.01, 0.9
-
-
-def _copy_bandwidth(a: np.ndarray) -> float:
-    dst = np.empty_like(a)
-    best = np.inf
-    for _ in range(3):
-        t = time.perf_counter()
-        np.copyto(dst, a)
-        best = min(best, time.perf_counter() - t)
-    return 2 * a.nbytes / best  # one read + one write
 
 
 def _dense_step(W, X, M, G):
@@ -69,7 +60,7 @@ def test_bench_dmsgd_step(benchmark, name):
             t = time.perf_counter()
             be.atc_shift_step(X, M_fast, G, GAMMA, BETA, shifts, weights, out)
             t_fast = min(t_fast, time.perf_counter() - t)
-    floor = 5 * X.nbytes / _copy_bandwidth(X)
+    floor = 5 * X.nbytes / copy_bandwidth(X)
     benchmark.extra_info["ratio"] = t_dense / t_fast
     benchmark.extra_info["baseline"] = "numpy dense step: M = beta M + G; W @ (X - lr M) (BLAS gemm)"
     benchmark.extra_info["floor_ratio"] = t_fast / floor

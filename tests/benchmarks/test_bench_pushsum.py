@@ -10,26 +10,15 @@ G read, the new X written) at a copy bandwidth measured in the same run.
 uniform matching built in O(n), then ``mix``) against building the dense W and ``W @ X``.
 """
 
-import time
 
 import numpy as np
 
 from simcomm.backends import get_backend
 from simcomm.topology import directed_exponential, mix, mixing_matrix, random_matching
-from tests.benchmarks._timing import best_time
+from tests.benchmarks._timing import best_time, copy_bandwidth
 
 N, D = 256, 100_000
 LR = 0.01
-
-
-def _copy_bandwidth(a: np.ndarray) -> float:
-    dst = np.empty_like(a)
-    best = np.inf
-    for _ in range(3):
-        t = time.perf_counter()
-        np.copyto(dst, a)
-        best = min(best, time.perf_counter() - t)
-    return 2 * a.nbytes / best  # one read + one write
 
 
 def _time_fast(benchmark, fn, rounds=5):
@@ -61,7 +50,7 @@ def test_bench_pushsum_step(benchmark):
     np.testing.assert_allclose(wout, wref, rtol=1e-12)
     del ref
     t_fast = _time_fast(benchmark, fast)
-    floor = 3 * X.nbytes / _copy_bandwidth(X)
+    floor = 3 * X.nbytes / copy_bandwidth(X)
     benchmark.extra_info["ratio"] = t_dense / t_fast
     benchmark.extra_info["baseline"] = "numpy dense push-sum step: W @ (X - lr G), W @ w (BLAS gemm)"
     benchmark.extra_info["floor_ratio"] = t_fast / floor
@@ -88,7 +77,7 @@ def test_bench_random_matching_mix(benchmark):
     del a
     t_dense, _ = best_time(dense, 3)
     t_fast = _time_fast(benchmark, fast)
-    floor = 2 * X.nbytes / _copy_bandwidth(X)  # X read once, the result written once
+    floor = 2 * X.nbytes / copy_bandwidth(X)  # X read once, the result written once
     benchmark.extra_info["ratio"] = t_dense / t_fast
     benchmark.extra_info["baseline"] = "dense W of the drawn matching, then W @ X (BLAS gemm)"
     benchmark.extra_info["floor_ratio"] = t_fast / floor
