@@ -184,6 +184,8 @@ def _column_names(j: Judgement, cols: list[str]) -> list[str]:
 
 def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
     cells = j.cells
+    if "verdict" not in cells:  # recorded without its cells (verdicts.json)
+        return ["", "Cells: not recorded in this report; `simcomm check " + j.claim.id + " --full` lists them."]
     bad = cells[cells["verdict"] != "holds"]
     show = bad if len(bad) else cells
     cols = [c for c in show.columns if c not in ("note", "exact")]
@@ -223,8 +225,22 @@ def _paper_intro(paper: str) -> list[str]:
     return lines
 
 
+def report_sections(text: str) -> dict[str, list[str]]:
+    """The per-claim sections of a report (``## <id>`` up to the next heading), by claim id."""
+    sections, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("# "):
+            current = None
+        elif line.startswith("## "):
+            current = line[3:].strip()
+            sections[current] = []
+        if current is not None:
+            sections[current].append(line)
+    return {k: v[:-1] if v and v[-1] == "" else v for k, v in sections.items()}
+
+
 def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mode: str, meta: dict,
-                    committed: dict | None = None) -> str:
+                    committed: dict | None = None, kept: dict[str, list[str]] | None = None) -> str:
     """The report: a verdict table, then one section per claim with its figure and cells.
 
     Parameters
@@ -237,6 +253,9 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         Run metadata shown in the header (backend, executor, versions, commit).
     committed : dict, optional
         Claim id -> the committed full-grid verdict; shown next to a quick verdict that differs.
+    kept : dict, optional
+        Claim id -> the lines of its section in the previous report (:func:`report_sections`), used for
+        a judgement recorded without its cells (a claim a partial ``--full`` run did not re-judge).
     """
     differ = [j.claim.id for j in judgements if with_committed(j.verdict.value, j, committed) != j.verdict.value]
     note = []
@@ -271,6 +290,9 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
         if c.paper != paper:
             paper = c.paper
             lines += ["", *_paper_intro(paper)]
+        if "verdict" not in j.cells and kept and c.id in kept:
+            lines += ["", *kept[c.id]]
+            continue
         lines += ["", f"## {c.id}", "",
                   f"*{PAPERS.get(c.paper, c.paper)}* — provenance [{j.provenance}] — kind `{c.kind}`", "",
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",

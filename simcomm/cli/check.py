@@ -86,12 +86,14 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
                                     cache_dir=cache, progress=bar.update, controls=controls)
     figures = out / "figures" if not quick else out / "results" / "quick"
     committed = committed_verdicts(out) if quick else None
-    extra = {}
+    extra, whole = {}, None
     if not quick:
         path = figures / "verdicts.json"
         extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known)
+        if claim_ids:  # a partial full run: the gallery's REPORT.md keeps every registered claim
+            whole = _with_committed_rows(outcome.judgements, specs_dir, path)[0]
     write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed,
-                  extra=extra)
+                  extra=extra, report_judgements=whole)
     title = "simcomm check " + ("--quick" if quick else "--full") + "".join(f" {c}" for c in claim_ids)
     _print_table(outcome.judgements, title=title, committed=committed, wide=wide)
     click.echo(f"report: {outcome.report_path}")
@@ -185,11 +187,14 @@ def verdicts_text(judgements, path: Path, *, meta: dict, known: set | None = Non
 
 
 def write_outcome(outcome, specs, out: Path, *, mode: str, figures: Path | None = None,
-                  names: dict | None = None, committed: dict | None = None, extra: dict | None = None) -> None:
+                  names: dict | None = None, committed: dict | None = None, extra: dict | None = None,
+                  report_judgements: list | None = None) -> None:
     """Write results/<spec>/<hash>/, one PNG per claim and REPORT.md into ``figures``, as one set.
 
     ``names`` maps claim id -> figure file name (default ``<claim_id with _>.png``); ``extra`` maps
-    more paths to their contents (verdicts.json). Every file is rendered first and then written all
+    more paths to their contents (verdicts.json). ``report_judgements`` (this run's and the recorded
+    ones of the claims it did not judge) makes REPORT.md whole after a partial run: the sections of
+    the claims not re-judged are kept from the previous REPORT.md. Every file is rendered first and then written all
     or none (:func:`simcomm.results.write_files`): a full disk or a refused write leaves the previous
     gallery as it was, never half of a new one.
     """
@@ -213,8 +218,20 @@ def write_outcome(outcome, specs, out: Path, *, mode: str, figures: Path | None 
         names.setdefault(j.claim.id, f"{j.claim.id.replace('.', '_')}.png")
         files[figures / names[j.claim.id]] = buf.getvalue()
     meta = outcome.results[0].meta if outcome.results else {}
-    outcome.report = report_markdown(outcome.judgements, names, mode=mode, meta=meta, committed=committed)
     outcome.report_path = figures / "REPORT.md"
+    kept = None
+    if report_judgements is not None:
+        from simcomm.report import report_sections
+
+        try:
+            kept = report_sections(outcome.report_path.read_text())
+        except OSError:
+            kept = {}
+        for j in report_judgements:
+            if j.claim.id not in names and (figures / f"{j.claim.id.replace('.', '_')}.png").exists():
+                names[j.claim.id] = f"{j.claim.id.replace('.', '_')}.png"
+    outcome.report = report_markdown(outcome.judgements if report_judgements is None else report_judgements,
+                                     names, mode=mode, meta=meta, committed=committed, kept=kept)
     files[outcome.report_path] = outcome.report
     files.update(extra or {})
     write_files(files)
