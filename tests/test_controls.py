@@ -62,19 +62,7 @@ def test_every_claim_has_a_control(outcome):
     assert not missing, f"claims without a [[control]]: {missing}"
 
 
-# Controls that are not decided on the QUICK grid, each a recorded finding with its reason (session 6 note):
-# they may come out inconclusive here, never "holds"; everything else must be violated. Replace each with a
-# control that its quick grid decides, then delete its line.
-UNDECIDED_ON_QUICK = {
-    ("expgraph.non_power_of_two", "ring_instead_of_one_peer"):
-        "ratio 1.55 at p = 4 but the 8 quick replicates leave the interval too wide",
-    ("expgraph.transient_below_shape", "step_five_times_larger"):
-        "the transients are censored at the quick horizon (the claim is an identity check awaiting restatement)",
-}
-
-
 @pytest.mark.slow
 def test_every_control_is_violated(outcome):
-    missed = [(j.claim.id, name, v) for j in outcome.judgements for name, v in j.controls
-              if v != "violated" and not ((j.claim.id, name) in UNDECIDED_ON_QUICK and v == "inconclusive")]
+    missed = [(j.claim.id, name, v) for j in outcome.judgements for name, v in j.controls if v != "violated"]
     assert not missed, f"controls not caught (claim, control, verdict): {missed}"

@@ -45,7 +45,7 @@ from simcomm._errors import UserError
 from simcomm._validate import integer, one_of, positive_int, real
 from simcomm._validate import step_size as step_size_check
 from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
-from simcomm.optim._driver import Recorder, diverged, drive
+from simcomm.optim._driver import DIVERGED_ERROR, Recorder, diverged, drive, record_steps
 from simcomm.optim._schedules import SCHEDULES, step_size
 from simcomm.optim._trace import Trace
 
@@ -192,6 +192,20 @@ def messages_per_step(topology, n: int | None = None) -> np.ndarray:
             W = sparse_matrix(layer).tocoo()
             out.append(float(np.count_nonzero((W.row != W.col) & (W.data != 0))) / layer.n)
     return np.array(out)
+
+
+def messages_sent(per_layer, steps) -> np.ndarray:
+    """Messages per node after each of ``steps`` updates, cycling through ``per_layer`` (one entry per layer).
+
+    Examples
+    --------
+    >>> messages_sent(np.array([1.0, 2.0]), np.array([0, 1, 2, 5])).tolist()
+    [0.0, 1.0, 3.0, 7.0]
+    """
+    per_layer = np.asarray(per_layer, dtype=np.float64)
+    steps = np.asarray(steps, dtype=np.int64)
+    cum = np.r_[0.0, np.cumsum(per_layer)]
+    return (steps // per_layer.size) * cum[-1] + cum[steps % per_layer.size]
 
 
 def _bytes_per_message(topo, n: int, d: int) -> float:
@@ -356,6 +370,17 @@ class _Noise:
         self.pos += 1
         return out
 
+    def next_block(self, count: int) -> np.ndarray:
+        """The next ``count`` steps' noise, ``(count, n, d)``; ``count`` must not cross a block boundary."""
+        if self.pos == self.block:
+            self.buf = np.stack([r.standard_normal((self.block, self.d)) for r in self.rngs], axis=1)
+            self.pos = 0
+        if self.pos + count > self.block:
+            raise ValueError(f"next_block: {count} steps from position {self.pos} cross the block of {self.block}")
+        out = self.buf[self.pos:self.pos + count]
+        self.pos += count
+        return out
+
     def add(self, G, k: int, sigma: float) -> None:
         """``G += sigma * xi_k`` (step ``k`` is implied: draws are consumed in order)."""
         xi = self.next()
@@ -395,6 +420,53 @@ def _measure(problem, X):
     g = global_gradient(problem, xbar)
     G = global_gradients(problem, X)
     return cons, float(g @ g), float(xp.sum(G * G) / X.shape[0]), suboptimality(problem, xbar)
+
+
+#: ``n d`` up to which a numba run on least squares is one compiled loop (:func:`_run_fused`): there a
+#: step's Python calls cost more than its arithmetic; above it the per-step kernels are memory-bound.
+_FUSED_MAX = 1 << 16
+
+
+def _fusable(problem, be, kind, on_step) -> bool:
+    return (getattr(be, "NAME", "") == "numba" and problem.kind == "least_squares" and problem.H is not None
+            and problem.A is not None and kind == "stream" and on_step is None
+            and problem.n * problem.d <= _FUSED_MAX)
+
+
+def _run_fused(problem, plans, state, *, steps, lr, beta, sigma, schedule, k0, record_every, blowup, draw,
+               msgs_of, bpm) -> Trace:
+    """:func:`run_dsgd` as chunks of compiled steps (:mod:`simcomm.backends._numba.dsgd_run`); same records."""
+    from simcomm.backends._numba.dsgd_run import layer_rows, ls_dsgd_chunk
+
+    n, d = problem.n, problem.d
+    X, M = np.ascontiguousarray(state.x), np.ascontiguousarray(state.m)
+    names = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
+    rec_steps = record_steps(steps, record_every)
+    rec_index = np.full(steps + 1, -1, np.int64)
+    rec_index[rec_steps] = np.arange(rec_steps.size)
+    vals = np.full((rec_steps.size, 4), DIVERGED_ERROR)
+    vals[0] = _measure(problem, X)
+    limits = (blowup * (1.0 + vals[0, 0]), blowup * (1.0 + vals[0, 1]))
+    rowptr, cols, wts, mean = layer_rows(plans, n)
+    lrs = np.array([step_size(lr, k, schedule, k0, steps) for k in range(steps)], dtype=np.float64)
+    A, y, H, xs = (np.ascontiguousarray(a, dtype=np.float64) for a in (problem.A, problem.y, problem.H,
+                                                                       problem.x_star))
+    Y, G = np.empty_like(X), np.empty_like(X)
+    chunk = draw.block if draw is not None else max(1, min(steps, 1 << 14))
+    quiet = np.zeros((1, n, d))
+    at = -1
+    with np.errstate(all="ignore"):
+        for start in range(0, steps, chunk):
+            count = min(chunk, steps - start)
+            noise = draw.next_block(count) if draw is not None else quiet
+            at = ls_dsgd_chunk(A, y, H, xs, X, M, Y, G, noise, float(sigma), lrs, float(beta), start, count,
+                               rowptr, cols, wts, mean, rec_index, vals, *limits)
+            if at >= 0:
+                break
+    records = {name: vals[:, c].copy() for c, name in enumerate(names)}
+    msgs = messages_sent(msgs_of, rec_steps)
+    records.update({"messages": msgs, "bytes": msgs * bpm})
+    return Trace(rec_steps, records, X, np.array([at]))
 
 
 def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
@@ -489,12 +561,15 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
 
     state = dsgd_init(problem.x0 if x0 is None else x0, n, xp)
     problem = problem_to(problem, xp)  # once: the data live where the state does
+    if _fusable(problem, be, kind, on_step):
+        return _run_fused(problem, plans, state, steps=steps, lr=lr, beta=beta, sigma=sigma, schedule=schedule,
+                          k0=k0, record_every=record_every, blowup=blowup, draw=draw, msgs_of=per_layer, bpm=bpm)
     X, M = state.x, state.m
     out = xp.empty_like(X)
     G = xp.empty_like(X)
     names = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
     rec = Recorder(steps, record_every, errors=names)
-    msgs = np.array([per_layer[np.arange(k) % len(per_layer)].sum() if k else 0.0 for k in rec.step])
+    msgs = messages_sent(per_layer, rec.step)
     limits = None
 
     def advance(k):
