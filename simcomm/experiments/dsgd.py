@@ -303,6 +303,35 @@ def dsgd_tracking(params, rng, backend):
     return rows
 
 
+@experiment("dsgd_ratio_decay", columns=("window",), params={
+    **_TRACK,
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "topology": Param("str", default="exponential", choices=TOPOLOGIES, doc="topology compared with parallel SGD"),
+    "shorter": Param("int", default=4, low=2, doc="the earlier horizon is steps / shorter"),
+})
+def dsgd_ratio_decay(params, rng, backend):
+    r"""The windowed ratio of :func:`dsgd_tracking` at two horizons of ONE run: ``T/shorter`` and ``T``.
+
+    ``window_ratio`` rows with ``window = "early"`` (the mean of :math:`e_k` over
+    :math:`(T_1/2, T_1]`, :math:`T_1 = T/\text{shorter}`, decentralized / parallel) and ``window =
+    "late"`` (the same over :math:`(T/2, T]`). Both come from the same run on the same noise, so an order
+    claim compares them paired: a ratio that still falls between the two horizons is a transient not yet
+    over, one that does not fall has reached its limit (or never will).
+    """
+    n, topo = params["n"], params["topology"]
+    _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,), backend)
+    e_dec, e_par = curves[topo], curves["parallel"]
+
+    def window(T):
+        lo = T // 2 + 1
+        with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN; the note says why
+            return float(np.mean(e_dec[lo : T + 1]) / np.mean(e_par[lo : T + 1]))
+
+    T = params["steps"]
+    return [dict(metric="window_ratio", value=window(T // params["shorter"]), window="early", note=notes[topo]),
+            dict(metric="window_ratio", value=window(T), window="late", note=notes[topo])]
+
+
 def _tail_ratio(num: np.ndarray, den: np.ndarray) -> float:
     with np.errstate(invalid="ignore", divide="ignore"):  # a diverged run: NaN/inf, the note says why
         return _tail(num) / _tail(den)
