@@ -264,6 +264,13 @@ _TRACK["lr"] = Param("float", default=0.002, low=0.0, low_open=True,
                      doc="step constant: lr_k = lr sqrt(n)/sqrt(1+k/k0)", former="gamma")
 
 
+def _window_ratio(e_dec: np.ndarray, e_par: np.ndarray, T: int) -> float:
+    """Mean of ``e_dec`` over ``(T/2, T]`` divided by that of ``e_par`` (the windowed ratio of dsgd_tracking)."""
+    lo = T // 2 + 1
+    with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN; the note says why
+        return float(np.mean(e_dec[lo : T + 1]) / np.mean(e_par[lo : T + 1]))
+
+
 @experiment("dsgd_tracking", params={
     **_TRACK,
     "n": Param("int", default=16, low=2, doc="number of nodes"),
@@ -290,16 +297,11 @@ def dsgd_tracking(params, rng, backend):
     ratio = r_dec[params["early"] - 1:] / r_par[params["early"] - 1:]
     note = notes[topo]
 
-    def window(T):
-        lo = T // 2 + 1
-        with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN; the note says why
-            return float(np.mean(e_dec[lo : T + 1]) / np.mean(e_par[lo : T + 1]))
-
-    rows = [dict(metric="late_ratio", value=window(params["steps"]), note=note),
+    rows = [dict(metric="late_ratio", value=_window_ratio(e_dec, e_par, params["steps"]), note=note),
             dict(metric="tracking_ratio", value=float(np.max(ratio)), note=note)]
     for T in checkpoints(params["steps"], 2):
         if T >= params["early"]:
-            rows.append(dict(metric="ratio_at_step", value=window(int(T)), step=int(T), note=note))
+            rows.append(dict(metric="ratio_at_step", value=_window_ratio(e_dec, e_par, int(T)), step=int(T), note=note))
     return rows
 
 
@@ -322,14 +324,9 @@ def dsgd_ratio_decay(params, rng, backend):
     _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,), backend)
     e_dec, e_par = curves[topo], curves["parallel"]
 
-    def window(T):
-        lo = T // 2 + 1
-        with np.errstate(invalid="ignore"):  # inf/inf after a divergence is NaN; the note says why
-            return float(np.mean(e_dec[lo : T + 1]) / np.mean(e_par[lo : T + 1]))
-
     T = params["steps"]
-    return [dict(metric="window_ratio", value=window(T // params["shorter"]), window="early", note=notes[topo]),
-            dict(metric="window_ratio", value=window(T), window="late", note=notes[topo])]
+    return [dict(metric="window_ratio", value=_window_ratio(e_dec, e_par, T // params["shorter"]), window="early", note=notes[topo]),
+            dict(metric="window_ratio", value=_window_ratio(e_dec, e_par, T), window="late", note=notes[topo])]
 
 
 def _tail_ratio(num: np.ndarray, den: np.ndarray) -> float:
