@@ -325,8 +325,8 @@ def dsgd_ratio_decay(params, rng, backend):
     e_dec, e_par = curves[topo], curves["parallel"]
 
     T = params["steps"]
-    return [dict(metric="window_ratio", value=_window_ratio(e_dec, e_par, T // params["shorter"]), window="early", note=notes[topo]),
-            dict(metric="window_ratio", value=_window_ratio(e_dec, e_par, T), window="late", note=notes[topo])]
+    return [dict(metric="window_ratio", value=_window_ratio(e_dec, e_par, horizon), window=name, note=notes[topo])
+            for name, horizon in (("early", T // params["shorter"]), ("late", T))]
 
 
 def _tail_ratio(num: np.ndarray, den: np.ndarray) -> float:
