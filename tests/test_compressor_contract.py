@@ -39,6 +39,10 @@ ROWS = {
     "minmax_uint8": [dict(bucket=12), dict(bucket=0, stochastic=False)],
     "block_int8": [dict(block=16)],
     "rand_k_replace": [dict(k=5), dict(k=5, scale=False)],
+    "powersgd": [dict(rank=2, rows=6), dict(rank=1, rows=0)],
+    "natural_dithering": [dict(s=3), dict(s=8)],
+    "compose": [dict(first="top_k(k=12)", second="qsgd(s=4)"), dict(first="rand_k(k=24)", second="natural"),
+                dict(first="scaled_sign(norm=l1)", second="bf16")],
 }
 
 D = 48

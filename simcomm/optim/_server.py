@@ -122,7 +122,7 @@ def start(problem, x0, replicates: int) -> np.ndarray:
 
 def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
-                  backend=None, on_step=None) -> Trace:
+                  backend=None, on_step=None, feedback=None, aggregate="mean") -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
 
     Parameters
@@ -154,6 +154,14 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
         Backend of the compressor kernels.
     on_step : callable, optional
         ``on_step(k)`` after update ``k`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
+    feedback : str or error-feedback variant, optional
+        A name in :data:`simcomm.compress.FEEDBACKS` (``"ef"``, ``"ef21"``, ``"ef21_sgdm"``, ``"diana"``,
+        ``"marina"``, ...; built around ``compressor`` at its default settings) or a built variant: every
+        worker keeps its own state and sends what the variant sends; the server aggregates the variant's
+        outputs. ``mode="workers"`` only.
+    aggregate : str or aggregator
+        How the server combines the workers' outputs: ``"mean"`` or ``"majority_vote"`` (signSGD with
+        majority vote), a name in :data:`simcomm.compress.AGGREGATORS`.
 
     Returns
     -------
@@ -174,7 +182,14 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0]), tr.notes()
     (True, [''])
     """
+    from simcomm.compress import aggregator_from_name, feedback_from_name
+
     compressor = check_compressor(compressor)
+    agg = aggregator_from_name(aggregate)
+    if isinstance(feedback, str):
+        feedback = feedback_from_name(feedback, compressor)
+    if feedback is not None and mode != "workers":
+        raise UserError(f"feedback = {feedback.name!r} needs mode = 'workers' (each worker keeps its own memory)")
     lr = check_lr(lr)
     steps = check_steps(steps)
     one_of(mode, ("workers", "aggregate"), "mode")
@@ -184,12 +199,18 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     per_step = (n if mode == "workers" else 1) * compressor.bits(d)
     idx = np.tile(np.arange(n), R)
+    fb_state = None if feedback is None else feedback.init((R, n, d))
+    fb_kw = {"lr": lr} if getattr(feedback, "takes_lr", False) else {}
 
     def advance(k):
-        nonlocal x
+        nonlocal x, fb_state
         if mode == "workers":
             G = problem.grad(np.repeat(x, n, axis=0), idx)  # (R*n, d): worker i's gradient at x_k
-            U = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d).mean(axis=1)
+            if feedback is None:
+                out = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d)
+            else:  # each worker's variant output (EF: its message; EF21, DIANA, MARINA: its estimate)
+                out, fb_state = feedback.apply(G.reshape(R, n, d), fb_state, rng=rng, backend=backend, **fb_kw)
+            U = agg.aggregate(out, axis=1)
         else:
             U = compressor.apply(problem.full_grad(x), rng=rng, backend=backend)
         x = x - lr * mon.alive[:, None] * U
