@@ -13,10 +13,10 @@ import pytest
 
 from simcomm.compress import (
     DIANA,
+    EF21SGDM,
     FEEDBACKS,
     MARINA,
     QSGD,
-    EF21SGDM,
     Identity,
     RandK,
     TopK,

@@ -12,6 +12,8 @@ its ``apply`` calls the array function of the same name (:func:`top_k`, :func:`r
 :func:`compressor_from_name` builds one from a spec's name and settings.
 """
 
+from simcomm.compress._aggregate import AGGREGATORS, MajorityVote, Mean, aggregator_from_name, majority_vote
+from simcomm.compress._compose import Compose
 from simcomm.compress._compressor import (
     COMPRESSORS,
     QSGD,
@@ -33,8 +35,6 @@ from simcomm.compress._compressor import (
     register_compressor,
     setting,
 )
-from simcomm.compress._aggregate import AGGREGATORS, MajorityVote, Mean, aggregator_from_name, majority_vote
-from simcomm.compress._compose import Compose
 from simcomm.compress._dither import NaturalDithering
 from simcomm.compress._elementwise import BF16, FP16, BlockInt8, MinMaxUint8, Natural, RandKReplace, ScaledSign, Sign
 from simcomm.compress._feedback import (
@@ -46,13 +46,13 @@ from simcomm.compress._feedback import (
     DIANAState,
     EF21SGDMState,
     EF21State,
-    MARINAState,
-    feedback_from_name,
-    register_feedback,
     ErrorFeedback,
     ErrorFeedbackLR,
     ErrorFeedbackLRState,
     ErrorFeedbackState,
+    MARINAState,
+    feedback_from_name,
+    register_feedback,
 )
 from simcomm.compress._lowrank import PowerSGD, PowerSGDState
 from simcomm.compress._quantize import bernoulli_sparsify, qsgd, stochastic_round, ternary

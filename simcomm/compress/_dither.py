@@ -1,4 +1,4 @@
-r"""Natural dithering (Horváth et al. 2019): random rounding of :math:`|v_i|/\|v\|` on the levels :math:`\{0, 2^{1-s}, \dots, 1/2, 1\}`.
+r"""Natural dithering (Horváth et al. 2019): random rounding of |v_i|/||v|| to the levels 0, 2^(1-s), ..., 1/2, 1.
 
 :math:`C(v)_i = \|v\|\,\mathrm{sgn}(v_i)\,\xi_i`, where :math:`t_i = |v_i|/\|v\| \in [l_j, l_{j+1}]` (adjacent
 levels) goes to :math:`l_{j+1}` with probability :math:`(t_i - l_j)/(l_{j+1} - l_j)`: unbiased, with the
@@ -28,17 +28,16 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm.compress._compressor import Compressor, Message, register_compressor, setting
-from simcomm.compress._quantize import _prepare, require_rng
+from simcomm.compress._elementwise import _run
+from simcomm.compress._quantize import _key
 
 __all__ = ["NaturalDithering"]
 
 
 def _levels(t, s):
-    """Lower level index ``j`` (0 means the interval [0, l_1]) and the bracketing levels of ``t`` in [0, 1]."""
-    # level j >= 1 is 2^(j - s); t in [2^(j-s), 2^(j+1-s)) has j = floor(log2 t) + s; below 2^(1-s): j = 0
-    with np.errstate(divide="ignore"):
-        j = np.where(t > 0, np.floor(np.log2(np.where(t > 0, t, 1.0))) + s, 0.0)
-    j = np.clip(j, 0, s).astype(np.int64)  # t = 1 exactly is level s (its own upper level)
+    """Lower level index ``j`` (0: the interval [0, l_1]) and the bracketing levels of ``t`` in [0, 1] (as the kernels)."""
+    _, ex = np.frexp(t)  # t = m 2^ex, m in [1/2, 1): t in [2^(ex-1), 2^ex), level j = ex - 1 + s
+    j = np.clip(np.where(t > 0, ex - 1 + s, 0), 0, s)
     lo = np.where(j > 0, np.ldexp(1.0, j - s), 0.0)
     hi = np.where(j < s, np.ldexp(1.0, np.minimum(j, s - 1) + 1 - s), 1.0)
     return j, lo, hi
@@ -53,7 +52,7 @@ class NaturalDithering(Compressor):
     --------
     >>> c = NaturalDithering(3)
     >>> c.apply([3.0, 4.0], rng=0).tolist()      # 3/5 and 4/5 rounded to 1/2 or 1, times 5
-    [2.5, 5.0]
+    [2.5, 2.5]
     >>> c.bits(10), round(c.beta(16), 6)
     (62, 0.375)
     """
@@ -81,32 +80,25 @@ class NaturalDithering(Compressor):
         _, lo, hi = _levels(t, self.s)
         return (n2 * (hi - t) * (t - lo)).sum(axis=-1)
 
-    def _codes(self, x, rng):
-        """``(norm per row, level index per coordinate, negative sign mask, shape)`` for the rows of ``x``."""
-        a, shape = _prepare(x, "natural_dithering")
-        a = np.asarray(a, dtype=np.float64)
-        u = np.random.default_rng(require_rng(rng, "natural_dithering")).random(a.shape)
-        norm = np.sqrt((a * a).sum(axis=1, keepdims=True))
-        t = np.abs(a) / np.where(norm > 0, norm, 1.0)
-        j, lo, hi = _levels(t, self.s)
-        up = u * (hi - lo) < t - lo  # P(up) = (t - lo)/(hi - lo)
-        return norm, np.where(up & (j < self.s), j + 1, j), np.signbit(a), shape
+    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+        # the backends' dither_quantize: one pass for the row norm, one for the rounding (counter uniforms)
+        return _run(x, "natural_dithering", "dither_quantize", self.s, _key(rng, "natural_dithering"),
+                    backend=backend)[0]
+
+    def _message(self, x, rng, backend, value_dtype):
+        q = np.asarray(self.apply(x, rng=rng, backend=backend), dtype=np.float64)
+        norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
+        # |q_i| = norm 2^(idx - s) (idx >= 1) or 0: the level index back from the value
+        t = np.abs(q) / (norm if norm > 0 else 1.0)
+        _, ex = np.frexp(t)
+        idx = np.where(t > 0, ex - 1 + self.s, 0).astype(np.int64)
+        codes = (np.signbit(q).astype(np.int64) << (self._width() - 1)) | idx
+        return Message("coded", x.size, value_dtype, levels=codes, scales=np.array([norm], np.float32),
+                       width=self._width())
 
     @staticmethod
     def _value(idx, s):
         return np.where(idx > 0, np.ldexp(1.0, np.maximum(idx, 1) - s), 0.0)
-
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        dtype = np.asarray(x).dtype if np.asarray(x).dtype in (np.float32, np.float64) else np.float64
-        norm, idx, neg, shape = self._codes(x, rng)
-        out = norm * np.where(neg, -1.0, 1.0) * self._value(idx, self.s)
-        return out.astype(dtype, copy=False).reshape(shape)
-
-    def _message(self, x, rng, backend, value_dtype):
-        norm, idx, neg, _ = self._codes(x, rng)
-        codes = (neg[0].astype(np.int64) << (self._width() - 1)) | idx[0]
-        return Message("coded", x.size, value_dtype, levels=codes, scales=norm[0].astype(np.float32),
-                       width=self._width())
 
     def decode(self, msg: Message) -> np.ndarray:  # noqa: D102
         w = self._width()

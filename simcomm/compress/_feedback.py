@@ -281,10 +281,11 @@ class DIANA:
         a = self.shift_step
         if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer))
                               or not 0 <= a <= 1):
-            raise UserError(f"DIANA: shift_step = {a!r} is not allowed; use a number in [0, 1] (or None: 1/(1 + omega))")
+            raise UserError(f"DIANA: shift_step = {a!r} is not allowed; use a number in [0, 1] "
+                            "(or None: 1/(1 + omega))")
 
     def step_for(self, d: int) -> float:
-        """The shift step at dimension ``d``: ``shift_step``, or :math:`1/(1+\\omega)` from the compressor."""
+        r"""The shift step at dimension ``d``: ``shift_step``, or :math:`1/(1+\omega)` from the compressor."""
         if self.shift_step is not None:
             return float(self.shift_step)
         w = self.compressor.beta(d) if self.compressor.unbiased else None

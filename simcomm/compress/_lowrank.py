@@ -57,10 +57,10 @@ class PowerSGD(Compressor):
     [1.0, 2.0, 2.0, 4.0]
     >>> c.bits(4)
     128
-    >>> PowerSGD(rank=3, rows=2).bits(4)
+    >>> PowerSGD(rank=3, rows=2).bits(4)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    simcomm._errors.UserError: powersgd: rank = 3 is larger than the 2 x 2 matrix allows; use rank <= min(rows, d/rows) = 2
+    simcomm._errors.UserError: powersgd: rank = 3 is larger than the 2 x 2 matrix allows; use rank <= ... = 2
     """
 
     rank: int = setting("rank r of the approximation, 1 <= r <= min(m, n)", low=1)
