@@ -43,6 +43,7 @@ ROWS = {
     "natural_dithering": [dict(s=3), dict(s=8)],
     "compose": [dict(first="top_k(k=12)", second="qsgd(s=4)"), dict(first="rand_k(k=24)", second="natural"),
                 dict(first="scaled_sign(norm=l1)", second="bf16")],
+    "scaling": [dict(c=0.3), dict(c=1.7)],
 }
 
 D = 48

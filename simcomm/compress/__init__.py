@@ -13,7 +13,7 @@ its ``apply`` calls the array function of the same name (:func:`top_k`, :func:`r
 """
 
 from simcomm.compress._aggregate import AGGREGATORS, MajorityVote, Mean, aggregator_from_name, majority_vote
-from simcomm.compress._compose import Compose
+from simcomm.compress._compose import Compose, Scaling
 from simcomm.compress._compressor import (
     COMPRESSORS,
     QSGD,
@@ -77,6 +77,7 @@ __all__ = [
     "NaturalDithering",
     "PowerSGD",
     "PowerSGDState",
+    "Scaling",
     "register_feedback",
     "Bernoulli",
     "BF16",

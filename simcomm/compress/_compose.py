@@ -32,7 +32,7 @@ from simcomm._errors import UserError
 from simcomm.compress._compressor import Compressor, Message, compressor_from_label, register_compressor, setting
 from simcomm.compress._quantize import require_rng
 
-__all__ = ["Compose"]
+__all__ = ["Compose", "Scaling"]
 
 
 @register_compressor("compose")
@@ -123,3 +123,49 @@ class Compose(Compressor):
 
     def decode(self, msg: Message) -> np.ndarray:  # noqa: D102
         return self.c2.decode(msg)
+
+
+@register_compressor("scaling")
+@dataclass(frozen=True)
+class Scaling(Compressor):
+    r"""The fixed scaling :math:`C(v) = c\,v`: the extremal deterministic :math:`\delta`-compressor of a 1-D problem.
+
+    :math:`\|C(v) - v\|^2 = (1 - c)^2\|v\|^2` exactly, so it is a :math:`\delta`-compressor for every
+    :math:`\delta \le 1 - (1 - c)^2`: ``c = 1 - sqrt(1 - delta)`` shrinks, ``c = 1 + sqrt(1 - delta)``
+    stretches (the worst cases of compressed GD's performance estimation, :mod:`theory.pep`). Biased for
+    ``c != 1``; 32-bit dense message (a test compressor for worst-case rates, not a saving).
+
+    Examples
+    --------
+    >>> Scaling(1.5).apply([2.0, -1.0], rng=0).tolist(), Scaling(1.5).error_factor(2)
+    ([3.0, -1.5], 0.25)
+    """
+
+    c: float = setting("the factor c of C(v) = c v, 0 < c < 2", low=0.0, high=2.0)
+
+    def __post_init__(self):  # noqa: D105
+        c = self.c
+        if isinstance(c, bool) or not isinstance(c, (int, float, np.floating, np.integer)) or not 0 < c < 2:
+            raise UserError(f"scaling: c = {c!r} is not allowed; use 0 < c < 2 (|1 - c| < 1: a contraction)")
+        object.__setattr__(self, "c", float(c))
+
+    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
+        from simcomm.compress._quantize import _prepare
+
+        a, shape = _prepare(x, "scaling")
+        return (a * self.c).reshape(shape)
+
+    def bits(self, d: int) -> int:  # noqa: D102
+        return 32 * d
+
+    def error_factor(self, d: int) -> float:  # noqa: D102
+        return (1.0 - self.c) ** 2
+
+    def variance(self, v) -> np.ndarray:  # noqa: D102
+        v = np.asarray(v, dtype=np.float64)
+        return (1.0 - self.c) ** 2 * (v * v).sum(axis=-1)
+
+    def _message(self, x, rng, backend, value_dtype):
+        from simcomm.compress._compressor import _cast
+
+        return Message("dense", x.size, value_dtype, values=_cast(x * self.c, value_dtype))

@@ -35,7 +35,7 @@ __all__ = ["NaturalDithering"]
 
 
 def _levels(t, s):
-    """Lower level index ``j`` (0: the interval [0, l_1]) and the bracketing levels of ``t`` in [0, 1] (as the kernels)."""
+    """Lower level index ``j`` (0: the interval [0, l_1]) and the levels around ``t`` in [0, 1] (as the kernels)."""
     _, ex = np.frexp(t)  # t = m 2^ex, m in [1/2, 1): t in [2^(ex-1), 2^ex), level j = ex - 1 + s
     j = np.clip(np.where(t > 0, ex - 1 + s, 0), 0, s)
     lo = np.where(j > 0, np.ldexp(1.0, j - s), 0.0)

@@ -12,7 +12,8 @@ import cupy as cp
 from simcomm.backends._cupy._host import as_rows, like_input
 from simcomm.backends._cupy.quant import counter_uniforms
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize", "dither_quantize"]
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+           "dither_quantize"]
 
 
 def _write(out, res):

@@ -16,7 +16,8 @@ from numba import njit, prange
 
 from simcomm.backends._numba.quant import _bits, _uniform
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize", "dither_quantize"]
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+           "dither_quantize"]
 
 
 @njit(parallel=True, cache=True)

@@ -13,7 +13,8 @@ import numpy as np
 
 from simcomm.backends._numpy.quant import counter_uniforms
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize", "dither_quantize"]
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+           "dither_quantize"]
 
 SIGN_MODES = {"none": 0, "l1": 1, "l2": 2}
 
