@@ -221,7 +221,7 @@ def _worst_rate(params):
             mem = getattr(state, state._fields[0])
             rate = []
             for k in (0, 2):  # the T-step transfer matrix of (x, m) at this curvature
-                if R:  # after a reset only x carries on: the map is x -> M_11 x
+                if R and not params["ignore_reset"]:  # after a reset only x carries on: x -> (M^R)_11 x
                     rate.append(abs(x[k, 0]) ** (1.0 / T))
                     continue
                 M = np.array([[x[k, 0], x[k + 1, 0]], [mem[k, 0], mem[k + 1, 0]]])
