@@ -117,3 +117,27 @@ def naive_marina(grads, comp, coins):
             prev = g
             out[t, i] = h
     return out
+
+
+def naive_bidirectional_gd(grad_i, x0, *, n, steps, lr, up, down, server_ef):
+    """Compressed GD with worker EF on the uplink and (optionally) server EF on the downlink, one node at a time.
+
+    ``grad_i(i, x)`` is worker ``i``'s gradient; ``up`` / ``down`` deterministic one-vector compressors.
+    """
+    x = np.array(x0, dtype=np.float64)
+    e = [np.zeros_like(x) for _ in range(n)]
+    es = np.zeros_like(x)
+    for _ in range(steps):
+        total = np.zeros_like(x)
+        for i in range(n):
+            p = grad_i(i, x) + e[i]
+            m = up(p)
+            e[i] = p - m
+            total += m
+        u = total / n
+        p = u + es if server_ef else u
+        v = down(p)
+        if server_ef:
+            es = p - v
+        x = x - lr * v
+    return x

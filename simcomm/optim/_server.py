@@ -122,7 +122,8 @@ def start(problem, x0, replicates: int) -> np.ndarray:
 
 def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
-                  backend=None, on_step=None, feedback=None, aggregate="mean") -> Trace:
+                  backend=None, on_step=None, feedback=None, aggregate="mean", downlink=None,
+                  downlink_feedback: bool = False) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
 
     Parameters
@@ -162,6 +163,13 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     aggregate : str or aggregator
         How the server combines the workers' outputs: ``"mean"`` or ``"majority_vote"`` (signSGD with
         majority vote), a name in :data:`simcomm.compress.AGGREGATORS`.
+    downlink : Compressor, optional
+        Bidirectional compression: the server compresses the aggregated direction ``u`` before it
+        broadcasts it, :math:`x_{k+1} = x_k - \gamma\,C_{\downarrow}(u_k)` (``None``: sent exactly).
+    downlink_feedback : bool
+        Keep the server's own error-feedback memory for the downlink: :math:`p = u + e_s`,
+        :math:`x_{k+1} = x_k - \gamma C_{\downarrow}(p)`, :math:`e_s' = p - C_{\downarrow}(p)` (as in
+        DoubleSqueeze, Tang et al. 2019 [R]).
 
     Returns
     -------
@@ -201,9 +209,14 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     idx = np.tile(np.arange(n), R)
     fb_state = None if feedback is None else feedback.init((R, n, d))
     fb_kw = {"lr": lr} if getattr(feedback, "takes_lr", False) else {}
+    if downlink is not None:
+        check_compressor(downlink)
+    elif downlink_feedback:
+        raise UserError("downlink_feedback = True needs a downlink compressor; pass downlink=")
+    srv_e = np.zeros((R, d))
 
     def advance(k):
-        nonlocal x, fb_state
+        nonlocal x, fb_state, srv_e
         if mode == "workers":
             G = problem.grad(np.repeat(x, n, axis=0), idx)  # (R*n, d): worker i's gradient at x_k
             if feedback is None:
@@ -213,6 +226,11 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
             U = agg.aggregate(out, axis=1)
         else:
             U = compressor.apply(problem.full_grad(x), rng=rng, backend=backend)
+        if downlink is not None:  # server -> workers: the broadcast direction is compressed too
+            P = U + srv_e if downlink_feedback else U
+            U = np.asarray(downlink.apply(P, rng=rng, backend=backend), dtype=np.float64)
+            if downlink_feedback:
+                srv_e = P - U
         x = x - lr * mon.alive[:, None] * U
 
     def check(k):
