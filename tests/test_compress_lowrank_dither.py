@@ -161,3 +161,18 @@ def test_natural_dithering_kernels_agree_across_backends():
     for name in available_backends():
         got = get_backend(name).dither_quantize(x, 5, 777, np.empty_like(x))
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("name", ["mean", "majority_vote"])
+def test_every_registered_aggregator(name):
+    from simcomm.compress import AGGREGATORS, aggregator_from_name
+
+    assert set(AGGREGATORS) == {"mean", "majority_vote"}  # a new aggregator needs its row here
+    agg = aggregator_from_name(name)
+    M = np.random.default_rng(14).standard_normal((3, 5, 7))
+    out = agg.aggregate(M, axis=1)
+    assert out.shape == (3, 7) and agg.bits_down(7) > 0
+    if name == "mean":
+        np.testing.assert_allclose(out, M.mean(axis=1))
+    else:
+        assert set(np.unique(out)) <= {-1.0, 1.0} and agg.bits_down(7) == 7
