@@ -14,7 +14,7 @@ worst-case error factors (``error_factor``):
   :math:`\mathbb{E}\|C_2(y) - x\|^2 \le \omega_2(\|x\|^2 - e) + e`, linear in :math:`e`, so
   :math:`f = \max(\omega_2,\ \omega_2 + (1 - \omega_2) f_1)`: biased, a contraction when :math:`\omega_2 < 1`
   and :math:`f_1 < 1`; with a deterministic :math:`C_1` (top-k) and a closed-form :math:`C_2` variance the
-  exact error is ``C2.variance(y) + ||x - y||^2``;
+  exact error is ``C2.variance(y) + ||x - y||^2`` (for any deterministic :math:`C_1`, e.g. scaled sign, too);
 * **anything else**: no rule here; ``beta`` / ``error_factor`` are ``None`` (unknown) and the constant is
   measured (``tests/test_compressor_contract.py`` checks only what is declared).
 
@@ -25,6 +25,7 @@ indices of a sparse :math:`y` plus :math:`C_2` of its values only) would be chea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -81,6 +82,10 @@ class Compose(Compressor):
     def bits_exact(self) -> bool:  # noqa: D102
         return self.c2.bits_exact
 
+    @property
+    def deterministic(self) -> bool:  # noqa: D102
+        return bool(self.c1.deterministic and self.c2.deterministic)
+
     def beta(self, d: int) -> float | None:  # noqa: D102
         if not self.unbiased:
             return None
@@ -99,8 +104,7 @@ class Compose(Compressor):
 
     def variance(self, v) -> np.ndarray | None:  # noqa: D102
         c1, c2 = self.c1, self.c2
-        deterministic_c1 = c1.name == "top_k"  # y = C1(v) is a function of v: the rule's identity is exact
-        if not (deterministic_c1 and c2.unbiased):
+        if not (c1.deterministic and c2.unbiased):  # y = C1(v) is a function of v: the rule's identity is exact
             return None
         v = np.asarray(v, dtype=np.float64)
         y = np.asarray(c1.apply(v, rng=0), dtype=np.float64)
@@ -140,6 +144,8 @@ class Scaling(Compressor):
     >>> Scaling(1.5).apply([2.0, -1.0], rng=0).tolist(), Scaling(1.5).error_factor(2)
     ([3.0, -1.5], 0.25)
     """
+
+    deterministic: ClassVar[bool] = True
 
     c: float = setting("the factor c of C(v) = c v, 0 < c < 2", low=0.0, high=2.0)
 
