@@ -159,7 +159,8 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
         A name in :data:`simcomm.compress.FEEDBACKS` (``"ef"``, ``"ef21"``, ``"ef21_sgdm"``, ``"diana"``,
         ``"marina"``, ...; built around ``compressor`` at its default settings) or a built variant: every
         worker keeps its own state and sends what the variant sends; the server aggregates the variant's
-        outputs. ``mode="workers"`` only.
+        outputs. ``mode="workers"`` only. ``bits`` counts ``compressor.bits(d)`` per worker and step
+        (MARINA's full-gradient rounds, probability ``p``, send ``32 d`` bits instead: not counted).
     aggregate : str or aggregator
         How the server combines the workers' outputs: ``"mean"`` or ``"majority_vote"`` (signSGD with
         majority vote), a name in :data:`simcomm.compress.AGGREGATORS`.
