@@ -72,3 +72,72 @@ def numpy_loop_epoch(model, X, y, *, shards, positions, lr, k, theta0):
             total += msg
         theta = theta - lr * total / n
     return theta
+
+
+# --- the error-feedback variants written out node by node from their papers' update rules -------------------
+# Each takes ``grads`` (T, n, d) and a one-vector compressor ``comp(v) -> C(v)`` (deterministic, so the
+# fast batched path and this loop see the same messages) and returns the directions (T, n, d) the server gets.
+
+def naive_ef21_sgdm(grads, comp, eta):
+    """EF21-SGDM: v = (1 - eta) v + eta g (v = g at t = 0), h += C(v - h); returns the h's."""
+    T, n, d = grads.shape
+    out = np.zeros((T, n, d))
+    for i in range(n):
+        v, h = None, np.zeros(d)
+        for t in range(T):
+            g = grads[t, i]
+            v = g.copy() if v is None else (1 - eta) * v + eta * g
+            h = h + comp(v - h)
+            out[t, i] = h
+    return out
+
+
+def naive_diana(grads, comp, a):
+    """DIANA: m = C(g - h), g_hat = h + m, h += a m; returns the g_hat's."""
+    T, n, d = grads.shape
+    out = np.zeros((T, n, d))
+    for i in range(n):
+        h = np.zeros(d)
+        for t in range(T):
+            m = comp(grads[t, i] - h)
+            out[t, i] = h + m
+            h = h + a * m
+    return out
+
+
+def naive_marina(grads, comp, coins):
+    """MARINA: h = g if coins[t] (or t = 0) else h + C(g - g_prev); returns the h's."""
+    T, n, d = grads.shape
+    out = np.zeros((T, n, d))
+    for i in range(n):
+        h, prev = None, None
+        for t in range(T):
+            g = grads[t, i]
+            h = g.copy() if (t == 0 or coins[t]) else h + comp(g - prev)
+            prev = g
+            out[t, i] = h
+    return out
+
+
+def naive_bidirectional_gd(grad_i, x0, *, n, steps, lr, up, down, server_ef):
+    """Compressed GD with worker EF on the uplink and (optionally) server EF on the downlink, one node at a time.
+
+    ``grad_i(i, x)`` is worker ``i``'s gradient; ``up`` / ``down`` deterministic one-vector compressors.
+    """
+    x = np.array(x0, dtype=np.float64)
+    e = [np.zeros_like(x) for _ in range(n)]
+    es = np.zeros_like(x)
+    for _ in range(steps):
+        total = np.zeros_like(x)
+        for i in range(n):
+            p = grad_i(i, x) + e[i]
+            m = up(p)
+            e[i] = p - m
+            total += m
+        u = total / n
+        p = u + es if server_ef else u
+        v = down(p)
+        if server_ef:
+            es = p - v
+        x = x - lr * v
+    return x

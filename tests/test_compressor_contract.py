@@ -39,6 +39,11 @@ ROWS = {
     "minmax_uint8": [dict(bucket=12), dict(bucket=0, stochastic=False)],
     "block_int8": [dict(block=16)],
     "rand_k_replace": [dict(k=5), dict(k=5, scale=False)],
+    "powersgd": [dict(rank=2, rows=6), dict(rank=1, rows=0)],
+    "natural_dithering": [dict(s=3), dict(s=8)],
+    "compose": [dict(first="top_k(k=12)", second="qsgd(s=4)"), dict(first="rand_k(k=24)", second="natural"),
+                dict(first="scaled_sign(norm=l1)", second="bf16")],
+    "scaling": [dict(c=0.3), dict(c=1.7)],
 }
 
 D = 48
@@ -96,6 +101,18 @@ def test_apply_keeps_shape_and_is_reproducible(name, kw):
     a, b = c.apply(X, rng=7), c.apply(X, rng=7)
     assert a.shape == X.shape and np.isfinite(a).all()
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name, kw", _cases())
+def test_deterministic_where_declared(name, kw):
+    c = compressor_from_name(name, **kw)
+    X = np.stack(list(VECTORS.values()))
+    if not c.deterministic:
+        # a random compressor changes with the seed on these vectors (none of them is a fixed point)
+        assert any(not np.array_equal(c.apply(X, rng=s), c.apply(X, rng=s + 1)) for s in (1, 3, 5)), \
+            "declare deterministic = True: the output does not depend on rng"
+        return
+    np.testing.assert_array_equal(c.apply(X, rng=1), c.apply(X, rng=2))
 
 
 @pytest.mark.parametrize("name, kw", _cases())

@@ -15,6 +15,7 @@ format and the contract tests (``tests/test_compressor_contract.py``) are derive
   for a biased one; ``c.alpha(d) = 1 + beta(d)``; ``c.unbiased``;
 * ``c.error_factor(d)``: the worst-case :math:`\mathbb{E}\|C(v)-v\|^2/\|v\|^2` of any compressor
   (``beta`` for an unbiased one; below 1 for a contraction; ``None`` where none is stated);
+* ``c.deterministic``: ``C(x)`` draws no randomness (the same output for every ``rng``);
 * ``c.variance(v)``: the exact :math:`\mathbb{E}\|C(v)-v\|^2` where a closed form is known;
 * its settings (the dataclass fields, declared with :func:`setting`; ``type(c).settings()``), from
   which specs and ``simcomm payload`` take their parameters;
@@ -176,6 +177,8 @@ class Compressor(abc.ABC):
     bits_exact: ClassVar[bool] = True
     #: the message is a subset of the input's own entries, unscaled (the fused error-feedback path)
     sends_entries: ClassVar[bool] = False
+    #: C(x) is a function of x: no randomness is drawn (rng is ignored)
+    deterministic: ClassVar[bool] = False
 
     @classmethod
     def settings(cls) -> tuple[Setting, ...]:
@@ -278,6 +281,8 @@ class Identity(Compressor):
     ([1.0, 2.0], 320)
     """
 
+    deterministic: ClassVar[bool] = True
+
     unbiased: ClassVar[bool] = True
     lossless: ClassVar[bool] = True
 
@@ -353,6 +358,8 @@ class TopK(Sparsifier):
     >>> TopK(2).apply([3.0, -1.0, -5.0, 2.0], rng=0).tolist(), TopK(2).bits(4)
     ([3.0, 0.0, -5.0, 0.0], 68)
     """
+
+    deterministic: ClassVar[bool] = True
 
     k: int = setting("kept coordinates, 1 <= k <= d", low=1)
 
@@ -719,6 +726,18 @@ def compressor_names(available=(), *, unbiased: bool | None = None, defaults: di
     return tuple(out)
 
 
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses (a setting may itself be a label, as in ``compose``)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out
+
+
 def compressor_from_label(text: str) -> Compressor:
     """Build a compressor from its label, ``name`` or ``name(key=value, ...)`` (the inverse of ``.label``).
 
@@ -742,7 +761,7 @@ def compressor_from_label(text: str) -> Compressor:
         raise UserError(f"compressor '{text}': write name(key=value, ...) with a closing parenthesis")
     kinds = {s.name: s.kind for s in cls.settings()}
     settings = {}
-    for item in filter(None, (p.strip() for p in rest[:-1].split(","))) if rest else ():
+    for item in filter(None, (p.strip() for p in _top_level_split(rest[:-1]))) if rest else ():
         key, eq, value = (t.strip() for t in item.partition("="))
         if not eq or key not in kinds:
             raise UserError(f"compressor '{text}': '{item}' is not a setting; {name} takes "

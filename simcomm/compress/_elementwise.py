@@ -69,6 +69,8 @@ class Sign(Compressor):
     ([1.0, -1.0, 1.0], 3)
     """
 
+    deterministic: ClassVar[bool] = True
+
     def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
         return _run(x, "sign", "sign_quantize", 0, backend=backend)[0]
 
@@ -103,6 +105,8 @@ class ScaledSign(Compressor):
     >>> ScaledSign().apply([3.0, -1.0], rng=0).tolist(), ScaledSign("l2").bits(2)
     ([2.0, -2.0], 34)
     """
+
+    deterministic: ClassVar[bool] = True
 
     norm: str = setting("scale of the signs: l1 (||v||_1/d) or l2 (||v||/sqrt d)", default="l1",
                         choices=("l1", "l2"))
@@ -214,6 +218,8 @@ class FP16(Compressor):
     ([1.0, inf], 64)
     """
 
+    deterministic: ClassVar[bool] = True
+
     def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "fp16")
         xp = array_namespace(a)
@@ -241,6 +247,8 @@ class BF16(Compressor):
     >>> BF16().apply([1.0 + 2**-8, 1.0 + 3 * 2**-8], rng=0).tolist(), BF16().bits(4)
     ([1.0, 1.015625], 64)
     """
+
+    deterministic: ClassVar[bool] = True
 
     def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "bf16")
@@ -293,6 +301,10 @@ class MinMaxUint8(Compressor):
     @property
     def unbiased(self) -> bool:  # noqa: D102
         return bool(self.stochastic)
+
+    @property
+    def deterministic(self) -> bool:  # noqa: D102
+        return not self.stochastic
 
     def _b(self, d):
         return _buckets(self.bucket, d, "minmax_uint8", "bucket")
@@ -355,6 +367,8 @@ class BlockInt8(Compressor):
     >>> BlockInt8(4).bits(8), BlockInt8(0).apply([127.0, 0.4], rng=0).tolist()
     (128, [127.0, 0.0])
     """
+
+    deterministic: ClassVar[bool] = True
 
     block: int = setting("coordinates per block (a divisor of d; 0: the whole vector)", default=0, low=0)
 

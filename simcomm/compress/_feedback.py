@@ -24,7 +24,32 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm.compress._compressor import Compressor
 
-__all__ = ["ErrorFeedback", "ErrorFeedbackState", "EF21", "EF21State", "ErrorFeedbackLR", "ErrorFeedbackLRState"]
+__all__ = ["ErrorFeedback", "ErrorFeedbackState", "EF21", "EF21State", "ErrorFeedbackLR", "ErrorFeedbackLRState",
+           "EF21SGDM", "EF21SGDMState", "DIANA", "DIANAState", "MARINA", "MARINAState", "FEEDBACKS",
+           "register_feedback", "feedback_from_name"]
+
+#: the error-feedback registry: name -> (init, apply) class taking a compressor first (filled in definition order)
+FEEDBACKS: dict[str, type] = {}
+
+
+def register_feedback(name: str):
+    """Class decorator: register an error-feedback variant under ``name`` (its ``name`` attribute)."""
+
+    def deco(cls):
+        if name in FEEDBACKS and FEEDBACKS[name] is not cls:
+            raise ValueError(f"feedback name '{name}' is already registered by {FEEDBACKS[name].__name__}")
+        cls.name = name
+        FEEDBACKS[name] = cls
+        return cls
+
+    return deco
+
+
+def _zeros(x) -> np.ndarray:
+    if isinstance(x, (tuple, list, int)):
+        return np.zeros(x)
+    x = np.asarray(x)
+    return np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
 
 
 class ErrorFeedbackState(NamedTuple):
@@ -33,6 +58,7 @@ class ErrorFeedbackState(NamedTuple):
     residual: np.ndarray
 
 
+@register_feedback("ef")
 @dataclass(frozen=True)
 class ErrorFeedback:
     r"""Any :class:`~simcomm.compress.Compressor` with residual memory, as pure functions.
@@ -82,6 +108,7 @@ class EF21State(NamedTuple):
     estimate: np.ndarray
 
 
+@register_feedback("ef21")
 @dataclass(frozen=True)
 class EF21:
     r"""EF21 (Richtárik, Sokolov, Fatkhullin 2021) around any compressor, as pure functions.
@@ -121,6 +148,7 @@ class ErrorFeedbackLRState(NamedTuple):
     lr: float
 
 
+@register_feedback("ef_lr")
 @dataclass(frozen=True)
 class ErrorFeedbackLR:
     r"""Error feedback with the learning-rate correction, as pure functions.
@@ -144,6 +172,8 @@ class ErrorFeedbackLR:
     """
 
     compressor: Compressor
+    #: apply needs the step size (lr=)
+    takes_lr = True
 
     def init(self, x) -> ErrorFeedbackLRState:
         """Zero residual shaped like ``x``; no step seen yet."""
@@ -158,3 +188,193 @@ class ErrorFeedbackLR:
         p = np.asarray(g) + ratio * state.residual
         m = self.compressor.apply(p, rng=rng, backend=backend)
         return m, ErrorFeedbackLRState(p - m, float(lr))
+
+
+class EF21SGDMState(NamedTuple):
+    """EF21-SGDM memory: the momentum ``v`` of the node's gradients and the server's estimate ``h`` of it."""
+
+    momentum: np.ndarray
+    estimate: np.ndarray
+    started: bool
+
+
+def _check_unit(value, name: str, owner: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not (0 < value <= 1) or not math.isfinite(value):
+        raise UserError(f"{owner}: {name} = {value!r} is not allowed; use a number in (0, 1]")
+    return float(value)
+
+
+@register_feedback("ef21_sgdm")
+@dataclass(frozen=True)
+class EF21SGDM:
+    r"""EF21 with momentum (EF21-SGDM, Fatkhullin, Tyurin, Richtárik 2023, Algorithm 1 [R]), as pure functions.
+
+    .. math:: v' = (1 - \eta) v + \eta g, \qquad c = C(v' - h), \qquad h' = h + c,
+
+    the node sends ``c``; ``apply`` returns ``h'`` (the direction the server averages). The first call
+    starts the momentum at the gradient itself (:math:`v' = g`: an average started at zero would be
+    biased toward 0). ``momentum = 1`` is :class:`EF21` exactly.
+
+    Examples
+    --------
+    >>> from simcomm.compress import Identity
+    >>> ef = EF21SGDM(Identity(), momentum=0.5)
+    >>> h, s = ef.apply(np.array([2.0]), ef.init(1), rng=0)
+    >>> h2, s = ef.apply(np.array([0.0]), s, rng=0)      # no compression: h' is the momentum itself
+    >>> h.tolist(), h2.tolist()
+    ([2.0], [1.0])
+    """
+
+    compressor: Compressor
+    momentum: float = 0.1
+
+    def __post_init__(self):  # noqa: D105
+        object.__setattr__(self, "momentum", _check_unit(self.momentum, "momentum", "EF21SGDM"))
+
+    def init(self, x) -> EF21SGDMState:
+        """Zero momentum and estimate shaped like ``x``; the momentum starts at the first gradient."""
+        return EF21SGDMState(_zeros(x), _zeros(x), False)
+
+    def apply(self, g, state: EF21SGDMState, *, rng, backend=None) -> tuple[np.ndarray, EF21SGDMState]:
+        """Return ``(h', new_state)`` for the gradient ``g``; ``state`` is not modified."""
+        g = np.asarray(g)
+        eta = self.momentum if state.started else 1.0
+        v = (1.0 - eta) * state.momentum + eta * g
+        c = self.compressor.apply(v - state.estimate, rng=rng, backend=backend)
+        h = state.estimate + c
+        return h, EF21SGDMState(v, h, True)
+
+
+class DIANAState(NamedTuple):
+    """DIANA memory: the node's shift ``h`` (the server holds the same one)."""
+
+    shift: np.ndarray
+
+
+@register_feedback("diana")
+@dataclass(frozen=True)
+class DIANA:
+    r"""DIANA (Mishchenko, Gorbunov, Takáč, Richtárik 2019) around an unbiased compressor, as pure functions.
+
+    .. math:: m = C(g - h), \qquad \hat g = h + m, \qquad h' = h + a\,m,
+
+    the node sends ``m``; ``apply`` returns :math:`\hat g` (unbiased: :math:`\mathbb{E}\hat g = g`), the server
+    updates the same shift. ``shift_step`` :math:`a` defaults to :math:`1/(1 + \omega)`, :math:`\omega` =
+    ``compressor.beta(d)`` (the paper's choice); ``shift_step = 0`` is plain compressed GD.
+
+    Examples
+    --------
+    >>> from simcomm.compress import Identity, QSGD
+    >>> ef = DIANA(Identity())
+    >>> g, s = ef.apply(np.array([1.0, -2.0]), ef.init(2), rng=0)
+    >>> g.tolist(), s.shift.tolist()
+    ([1.0, -2.0], [1.0, -2.0])
+    >>> DIANA(QSGD(4)).step_for(100)          # 1/(1 + min(100/16, 10/4))
+    0.2857142857142857
+    """
+
+    compressor: Compressor
+    shift_step: float | None = None
+
+    def __post_init__(self):  # noqa: D105
+        a = self.shift_step
+        if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer))
+                              or not 0 <= a <= 1):
+            raise UserError(f"DIANA: shift_step = {a!r} is not allowed; use a number in [0, 1] "
+                            "(or None: 1/(1 + omega))")
+
+    def step_for(self, d: int) -> float:
+        r"""The shift step at dimension ``d``: ``shift_step``, or :math:`1/(1+\omega)` from the compressor."""
+        if self.shift_step is not None:
+            return float(self.shift_step)
+        w = self.compressor.beta(d) if self.compressor.unbiased else None
+        if w is None or not math.isfinite(w):
+            raise UserError(f"DIANA: shift_step is needed for {self.compressor.label}: its variance factor omega is "
+                            f"{'not declared (biased)' if w is None else 'infinite'}; pass shift_step= in [0, 1]")
+        return 1.0 / (1.0 + w)
+
+    def init(self, x) -> DIANAState:
+        """Zero shift shaped like ``x``."""
+        return DIANAState(_zeros(x))
+
+    def apply(self, g, state: DIANAState, *, rng, backend=None) -> tuple[np.ndarray, DIANAState]:
+        """Return ``(g_hat, new_state)`` for the gradient ``g``; ``state`` is not modified."""
+        g = np.asarray(g)
+        a = self.step_for(g.shape[-1])
+        m = self.compressor.apply(g - state.shift, rng=rng, backend=backend)
+        return state.shift + m, DIANAState(state.shift + a * m)
+
+
+class MARINAState(NamedTuple):
+    """MARINA memory: the node's estimate ``h`` and its previous gradient."""
+
+    estimate: np.ndarray
+    previous: np.ndarray
+    started: bool
+
+
+@register_feedback("marina")
+@dataclass(frozen=True)
+class MARINA:
+    r"""MARINA (Gorbunov, Burlachenko, Li, Richtárik 2021), per node, as pure functions.
+
+    With probability ``p`` (one coin per call, shared by the nodes: the server draws it and tells them)
+    the node sends its full gradient, :math:`h' = g`; otherwise it sends the compressed change of its
+    gradient, :math:`h' = h + C(g - g_{\mathrm{prev}})`. ``apply`` returns :math:`h'`; the server's
+    direction is the mean of the nodes' :math:`h'`. The first call sends the full gradient. The coin is one
+    per leading index of ``g`` (all but the last two axes: replicates), shared over the node axis ``-2``.
+
+    Examples
+    --------
+    >>> from simcomm.compress import Identity
+    >>> ef = MARINA(Identity(), p=0.5)
+    >>> h, s = ef.apply(np.array([[1.0, 2.0]]), ef.init((1, 2)), rng=0)
+    >>> h2, s = ef.apply(np.array([[0.0, 5.0]]), s, rng=1)
+    >>> h.tolist(), h2.tolist()
+    ([[1.0, 2.0]], [[0.0, 5.0]])
+    """
+
+    compressor: Compressor
+    p: float = 0.1
+
+    def __post_init__(self):  # noqa: D105
+        object.__setattr__(self, "p", _check_unit(self.p, "p", "MARINA"))
+
+    def init(self, x) -> MARINAState:
+        """Zero estimate and previous gradient shaped like ``x``; the first call sends the full gradient."""
+        return MARINAState(_zeros(x), _zeros(x), False)
+
+    def apply(self, g, state: MARINAState, *, rng, backend=None) -> tuple[np.ndarray, MARINAState]:
+        """Return ``(h', new_state)`` for the gradient ``g``; ``state`` is not modified."""
+        g = np.asarray(g)
+        rng = np.random.default_rng(rng)
+        lead = g.shape[:-2] + (1, 1) if g.ndim >= 2 else (1,)
+        full = rng.random(lead) < self.p  # the server's coin (drawn even on the first call: fixed stream)
+        c = self.compressor.apply(g - state.previous, rng=rng, backend=backend)
+        h = np.where(full | (not state.started), g, state.estimate + c)
+        return h, MARINAState(h, g.copy(), True)
+
+
+def feedback_from_name(name: str, compressor: Compressor, **settings):
+    """Build the error-feedback variant ``name`` (a key of :data:`FEEDBACKS`) around ``compressor``.
+
+    Examples
+    --------
+    >>> from simcomm.compress import TopK
+    >>> feedback_from_name("ef21_sgdm", TopK(2), momentum=0.5)
+    EF21SGDM(compressor=TopK(k=2), momentum=0.5)
+    """
+    from simcomm._errors import closest
+
+    cls = FEEDBACKS.get(name)
+    if cls is None:
+        raise UserError(f"unknown error feedback '{name}'{closest(name, FEEDBACKS)}; use one of {', '.join(FEEDBACKS)}")
+    try:
+        return cls(compressor, **settings)
+    except TypeError:
+        import dataclasses
+
+        names = [f.name for f in dataclasses.fields(cls)][1:]
+        raise UserError(f"error feedback '{name}' takes {', '.join(names) or 'no settings'}; got "
+                        f"{', '.join(settings)}") from None

@@ -122,7 +122,8 @@ def start(problem, x0, replicates: int) -> np.ndarray:
 
 def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
-                  backend=None, on_step=None) -> Trace:
+                  backend=None, on_step=None, feedback=None, aggregate="mean", downlink=None,
+                  downlink_feedback: bool = False) -> Trace:
     r"""Synchronous compressed gradient descent on a parameter server.
 
     Parameters
@@ -154,6 +155,22 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
         Backend of the compressor kernels.
     on_step : callable, optional
         ``on_step(k)`` after update ``k`` (:func:`simcomm.optim._driver.drive`; e.g. a progress bar).
+    feedback : str or error-feedback variant, optional
+        A name in :data:`simcomm.compress.FEEDBACKS` (``"ef"``, ``"ef21"``, ``"ef21_sgdm"``, ``"diana"``,
+        ``"marina"``, ...; built around ``compressor`` at its default settings) or a built variant: every
+        worker keeps its own state and sends what the variant sends; the server aggregates the variant's
+        outputs. ``mode="workers"`` only. ``bits`` counts ``compressor.bits(d)`` per worker and step
+        (MARINA's full-gradient rounds, probability ``p``, send ``32 d`` bits instead: not counted).
+    aggregate : str or aggregator
+        How the server combines the workers' outputs: ``"mean"`` or ``"majority_vote"`` (signSGD with
+        majority vote), a name in :data:`simcomm.compress.AGGREGATORS`.
+    downlink : Compressor, optional
+        Bidirectional compression: the server compresses the aggregated direction ``u`` before it
+        broadcasts it, :math:`x_{k+1} = x_k - \gamma\,C_{\downarrow}(u_k)` (``None``: sent exactly).
+    downlink_feedback : bool
+        Keep the server's own error-feedback memory for the downlink: :math:`p = u + e_s`,
+        :math:`x_{k+1} = x_k - \gamma C_{\downarrow}(p)`, :math:`e_s' = p - C_{\downarrow}(p)` (as in
+        DoubleSqueeze, Tang et al. 2019 [R]).
 
     Returns
     -------
@@ -174,7 +191,14 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0]), tr.notes()
     (True, [''])
     """
+    from simcomm.compress import aggregator_from_name, feedback_from_name
+
     compressor = check_compressor(compressor)
+    agg = aggregator_from_name(aggregate)
+    if isinstance(feedback, str):
+        feedback = feedback_from_name(feedback, compressor)
+    if feedback is not None and mode != "workers":
+        raise UserError(f"feedback = {feedback.name!r} needs mode = 'workers' (each worker keeps its own memory)")
     lr = check_lr(lr)
     steps = check_steps(steps)
     one_of(mode, ("workers", "aggregate"), "mode")
@@ -184,14 +208,30 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
     per_step = (n if mode == "workers" else 1) * compressor.bits(d)
     idx = np.tile(np.arange(n), R)
+    fb_state = None if feedback is None else feedback.init((R, n, d))
+    fb_kw = {"lr": lr} if getattr(feedback, "takes_lr", False) else {}
+    if downlink is not None:
+        check_compressor(downlink)
+    elif downlink_feedback:
+        raise UserError("downlink_feedback = True needs a downlink compressor; pass downlink=")
+    srv_e = np.zeros((R, d))
 
     def advance(k):
-        nonlocal x
+        nonlocal x, fb_state, srv_e
         if mode == "workers":
             G = problem.grad(np.repeat(x, n, axis=0), idx)  # (R*n, d): worker i's gradient at x_k
-            U = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d).mean(axis=1)
+            if feedback is None:
+                out = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d)
+            else:  # each worker's variant output (EF: its message; EF21, DIANA, MARINA: its estimate)
+                out, fb_state = feedback.apply(G.reshape(R, n, d), fb_state, rng=rng, backend=backend, **fb_kw)
+            U = agg.aggregate(out, axis=1)
         else:
             U = compressor.apply(problem.full_grad(x), rng=rng, backend=backend)
+        if downlink is not None:  # server -> workers: the broadcast direction is compressed too
+            P = U + srv_e if downlink_feedback else U
+            U = np.asarray(downlink.apply(P, rng=rng, backend=backend), dtype=np.float64)
+            if downlink_feedback:
+                srv_e = P - U
         x = x - lr * mon.alive[:, None] * U
 
     def check(k):

@@ -12,7 +12,8 @@ import cupy as cp
 from simcomm.backends._cupy._host import as_rows, like_input
 from simcomm.backends._cupy.quant import counter_uniforms
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize"]
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+           "dither_quantize"]
 
 
 def _write(out, res):
@@ -82,3 +83,19 @@ def int8_block_quantize(x, block: int, out):
     s = cp.abs(x3).max(axis=2, keepdims=True) / 127.0
     safe = cp.where(s > 0, s, 1.0)
     return _write(out, cp.where(s > 0, cp.rint(x3 / safe) * safe, 0.0).reshape(rows, d))
+
+
+def dither_quantize(x, s: int, key: int, out):
+    """Natural dithering (see the numpy backend)."""
+    xd = as_rows(x)
+    x64 = xd.astype(cp.float64)
+    norm = cp.sqrt((x64 * x64).sum(axis=1, keepdims=True))
+    t = cp.abs(x64) / cp.where(norm > 0, norm, 1.0)
+    _, ex = cp.frexp(t)
+    j = cp.clip(cp.where(t > 0, ex - 1 + s, 0), 0, s)
+    one = cp.ones_like(t)
+    lo = cp.where(j > 0, cp.ldexp(one, j - s), 0.0)
+    hi = cp.where(j < s, cp.ldexp(one, cp.minimum(j, s - 1) + 1 - s), 1.0)
+    u = counter_uniforms(key, xd.size, xd.dtype).reshape(xd.shape).astype(cp.float64)
+    val = cp.where(u * (hi - lo) < t - lo, hi, lo)
+    return _write(out, cp.where(t > 0, cp.copysign(norm * val, x64), 0.0))

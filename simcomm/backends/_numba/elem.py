@@ -16,7 +16,8 @@ from numba import njit, prange
 
 from simcomm.backends._numba.quant import _bits, _uniform
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize"]
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+           "dither_quantize"]
 
 
 @njit(parallel=True, cache=True)
@@ -141,4 +142,35 @@ def _int8(x, block, out):
 def int8_block_quantize(x, block: int, out):
     """Block-wise absmax int8 (see the numpy backend)."""
     _int8(x, int(block), out)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def _dither(x, s, key, shift, scale, out):
+    rows, d = x.shape
+    for r in prange(rows):
+        acc = 0.0
+        for j in range(d):
+            w = np.float64(x[r, j])
+            acc += w * w
+        norm = math.sqrt(acc)
+        inv = norm if norm > 0 else 1.0
+        for j in range(d):
+            v = np.float64(x[r, j])
+            t = abs(v) / inv
+            if t == 0.0:
+                out[r, j] = 0.0
+                continue
+            _, ex = math.frexp(t)
+            lev = min(max(ex - 1 + s, 0), s)
+            lo = math.ldexp(1.0, lev - s) if lev > 0 else 0.0
+            hi = math.ldexp(1.0, lev + 1 - s) if lev < s else 1.0
+            val = hi if _uniform(key, r * d + j, shift, scale) * (hi - lo) < t - lo else lo
+            out[r, j] = math.copysign(norm * val, v)
+
+
+def dither_quantize(x, s: int, key: int, out):
+    """Natural dithering (see the numpy backend)."""
+    shift, scale = _bits(x.dtype)
+    _dither(x, int(s), np.uint64(key), shift, scale, out)
     return out

@@ -13,7 +13,8 @@ import numpy as np
 
 from simcomm.backends._numpy.quant import counter_uniforms
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize"]
+__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+           "dither_quantize"]
 
 SIGN_MODES = {"none": 0, "l1": 1, "l2": 2}
 
@@ -96,4 +97,25 @@ def int8_block_quantize(x: np.ndarray, block: int, out: np.ndarray) -> np.ndarra
     s = np.abs(x3).max(axis=2, keepdims=True) / 127.0
     safe = np.where(s > 0, s, 1.0)
     out.reshape(rows, nb, block)[...] = np.where(s > 0, np.rint(x3 / safe) * safe, 0.0)
+    return out
+
+
+def dither_quantize(x: np.ndarray, s: int, key: int, out: np.ndarray) -> np.ndarray:
+    r"""Natural dithering: :math:`t_i = |x_i|/\|x\|` rounded at random to the levels :math:`0, 2^{1-s}, \dots, 1/2, 1`.
+
+    With :math:`t = m\,2^e`, :math:`m \in [1/2, 1)`, the lower level index is :math:`j = e - 1 + s` clipped to
+    :math:`[0, s]` (level :math:`j \ge 1` is :math:`2^{j-s}`, level 0 is 0); ``t`` goes up with probability
+    :math:`(t - l_j)/(l_{j+1} - l_j)` (the uniform :math:`u` of the counter stream: up iff
+    :math:`u (l_{j+1} - l_j) < t - l_j`); the value is :math:`\pm\|x\|` times the level.
+    """
+    x64 = np.asarray(x, dtype=np.float64)
+    norm = np.sqrt((x64 * x64).sum(axis=1, keepdims=True))
+    t = np.abs(x64) / np.where(norm > 0, norm, 1.0)
+    _, ex = np.frexp(t)
+    j = np.clip(np.where(t > 0, ex - 1 + s, 0), 0, s)
+    lo = np.where(j > 0, np.ldexp(1.0, j - s), 0.0)
+    hi = np.where(j < s, np.ldexp(1.0, np.minimum(j, s - 1) + 1 - s), 1.0)
+    u = counter_uniforms(key, x.size, x.dtype).reshape(x.shape).astype(np.float64)
+    val = np.where(u * (hi - lo) < t - lo, hi, lo)
+    out[...] = np.where(t > 0, np.copysign(norm * val, x64), 0.0)
     return out
