@@ -353,6 +353,12 @@ def _value_text(col: str, v, plot: dict) -> str:
     text = _fmt(v.item() if hasattr(v, "item") else v)
     if isinstance(v, str):
         # a value naming a parameter (axis = "alpha") reads as its symbol; other words keep their text
+        name, paren, rest = text.partition("(")
+        if paren and rest.endswith(")"):  # a label with settings, "rtop_k(r_over_k=2)" -> "rtop-k, r/k = 2"
+            parts = [p.partition("=") for p in rest[:-1].split(",")]
+            return ", ".join([name.strip().replace("_", "-"),
+                              *(f"{_SYMBOLS.get(k.strip(), k.strip().replace('_', ' '))} = {val.strip()}"
+                                for k, _, val in parts)])
         return _SYMBOLS[v] if v in _SYMBOLS and v != "step" else text.replace("_", "-")
     return text
 
@@ -734,11 +740,61 @@ def sweep_axes(table: pd.DataFrame, grid: dict, *, metric: str | None = None, x:
     return metric, x, [h for h in hue if h != x]
 
 
+def _legend_below(fig, handles, labels, *, fontsize: float = 8, title: str | None = None) -> None:
+    """One legend under the axes, in as many columns as fit the figure's width: never over data, never wider.
+
+    The column count comes from the longest label (an estimate of its width at ``fontsize``), so a long
+    legend wraps into rows instead of running off the canvas.
+    """
+    if not handles:
+        return
+    width_in = fig.get_size_inches()[0]
+    longest = max(len(str(t).replace("$", "")) for t in labels)
+    col_in = 0.6 + 0.56 * longest * fontsize / 72  # handle + padding + text at ~0.56 em per character
+    ncol = max(1, min(len(labels), int(width_in * 0.95 // col_in)))
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False,
+               title=title, title_fontsize=fontsize)
+
+
+#: 20 colours dark enough on white and far enough apart for many series (tab10, then ten more)
+_MANY_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                "#17becf", "#000000", "#e6ab02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#003f5c", "#a50026",
+                "#5e3c99", "#b15928")
+
+
+def _series_style(i: int, m: int) -> dict:
+    """Colour, marker and line style of series ``i`` of ``m``: no two of the first 64 share colour AND marker."""
+    st = _style(i)
+    if m > len(PAPER_COLORS):  # more series than the colour-blind palette: 20 dark colours, markers cycling
+        st["color"] = _MANY_COLORS[i % len(_MANY_COLORS)]
+        st["marker"] = _PAPER_MARKERS[(i + i // len(PAPER_COLORS)) % len(_PAPER_MARKERS)]
+        st["ls"] = _PAPER_LINES[(i + 2 * (i // len(PAPER_COLORS))) % len(_PAPER_LINES)]
+    return st
+
+
+def _plain_log_ticks(axis) -> None:
+    """Decade ticks of a log axis as plain numbers (0.01, 1, 100) inside 1e-3..1e4, powers of ten outside."""
+    def fmt(v, _pos):
+        if v <= 0:
+            return ""
+        e = math.log10(v)
+        if abs(e - round(e)) > 1e-9:
+            return ""
+        return f"{v:g}" if -3 <= e <= 4 else f"$10^{{{int(round(e))}}}$"
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(fmt))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot: dict | None = None):
     """A sweep without a claim: the mean of ``metric`` over replicates against ``x``, one series per ``hue``.
 
     Error bars are 95% Student-t intervals of the mean over replicates. A categorical ``x`` gets
     its values as plain tick labels and markers without connecting lines (no order is implied).
+    ``x`` may be a measured column (e.g. ``bits_per_coord``) rather than a grid axis: a point is then
+    each distinct ``x`` of a series. With more than ten series and a hue column of at most four
+    values (or ``plot["col"]``), that column becomes one panel per value. Zeros on a log y axis sit on
+    the axis' bottom edge as open markers (they have no logarithm). The legend (one entry per series,
+    the value alone for columns that name things) goes under the panels.
 
     Parameters
     ----------
@@ -747,49 +803,109 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
     metric, x, hue
         As resolved by :func:`sweep_axes`.
     plot : dict, optional
-        ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title`` (a spec's ``[plot]`` table).
+        ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title``, ``col`` (a spec's ``[plot]`` table).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    from matplotlib.lines import Line2D
     from scipy import stats
 
     plot = dict(plot or {})
     rows = table[table["metric"] == metric]
     if "step" in rows:
         rows = rows[rows["step"].isna()]
+    hue = list(hue)
+    col = plot.get("col")
+    if col is None and len(hue) >= 2:
+        n_series = len(rows.groupby(hue, dropna=False))
+        few = [h for h in hue if rows[h].nunique() <= 4]
+        if n_series > 10 and few:
+            col = min(few, key=lambda h: rows[h].nunique())
+    if col is not None and col in hue:
+        hue.remove(col)
+    panels = list(_series(rows, [col])) if col is not None else [({}, rows)]
     categorical = not pd.api.types.is_numeric_dtype(rows[x])
     levels = sorted(rows[x].unique(), key=str) if categorical else None
-    fig = Figure(figsize=(7.2, 4.6), layout="constrained")
-    ax = fig.subplots()
-    groups = list(_series(rows, hue))
-    for i, (key, grp) in enumerate(groups):
-        stat = grp.groupby(x, sort=True)["value"].agg(["mean", "std", "count"])
-        half = stats.t.ppf(0.975, np.maximum(stat["count"] - 1, 1)) * stat["std"].fillna(0) / np.sqrt(stat["count"])
-        xs = [levels.index(v) for v in stat.index] if categorical else stat.index.to_numpy(dtype=float)
-        if categorical and len(groups) > 1:  # dodge the series so their error bars do not overlap
-            xs = np.asarray(xs, dtype=float) + (i - (len(groups) - 1) / 2) * 0.8 / len(groups)
-        style = _style(i)
-        label = ", ".join(f"{k} = {_fmt(v)}" for k, v in key.items()) or None
-        ax.errorbar(xs, stat["mean"], yerr=half.to_numpy(), color=style["color"], marker=style["marker"],
-                    ls="none" if categorical else style["ls"], capsize=3, lw=1.4, ms=5, label=label)
-    if categorical:
-        ax.set_xticks(range(len(levels)), [_fmt(v) for v in levels])
-    elif plot.get("logx") or (rows[x].min() > 0 and rows[x].max() / rows[x].min() >= 8):
-        ax.set_xscale("log")
-        values = np.unique(rows[x].to_numpy(dtype=float))
-        if values.size <= 12:
-            ax.set_xticks(values, [_fmt(float(v)) if not float(v).is_integer() else str(int(v)) for v in values])
-            ax.minorticks_off()
-    if plot.get("logy") or (rows["value"].min() > 0 and rows["value"].max() / rows["value"].min() >= 100):
-        ax.set_yscale("log")
+    keys = [k for k, _ in _series(rows, hue)]
+    n_series = len(keys)
+    ncols = len(panels)
+    fig = Figure(figsize=(7.2 if ncols == 1 else min(4.2 * ncols, 12.0), 4.6 + 0.22 * max(0, n_series - 6) / 2),
+                 layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, ncols, sharey=True, squeeze=False)[0])
+    values = rows["value"].to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    logy = plot.get("logy")
+    if logy is None:
+        pos = finite[finite > 0]
+        logy = pos.size > 1 and pos.max() / pos.min() >= 100
+    handles = {}
+    has_zero = False
+    for ax, (pkey, prow) in zip(axes, panels):
+        pos_means = []
+        drawn = []
+        for key, grp in _series(prow, hue):
+            i = keys.index(key)
+            stat = grp.groupby(x, sort=True)["value"].agg(["mean", "std", "count"])
+            half = stats.t.ppf(0.975, np.maximum(stat["count"] - 1, 1)) * stat["std"].fillna(0) \
+                / np.sqrt(stat["count"])
+            xs = np.asarray([levels.index(v) for v in stat.index] if categorical else stat.index.to_numpy(float),
+                            dtype=float)
+            if categorical and n_series > 1:  # dodge the series so their error bars do not overlap
+                xs = xs + (i - (n_series - 1) / 2) * 0.8 / n_series
+            st = _series_style(i, n_series)
+            mean = stat["mean"].to_numpy(float)
+            pos_means.extend(mean[np.isfinite(mean) & (mean > 0)])
+            drawn.append((i, xs, mean, half.to_numpy(float), st))
+        bottom = None
+        if logy and pos_means:
+            bottom = 10 ** (math.floor(math.log10(min(pos_means))) - 0.3)
+        for i, xs, mean, half, st in drawn:
+            line = "none" if categorical or len(xs) == 1 else st["ls"]
+            zero = logy & (mean <= 0)
+            ok = ~zero
+            lo = np.clip(half, 0, None)
+            if logy:  # a CI reaching below zero is cut at the axis (log scale)
+                lo = np.minimum(lo, np.where(mean > 0, mean * (1 - 1e-9), 0))
+            ax.errorbar(xs[ok], mean[ok], yerr=np.vstack([lo[ok], half[ok]]), color=st["color"], marker=st["marker"],
+                        ls=line, capsize=2.5, lw=1.2, ms=5, mfc="white" if i % 2 else st["color"], mew=1.1)
+            if zero.any() and bottom is not None:
+                has_zero = True
+                ax.plot(xs[zero], np.full(zero.sum(), bottom * 1.6), ls="none", marker=st["marker"], ms=5,
+                        color=st["color"], mfc="none", mew=1.1, clip_on=False)
+            handles.setdefault(i, Line2D([], [], color=st["color"], marker=st["marker"], ls=line if len(xs) > 1
+                                         and not categorical else "none", mfc="white" if i % 2 else st["color"],
+                                         mew=1.1))
+        if categorical:
+            ax.set_xticks(range(len(levels)), [_value_text(x, v, plot) for v in levels])
+        elif plot.get("logx") or (prow[x].min() > 0 and prow[x].max() / prow[x].min() >= 8):
+            ax.set_xscale("log")
+            vals = np.unique(prow[x].to_numpy(dtype=float))
+            if vals.size <= 12 and ncols == 1 and len(drawn) <= 3:
+                ax.set_xticks(vals, [_fmt(float(v)) if not float(v).is_integer() else str(int(v)) for v in vals])
+                ax.minorticks_off()
+            else:
+                _plain_log_ticks(ax.xaxis)
+        if logy:
+            ax.set_yscale("log")
+            _plain_log_ticks(ax.yaxis)
+            if bottom is not None:
+                ax.set_ylim(bottom=bottom)
+        if pkey:
+            ax.set_title(_paper_label(pkey, plot), fontsize=9.5)
+        ax.set_xlabel(plot.get("xlabel", x.replace("_", " ")))
+        ax.grid(True, which="major", alpha=0.3)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    axes[0].set_ylabel(plot.get("ylabel", metric.replace("_", " ")))
     n_rep = rows["replicate"].nunique() if "replicate" in rows else 1
-    ax.set_xlabel(plot.get("xlabel", x))
-    ax.set_ylabel(plot.get("ylabel", metric.replace("_", " ")))
-    ax.set_title(plot.get("title", f"{metric.replace('_', ' ')} against {x} (mean and 95% CI of {n_rep} replicates)"),
-                 fontsize=10, loc="left")
-    ax.grid(True, which="major", alpha=0.3)
+    note = f"mean and 95% CI of {n_rep} replicates" if n_rep > 1 else "one replicate"
+    if has_zero:
+        note += "; open markers on the bottom edge: exactly 0"
+    title = plot.get("title", f"{metric.replace('_', ' ')} against {x.replace('_', ' ')}")
+    fig.suptitle(f"{title}\n({note})", fontsize=10)
     if hue:
-        ax.legend(fontsize=8, loc="best", frameon=False)
+        order = sorted(handles)
+        _legend_below(fig, [handles[i] for i in order], [_paper_label(keys[i], plot) for i in order])
     return fig
