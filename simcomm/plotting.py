@@ -273,8 +273,15 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     if slack_any:
         handles.append(Patch(color="0.5", alpha=0.15, lw=0))
         labels.append("equivalence margin")
-    handles.insert(0, Line2D([], [], color="0.3", marker="o", ls="none", ms=0))
+    if m == 1 and not drawn[0][0][0]:  # one unnamed series: the header entry carries its marker
+        st = _series_style(0, 1)
+        handles.insert(0, Line2D([], [], color=st["color"], marker=st["marker"], ls="none"))
+    else:
+        handles.insert(0, Line2D([], [], color="0.3", marker="o", ls="none", ms=0))
     labels.insert(0, f"markers: empirical mean ({ci})")
+    mapping = getattr(ax.xaxis.get_units(), "_mapping", None) if categorical else None
+    if mapping:  # category names as plain text ("minmax-uint8, bucket = 100"), not raw labels
+        ax.set_xticks(list(mapping.values()), [_value_text(x, k, plot) for k in mapping])
     plot["_legend"] = (handles, labels)
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     if x is not None and not categorical:
@@ -312,7 +319,7 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     # The figure shows the fitted slope per group against the prediction, with its CI.
     x, hue = _pick_axes(j, plot)
     cells = j.cells.reset_index(drop=True)
-    labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
+    labels = [_paper_label({c: r[c] for c in j.columns}, plot) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
               cells["ci_high"].to_numpy(float), "#0969da",
@@ -377,23 +384,28 @@ def _draw_order_lines(ax, j: Judgement, plot: dict, x: str, series) -> None:
     ys = []
     flagged = False
     for s_i, (params, grp) in enumerate(series):
-        tag = f" [{_label(params)}]" if params else ""
+        tag = f", {_paper_label(params, plot)}" if params else ""
         ls = styles[s_i % len(styles)]
         lower = grp.drop_duplicates(subset=[x]).sort_values(x)
         xs = lower[x].to_numpy()
         ax.plot(xs, lower["mean"].to_numpy(float), ls, color=colors[0], lw=1.6)
         _errorbar(ax, xs, lower["mean"].to_numpy(float), lower["mean_lo"].to_numpy(float),
-                  lower["mean_hi"].to_numpy(float), colors[0], f"{j.claim.compare}={j.claim.lower}{tag}")
+                  lower["mean_hi"].to_numpy(float), colors[0],
+                  f"{_value_text(j.claim.compare or 'method', j.claim.lower, plot)}{tag}")
         ys.append(lower["mean"].to_numpy(float))
         for k, other in enumerate(j.claim.higher, start=1):
             g = grp[grp["other"] == other].sort_values(x)
             xs_o = g[x].to_numpy()
             ax.plot(xs_o, g["other_mean"].to_numpy(float), ls, color=colors[k % 10], lw=1.2)
             _errorbar(ax, xs_o, g["other_mean"].to_numpy(float), g["other_lo"].to_numpy(float),
-                      g["other_hi"].to_numpy(float), colors[k % 10], f"{j.claim.compare}={other}{tag}", marker="s")
+                      g["other_hi"].to_numpy(float), colors[k % 10],
+                      f"{_value_text(j.claim.compare or 'method', other, plot)}{tag}", marker="s")
             flagged = _flag(ax, xs_o, g["mean"], (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
             ys.append(g["other_mean"].to_numpy(float))
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            _plain_log_ticks(axis)
     ax.set_xlabel(plot.get("xlabel", x))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
 
@@ -933,6 +945,13 @@ def _plain_log_ticks(axis) -> None:
     """Decade ticks of a log axis: plain numbers (0.01, 1, 100) when the axis lies in 1e-4..1e5, else powers of ten."""
     if isinstance(axis.get_major_locator(), matplotlib.ticker.FixedLocator):
         return  # the values themselves are the ticks already (few x values)
+    lo, hi = sorted(axis.get_view_interval())
+    if lo > 0 and hi / lo < 100:  # under two decades: label 2, 3, 5 times the decades too, as plain numbers
+        axis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2.0, 3.0, 5.0)))
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:.3g}")
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(plain)
+        return
 
     def fmt(v, _pos):
         if v <= 0:
