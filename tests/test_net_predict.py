@@ -11,7 +11,8 @@ import pytest
 
 import theory.network as tn
 from simcomm.cli import main
-from simcomm.network import HEADER_BYTES, Network, measure_step_inflation, predict_step_times
+from simcomm.experiments.network import measure_step_inflation
+from simcomm.network import HEADER_BYTES, Network, predict_step_times
 from simcomm.network._predict import resolve_compressor
 
 

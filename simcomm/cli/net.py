@@ -150,8 +150,9 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
     import math
 
     from simcomm._errors import UserError
+    from simcomm.experiments.network import measure_step_inflation
     from simcomm.network import Network
-    from simcomm.network._predict import DEFAULT_COMPRESSORS, measure_step_inflation, predict_step_times
+    from simcomm.network._predict import DEFAULT_COMPRESSORS, predict_step_times
 
     if not math.isfinite(d) or d < 1 or d != int(d):
         raise UserError(f"--params {d:g} is not allowed; use an integer number of parameters >= 1, e.g. 25e6")
