@@ -115,12 +115,14 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
     _drawing(j)[0](ax, j, plot, context)
     ax.set_title(_title(j, plot), fontsize=9.5, color=_VERDICT_COLOR[j.verdict], loc="left")
     ax.grid(True, which="major", alpha=0.3)
-    handles = ax.get_legend_handles_labels()[0]
-    if len(handles) > 7:  # a long legend goes beside the axes, never over the data
-        fig.set_size_inches(10.5, 4.8)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+    own, own_labels = plot.pop("_legend", ([], []))
+    extra, extra_labels = ax.get_legend_handles_labels()  # cell-state rings, order lines
+    handles, labels = [*own, *extra], [*own_labels, *extra_labels]
+    if len(handles) > 3 or any(len(t) > 45 for t in labels):
+        # a long legend goes under the axes in columns: never over the data, never wider than the figure
+        _legend_below(fig, handles, labels, fontsize=7.5)
     elif handles:
-        ax.legend(fontsize=8, loc="best", framealpha=0.85)
+        ax.legend(handles, labels, fontsize=8, loc="best", framealpha=0.85)
     del cells
     return fig
 
@@ -131,55 +133,164 @@ def _errorbar(ax, x, m, lo, hi, color, label, marker="o"):
     ax.errorbar(x, m, yerr=yerr, fmt=marker, ms=4, capsize=3, color=color, label=label, lw=1)
 
 
+def _merge_identical(series, x):
+    """Series whose x and means are identical drawn once: ``[(params list, grp)]`` (the first group's data).
+
+    Two series that coincide exactly (e.g. float16 and bfloat16 payloads of the same size, or twenty
+    checks that are all 0) would hide one another; drawn once, with every name in one legend entry.
+    """
+    out = []
+    for params, grp in series:
+        key = (tuple(map(str, grp[x])) if x else len(grp), tuple(np.round(grp["mean"].to_numpy(float), 12)),
+               tuple(np.round(grp["bound"].to_numpy(float), 12)) if "bound" in grp else ())
+        for entry in out:
+            if entry[0] == key:
+                entry[1].append(params)
+                break
+        else:
+            out.append((key, [params], grp))
+    return [(plist, grp) for _, plist, grp in out]
+
+
+def _group_label(plist: list, plot: dict) -> str:
+    """Legend text of one drawn series standing for the parameter sets in ``plist``."""
+    if len(plist) == 1:
+        return _paper_label(plist[0], plot)
+    if len(plist) > 4:
+        cols = ", ".join(_sym(c, plot) for c in plist[0])
+        return f"all {len(plist)} series ({cols}): identical"
+    return " = ".join(_paper_label(p, plot) for p in plist) + " (identical)"
+
+
+def _common(plist: list) -> dict:
+    """The parameters that every set in ``plist`` shares."""
+    first = plist[0]
+    return {k: v for k, v in first.items() if all(str(p.get(k)) == str(v) for p in plist)}
+
+
+def _plain_linear_ticks(ax) -> None:
+    """Linear y ticks as plain numbers (``1e-12``, ``0.5``): no offset text floating above the axis."""
+    if ax.get_yscale() == "linear":
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:.3g}" if v else "0"))
+
+
+def _numeric_ticks(ax, xs) -> None:
+    """Few numeric x values on a linear axis: ticks at exactly those values (N = 4, 8, not 4.5, 5.0 ...)."""
+    xs = np.unique(np.asarray(xs, dtype=float)[np.isfinite(np.asarray(xs, dtype=float))])
+    if ax.get_xscale() == "linear" and 1 < xs.size <= 12:
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+
+
 def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     spec_xlabel = plot.get("xlabel")
     x, hue = _pick_axes(j, plot)
+    handles, labels = [], []
     if context is not None and x in context.cells and x in j.cells:
         extra = context.cells[~context.cells[x].isin(j.cells[x])]
         if len(extra):
             _errorbar(ax, extra[x].to_numpy(), extra["mean"].to_numpy(float), extra["ci_low"].to_numpy(float),
-                      extra["ci_high"].to_numpy(float), "#8c959f", "measured outside the claim's range (not judged)",
-                      marker="D")
-    colors = plt.cm.tab10.colors
+                      extra["ci_high"].to_numpy(float), "#8c959f", None, marker="D")
+            handles.append(Line2D([], [], color="#8c959f", marker="D", ls="none"))
+            labels.append("measured outside the claim's range (not judged)")
     ys = []
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
-    ci = f" (family-wise {100 * j.claim.confidence:.4g}% CI, {reps} replicates)" if reps > 1 else ""
+    ci = f"family-wise {100 * j.claim.confidence:.4g}% CI, {reps} replicates" if reps > 1 else "one replicate"
     series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
-    # One bound line when every series has the same bound at the same x (the bound ignores the hue).
-    curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
-              for _, g in series}
-    shared = len(series) > 1 and len({c for cs in curves for c in cs}) == len(next(iter(curves)))
+    drawn = _merge_identical(series, x)
+    categorical = x is not None and bool(series) and not all(
+        np.issubdtype(np.asarray(g[x]).dtype, np.number) for _, g in series)
+    # the bound curves: each distinct one once (a bound that ignores some hue columns is shared)
+    curves: dict = {}
+    for plist, grp in drawn:
+        key = (tuple(map(str, grp[x])) if x else len(grp), tuple(np.round(grp["bound"].to_numpy(float), 12)))
+        curves.setdefault(key, ([], grp))[0].extend(plist)
+    one_curve = len(curves) == 1
+    m = len(drawn)
+    own_curves = m > 1 and len(curves) == m  # no two series share a bound
+    colour_of = {id(grp): _series_style(i, m)["color"] for i, (_, grp) in enumerate(drawn)}
     flagged = False
-    for i, (params, grp) in enumerate(series):
+    word = f"{j.claim.kind} bound" if j.claim.kind in ("upper", "lower") else "prediction (equal claim)"
+    for i, (plist, grp) in enumerate(drawn):
+        st = _series_style(i, m)
         xs = grp[x].to_numpy() if x else np.arange(len(grp))
-        c = colors[i % len(colors)]
-        tag = f" [{_label(params)}]" if params else ""
-        _errorbar(ax, xs, grp["mean"].to_numpy(float), grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float),
-                  c, f"empirical{ci}{tag}")
-        b = grp["bound"].to_numpy(float)
-        if not shared or i == 0:
-            bc, btag = ("k", "") if shared else (c, tag)
-            slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
-            band = j.claim.kind == "equal" and np.any(slack > 0)
-            if len(series) == 1 and len(b) == 1:
-                # one judged cell: a line through one point is invisible; draw the bound (and margin) across
-                ax.axhline(b[0], ls="--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
-                if band:
-                    ax.axhspan(b[0] - slack[0], b[0] + slack[0], color=bc, alpha=0.12, lw=0,
-                               label="equivalence margin")
-                if x is None:  # no axis to read: the spec's x label names the cell
-                    ax.set_xticks([])
-                    plot["xlabel"] = spec_xlabel or "the one judged cell"
-            else:
-                ax.plot(xs, b, "--", color=bc, lw=1.2, label=f"{j.claim.kind} bound{btag}")
-            if band and not (len(series) == 1 and len(b) == 1):
-                # categorical x (strings) sits at positions 0..m-1 in order of appearance
-                band_x = xs if np.issubdtype(np.asarray(xs).dtype, np.number) else np.arange(len(xs))
-                ax.fill_between(band_x, b - slack, b + slack, color=bc, alpha=0.12, lw=0,
-                                label="equivalence margin")
+        mean = grp["mean"].to_numpy(float)
+        _errorbar(ax, xs, mean, grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float), st["color"], None,
+                  marker=st["marker"])
+        if m > 1 or plist[0]:
+            handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls="none"))
+            labels.append(_group_label(plist, plot) if plist[0] else "empirical")
         flagged = _mark_states(ax, xs, grp, flagged)
-        ys.extend([grp["mean"].to_numpy(float), b])
+        ys.append(mean)
+    slack_any = False
+    bound_styles = ["--", ":", "-.", (0, (5, 1.5)), (0, (1, 1)), (0, (3, 1, 1, 1))]
+    for ci_, (key, (plist, grp)) in enumerate(curves.items()):
+        xs = grp[x].to_numpy() if x else np.arange(len(grp))
+        b = grp["bound"].to_numpy(float)
+        if own_curves:
+            color, ls = colour_of.get(id(grp), "k"), "--"
+        elif one_curve or len(curves) > len(bound_styles):
+            color, ls = "k", "--"
+        else:
+            color, ls = "0.25", bound_styles[ci_ % len(bound_styles)]
+        slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
+        band = j.claim.kind == "equal" and np.any(slack > 0)
+        slack_any |= bool(band)
+        if len(b) == 1 and (len(drawn) == 1 or x is None):
+            # one judged cell: a line through one point is invisible; draw the bound (and margin) across
+            ax.axhline(b[0], ls=ls, color=color, lw=1.2)
+            if band:
+                ax.axhspan(b[0] - slack[0], b[0] + slack[0], color="0.5", alpha=0.15, lw=0)
+            if x is None:  # no axis to read: the spec's x label names the cell
+                ax.set_xticks([])
+                plot["xlabel"] = spec_xlabel or "the one judged cell"
+        elif categorical:
+            # categories are not a continuum: a bar at each category, no line across them
+            pos = np.arange(len(xs))
+            ax.plot(pos, b, ls="none", marker="_", ms=22, mew=1.6, color=color)
+            if band:
+                for p_, lo_, hi_ in zip(pos, b - slack, b + slack):
+                    ax.fill_between([p_ - 0.3, p_ + 0.3], lo_, hi_, color="0.5", alpha=0.15, lw=0)
+        else:
+            ax.plot(xs, b, ls=ls, color=color, lw=1.2)
+            if band:
+                ax.fill_between(xs, b - slack, b + slack, color="0.5", alpha=0.15, lw=0)
+        if own_curves:  # every series has its own bound: drawn in the series' colour, one legend entry
+            pass
+        else:
+            common = _common(plist) if not one_curve else {}
+            tag = f" ({_paper_label(common, plot)})" if common else ""
+            handles.append(Line2D([], [], color=color, ls="none" if categorical else ls,
+                                  marker="_" if categorical else None, ms=12, lw=1.2))
+            labels.append(f"{word}{tag}")
+        ys.append(b)
+    if own_curves:
+        handles.append(Line2D([], [], color="0.3", ls="none" if categorical else "--",
+                              marker="_" if categorical else None, ms=12, lw=1.2))
+        labels.append(f"{'bars' if categorical else 'dashed'}: {word} of each series (its colour)")
+    if slack_any:
+        handles.append(Patch(color="0.5", alpha=0.15, lw=0))
+        labels.append("equivalence margin")
+    if m == 1 and not drawn[0][0][0]:  # one unnamed series: the header entry carries its marker
+        st = _series_style(0, 1)
+        handles.insert(0, Line2D([], [], color=st["color"], marker=st["marker"], ls="none"))
+    else:
+        handles.insert(0, Line2D([], [], color="0.3", marker="o", ls="none", ms=0))
+    labels.insert(0, f"markers: empirical mean ({ci})")
+    mapping = getattr(ax.xaxis.get_units(), "_mapping", None) if categorical else None
+    if mapping:  # category names as plain text ("minmax-uint8, bucket = 100"), not raw labels
+        ax.set_xticks(list(mapping.values()), [_value_text(x, k, plot) for k in mapping])
+    plot["_legend"] = (handles, labels)
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    if x is not None and not categorical:
+        _numeric_ticks(ax, np.concatenate([np.asarray(g[x], dtype=float) for _, g in drawn]))
+    if ax.get_xscale() == "log":
+        _plain_log_ticks(ax.xaxis)
+    if ax.get_yscale() == "log":
+        _plain_log_ticks(ax.yaxis)
+    _plain_linear_ticks(ax)
     ax.set_xlabel(plot.get("xlabel", x or "cell"))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
 
@@ -208,7 +319,7 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     # The figure shows the fitted slope per group against the prediction, with its CI.
     x, hue = _pick_axes(j, plot)
     cells = j.cells.reset_index(drop=True)
-    labels = [_label({c: r[c] for c in j.columns}) or "all" for _, r in cells.iterrows()]
+    labels = [_paper_label({c: r[c] for c in j.columns}, plot) or "all" for _, r in cells.iterrows()]
     pos = np.arange(len(cells))
     _errorbar(ax, pos, cells["mean"].to_numpy(float), cells["ci_low"].to_numpy(float),
               cells["ci_high"].to_numpy(float), "#0969da",
@@ -273,50 +384,68 @@ def _draw_order_lines(ax, j: Judgement, plot: dict, x: str, series) -> None:
     ys = []
     flagged = False
     for s_i, (params, grp) in enumerate(series):
-        tag = f" [{_label(params)}]" if params else ""
+        tag = f", {_paper_label(params, plot)}" if params else ""
         ls = styles[s_i % len(styles)]
         lower = grp.drop_duplicates(subset=[x]).sort_values(x)
         xs = lower[x].to_numpy()
         ax.plot(xs, lower["mean"].to_numpy(float), ls, color=colors[0], lw=1.6)
         _errorbar(ax, xs, lower["mean"].to_numpy(float), lower["mean_lo"].to_numpy(float),
-                  lower["mean_hi"].to_numpy(float), colors[0], f"{j.claim.compare}={j.claim.lower}{tag}")
+                  lower["mean_hi"].to_numpy(float), colors[0],
+                  f"{_value_text(j.claim.compare or 'method', j.claim.lower, plot)}{tag}")
         ys.append(lower["mean"].to_numpy(float))
         for k, other in enumerate(j.claim.higher, start=1):
             g = grp[grp["other"] == other].sort_values(x)
             xs_o = g[x].to_numpy()
             ax.plot(xs_o, g["other_mean"].to_numpy(float), ls, color=colors[k % 10], lw=1.2)
             _errorbar(ax, xs_o, g["other_mean"].to_numpy(float), g["other_lo"].to_numpy(float),
-                      g["other_hi"].to_numpy(float), colors[k % 10], f"{j.claim.compare}={other}{tag}", marker="s")
+                      g["other_hi"].to_numpy(float), colors[k % 10],
+                      f"{_value_text(j.claim.compare or 'method', other, plot)}{tag}", marker="s")
             flagged = _flag(ax, xs_o, g["mean"], (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
             ys.append(g["other_mean"].to_numpy(float))
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            _plain_log_ticks(axis)
     ax.set_xlabel(plot.get("xlabel", x))
     ax.set_ylabel(plot.get("ylabel", j.claim.observable))
 
 
 def _draw_order_ratios(ax, j: Judgement, plot: dict, x: str, series) -> None:
-    # Many cells: one thin line per cell and competitor, showing lower/higher; below 1 = order holds.
-    colors = plt.cm.tab10.colors
+    # Many cells: one line per cell and competitor, showing lower/higher; below 1 = order holds.
     flagged = False
-    ys = []
-    markers = "osD^v<>p*h"
-    few = len(series) <= 6  # few cells: one labelled marker style per cell; many: unlabelled thin lines
+    ys, xs_all = [], []
+    m = len(series) * len(j.claim.higher)
+    few = len(series) <= 12  # few lines: each labelled with its own colour and marker; many: one entry
     for s_i, (params, grp) in enumerate(series):
         for k, other in enumerate(j.claim.higher, start=1):
+            idx = s_i * len(j.claim.higher) + k - 1
+            st = _series_style(idx, m) if few else _style(k - 1)
             g = grp[grp["other"] == other].sort_values(x)
             xs, r = g[x].to_numpy(), g["ratio"].to_numpy(float)
-            label = f"{j.claim.lower} / {other} [{_label(params)}]" if few else None
-            ax.plot(xs, r, ("-" + markers[s_i % len(markers)]) if few else "o-", color=colors[k % 10],
-                    lw=0.8, ms=4 if few else 3, alpha=0.8, label=label)
+            xs_all.append(xs)
+            pretty = _value_text(j.claim.compare or "method", other, plot)
+            label = f"{_value_text(j.claim.compare or 'method', j.claim.lower, plot)} / {pretty}"
+            if few and params:
+                label += f", {_paper_label(params, plot)}"
+            # dodged a little sideways, so lines that nearly coincide stay visible
+            ax.plot(_dodge(xs, idx, m, plot) if few else xs, r, marker=st["marker"], ls=st["ls"], color=st["color"],
+                    lw=1.0, ms=4.5 if few else 3, alpha=0.9, label=label if few else None,
+                    mfc="white" if idx % 2 else st["color"])
             flagged = _flag(ax, xs, r, (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
             ys.append(r)
     if not few:
         for k, other in enumerate(j.claim.higher, start=1):
-            ax.plot([], [], "o-", color=colors[k % 10], label=f"{j.claim.lower} / {other} (one line per cell)")
+            st = _style(k - 1)
+            ax.plot([], [], marker=st["marker"], ls=st["ls"], color=st["color"],
+                    label=f"{j.claim.lower} / {other} (one line per cell)")
     ax.axhline(1.0, color="k", lw=1, ls="--", label="equal (order holds below)")
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    if xs_all and np.issubdtype(np.concatenate(xs_all).dtype, np.number):
+        _numeric_ticks(ax, np.concatenate(xs_all))
+    if ax.get_yscale() == "log":
+        _plain_log_ticks(ax.yaxis)
     ax.set_xlabel(plot.get("xlabel", x))
-    ax.set_ylabel(f"ratio of {j.claim.observable}: {j.claim.lower} / other")
+    ax.set_ylabel(f"ratio of {j.claim.observable.replace('_', ' ')}: {j.claim.lower} / other")
 
 
 # ------------------------------------------------------------------------------------------ paper style
@@ -353,6 +482,12 @@ def _value_text(col: str, v, plot: dict) -> str:
     text = _fmt(v.item() if hasattr(v, "item") else v)
     if isinstance(v, str):
         # a value naming a parameter (axis = "alpha") reads as its symbol; other words keep their text
+        name, paren, rest = text.partition("(")
+        if paren and rest.endswith(")"):  # a label with settings, "rtop_k(r_over_k=2)" -> "rtop-k, r/k = 2"
+            parts = [p.partition("=") for p in rest[:-1].split(",")]
+            return ", ".join([name.strip().replace("_", "-"),
+                              *(f"{_SYMBOLS.get(k.strip(), k.strip().replace('_', ' '))} = {val.strip()}"
+                                for k, _, val in parts)])
         return _SYMBOLS[v] if v in _SYMBOLS and v != "step" else text.replace("_", "-")
     return text
 
@@ -418,8 +553,8 @@ def _paper_legend(ax, fig, handles=None, labels=None) -> None:
     h, lab = ax.get_legend_handles_labels() if handles is None else (handles, labels)
     if not h:
         return
-    if len(h) > 5:  # beside the axes: never over the data
-        ax.legend(h, lab, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    if len(h) > 5:  # under the axes in columns: never over the data, never wider than the figure
+        _legend_below(fig, h, lab, fontsize=7.5)
     else:
         ax.legend(h, lab, fontsize=8, loc="best", frameon=False)
 
@@ -457,50 +592,67 @@ def _paper_bound(ax, fig, j: Judgement, plot: dict) -> None:
 
     x, hue = _pick_axes(j, plot)
     series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(j.cells, hue)]
-    curves = {tuple(zip(map(str, g[x]) if x else range(len(g)), np.round(g["bound"].to_numpy(float), 12)))
-              for _, g in series}
-    shared = len(series) > 1 and len({c for cs in curves for c in cs}) == len(next(iter(curves)))
+    drawn = _merge_identical(series, x)
+    curves: dict = {}
+    for plist, grp in drawn:
+        key = (tuple(map(str, grp[x])) if x else len(grp), tuple(np.round(grp["bound"].to_numpy(float), 12)))
+        curves.setdefault(key, ([], grp))[0].extend(plist)
+    m = len(drawn)
+    shared = m > 1 and len(curves) < m  # some series share a bound: each distinct bound drawn once, in black
     reps = int(j.cells["n_rep"].max()) if len(j.cells) else 1
     categorical = bool(series) and x is not None and not all(
         np.issubdtype(np.asarray(g[x]).dtype, np.number) for _, g in series)
     # categories are not a continuum: the bound is a bar at each category, not a line across them
     bound_style = dict(marker="_", ms=22, mew=1.6, ls="none") if categorical else {}
     ys, handles, labels = [], [], []
-    for i, (params, grp) in enumerate(series):
-        st = _style(i)
+    for i, (plist, grp) in enumerate(drawn):
+        st = _series_style(i, m)
         xs = grp[x].to_numpy() if x else np.arange(len(grp))
-        m = grp["mean"].to_numpy(float)
-        yerr = np.vstack([np.clip(m - grp["ci_low"].to_numpy(float), 0, None),
-                          np.clip(grp["ci_high"].to_numpy(float) - m, 0, None)])
+        mean = grp["mean"].to_numpy(float)
+        yerr = np.vstack([np.clip(mean - grp["ci_low"].to_numpy(float), 0, None),
+                          np.clip(grp["ci_high"].to_numpy(float) - mean, 0, None)])
         b = grp["bound"].to_numpy(float)
-        # measured: markers with CI bars; bound: a line in the series' own style (or one black line)
-        ax.errorbar(xs, m, yerr=yerr, fmt=st["marker"], color=st["color"], ms=5, capsize=2.5, lw=1, zorder=3,
+        # measured: markers with CI bars; bound: a line in the series' own style (or black, shared)
+        ax.errorbar(xs, mean, yerr=yerr, fmt=st["marker"], color=st["color"], ms=5, capsize=2.5, lw=1, zorder=3,
                     mfc="white" if i % 2 else st["color"], mew=1.2)
-        if shared:
-            if i == 0:
-                ax.plot(xs, b, color="k", lw=1.3, zorder=2, **({"ls": "-"} | bound_style))
-        else:
+        if not shared:
             ax.plot(xs, b, color=st["color"], lw=1.3, zorder=2, **({"ls": st["ls"]} | bound_style))
-        alone = shared or len(series) == 1 or categorical
+        alone = shared or m == 1 or categorical
         handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls="none" if alone else st["ls"],
                               mfc="white" if i % 2 else st["color"], mew=1.2))
-        labels.append(_paper_label(params, plot) or "measured")
-        ys.extend([m, b])
+        labels.append(_group_label(plist, plot) or "measured")
+        ys.extend([mean, b])
     ci = f"{_pct(j.claim.confidence)} CI" if reps > 1 else "one run"
     word = "bound" if j.claim.kind in ("upper", "lower") else "prediction"
-    if shared or len(series) == 1:
-        handles.append(Line2D([], [], color="k" if shared else _style(0)["color"], lw=1.3,
-                              **({"ls": "-" if shared else _style(0)["ls"]} | bound_style)))
+    black = ["-", "--", ":", "-."]
+    if shared:
+        for c_i, (plist, grp) in enumerate(curves.values()):
+            xs = grp[x].to_numpy() if x else np.arange(len(grp))
+            ls = black[c_i % len(black)] if len(curves) <= len(black) else "-"
+            ax.plot(xs, grp["bound"].to_numpy(float), color="k", lw=1.2, zorder=2, **({"ls": ls} | bound_style))
+            common = _common(plist) if len(curves) > 1 else {}
+            if c_i < len(black) or len(curves) <= len(black):
+                handles.append(Line2D([], [], color="k", lw=1.2, **({"ls": ls} | bound_style)))
+                labels.append(f"{word} ({_paper_label(common, plot)})" if common else word)
+    if m == 1:
+        handles.append(Line2D([], [], color=_style(0)["color"], lw=1.3, **({"ls": _style(0)["ls"]} | bound_style)))
         labels.append(word)
-        if len(series) == 1:
-            labels[0] = f"measured (mean, {ci})"
+        many = len(drawn[0][0]) > 1
+        labels[0] = f"measured (mean, {ci})" + (f": {_group_label(drawn[0][0], plot)}" if many else "")
     else:
         handles.append(Line2D([], [], color="0.4", marker="o", ls="none"))
         labels.append(f"markers: measured (mean, {ci})")
-        handles.append(Line2D([], [], color="0.4", **({"ls": "-"} | bound_style)))
-        labels.append(f"{'bars' if categorical else 'lines'}: {word}")
+        if not shared:
+            handles.append(Line2D([], [], color="0.4", **({"ls": "-"} | bound_style)))
+            labels.append(f"{'bars' if categorical else 'lines'}: {word}")
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
     _paper_ylim(ax, np.concatenate(ys) if ys else [])
+    if x is not None and not categorical:
+        _numeric_ticks(ax, np.concatenate([np.asarray(g[x], dtype=float) for _, g in drawn]))
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            _plain_log_ticks(axis)
+    _plain_linear_ticks(ax)
     _finish_paper_axes(ax, plot, x, j.claim.observable.replace("_", " "))
     _paper_legend(ax, fig, handles, labels)
 
@@ -531,9 +683,11 @@ def _paper_order(j: Judgement, plot: dict):
     """One panel per group (e.g. per dataset), each method in its own colour, marker and line style."""
     x, hue = _pick_axes(j, plot, exclude=("other",))
     groups = list(_series(j.cells, hue)) if x is not None else [({}, j.cells)]
-    if len(groups) > 4:  # too many panels: the first hue column becomes panels, the rest stay lines
-        first = hue[:1]
+    rest: list = []
+    if len(groups) > 4:  # too many panels: the first hue column becomes panels, the rest are line styles
+        first, rest = hue[:1], hue[1:]
         groups = list(_series(j.cells, first))
+    subkeys = [k for k, _ in _series(j.cells, rest)] if rest else [{}]
     ncols = len(groups)
     fig = Figure(figsize=(min(3.4 * ncols + 1.6, 12), 3.5), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, ncols, sharey=True, squeeze=False)[0])
@@ -550,22 +704,38 @@ def _paper_order(j: Judgement, plot: dict):
             if ci:
                 ax.set_title(ci, fontsize=8, color="0.35", loc="right")
             continue
-        for mi, method in enumerate(methods):
-            st = _style(mi)
-            if mi == 0:
-                g = grp.drop_duplicates(subset=[x]).sort_values(x)
-                m, lo, hi = (g[c].to_numpy(float) for c in ("mean", "mean_lo", "mean_hi"))
-            else:
-                g = grp[grp["other"] == method].sort_values(x)
-                m, lo, hi = (g[c].to_numpy(float) for c in ("other_mean", "other_lo", "other_hi"))
-            if g.empty:
-                continue
-            yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
-            h = ax.errorbar(_dodge(g[x].to_numpy(), mi, len(methods), plot), m, yerr=yerr, color=st["color"],
-                            marker=st["marker"], ls=st["ls"],
-                            ms=5, capsize=2.5, lw=1.3, mfc="white" if mi % 2 else st["color"], mew=1.2)
-            handles.setdefault(method, h)
-            ys.append(m)
+        for si, (skey, sgrp) in enumerate(_series(grp, rest) if rest else [({}, grp)]):
+            for mi, method in enumerate(methods):
+                st = _style(mi)
+                if rest:  # a second grouping inside the panel: its own line style and marker per value
+                    st = dict(st, ls=_PAPER_LINES[si % len(_PAPER_LINES)],
+                              marker=_PAPER_MARKERS[si % len(_PAPER_MARKERS)])
+                if mi == 0:
+                    g = sgrp.drop_duplicates(subset=[x]).sort_values(x)
+                    m, lo, hi = (g[c].to_numpy(float) for c in ("mean", "mean_lo", "mean_hi"))
+                else:
+                    g = sgrp[sgrp["other"] == method].sort_values(x)
+                    m, lo, hi = (g[c].to_numpy(float) for c in ("other_mean", "other_lo", "other_hi"))
+                if g.empty:
+                    continue
+                yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
+                k = si * len(methods) + mi
+                h = ax.errorbar(_dodge(g[x].to_numpy(), k, len(methods) * len(subkeys), plot), m, yerr=yerr,
+                                color=st["color"], marker=st["marker"], ls=st["ls"],
+                                ms=5, capsize=2.5, lw=1.3, mfc="white" if mi % 2 else st["color"], mew=1.2)
+                if not rest:
+                    handles.setdefault(method, h)
+                ys.append(m)
+        if rest:
+            from matplotlib.lines import Line2D
+
+            for mi, method in enumerate(methods):
+                handles.setdefault(method, Line2D([], [], color=_style(mi)["color"], lw=2.5))
+            for si, skey in enumerate(subkeys):
+                handles.setdefault(("__sub", si), Line2D([], [], color="0.35", ls=_PAPER_LINES[si % len(_PAPER_LINES)],
+                                                         marker=_PAPER_MARKERS[si % len(_PAPER_MARKERS)], lw=1.3))
+        if np.issubdtype(np.asarray(grp[x]).dtype, np.number):
+            _numeric_ticks(ax, grp[x].to_numpy())
         if params:
             ax.set_title(_paper_label(params, plot), fontsize=9)
         _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
@@ -574,7 +744,8 @@ def _paper_order(j: Judgement, plot: dict):
             ax.set_ylabel("")
     if ys:
         _paper_ylim(axes[0], np.concatenate(ys))
-    names = [_value_text(j.claim.compare or "method", m, plot) for m in handles]
+    names = [_paper_label(subkeys[m[1]], plot) if isinstance(m, tuple) else
+             _value_text(j.claim.compare or "method", m, plot) for m in handles]
     if names and x is not None:  # (one cell: the methods are the tick labels, no legend needed)
         head = None if j.claim.compare in _WORDS else _sym(j.claim.compare, plot)
         title = "\n".join(t for t in (head, f"({ci})" if ci else None) if t)
@@ -589,10 +760,11 @@ def _dodge(xs, i: int, m: int, plot: dict):
     if m < 2 or not np.issubdtype(xs.dtype, np.number) or xs.size == 0:
         return xs
     step = i - (m - 1) / 2
+    width = min(0.02, 0.08 / m)  # many series: the whole fan stays within about 8% of the axis
     if plot.get("logx") and np.all(xs > 0):
-        return xs * 1.04**step
+        return xs * (1 + 3 * width) ** step
     span = float(np.ptp(xs)) or 1.0
-    return xs + 0.012 * span * step
+    return xs + width * span * step
 
 
 def _paper_order_single(ax, j: Judgement, cells, plot: dict, handles) -> None:
@@ -734,11 +906,76 @@ def sweep_axes(table: pd.DataFrame, grid: dict, *, metric: str | None = None, x:
     return metric, x, [h for h in hue if h != x]
 
 
+def _legend_below(fig, handles, labels, *, fontsize: float = 8, title: str | None = None) -> None:
+    """One legend under the axes, in as many columns as fit the figure's width: never over data, never wider.
+
+    The column count comes from the longest label (an estimate of its width at ``fontsize``), so a long
+    legend wraps into rows instead of running off the canvas.
+    """
+    if not handles:
+        return
+    width_in = fig.get_size_inches()[0]
+    longest = max(len(str(t).replace("$", "")) for t in labels)
+    col_in = 0.6 + 0.56 * longest * fontsize / 72  # handle + padding + text at ~0.56 em per character
+    ncol = max(1, min(len(labels), int(width_in * 0.95 // col_in)))
+    rows = math.ceil(len(labels) / ncol) + (1 if title else 0)
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w, h + rows * fontsize * 1.45 / 72 + 0.1)  # the axes keep their height
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False,
+               title=title, title_fontsize=fontsize)
+
+
+#: 20 colours dark enough on white and far enough apart for many series (tab10, then ten more)
+_MANY_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                "#17becf", "#000000", "#e6ab02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#003f5c", "#a50026",
+                "#5e3c99", "#b15928")
+
+
+def _series_style(i: int, m: int) -> dict:
+    """Colour, marker and line style of series ``i`` of ``m``: no two of the first 64 share colour AND marker."""
+    st = _style(i)
+    if m > len(PAPER_COLORS):  # more series than the colour-blind palette: 20 dark colours, markers cycling
+        st["color"] = _MANY_COLORS[i % len(_MANY_COLORS)]
+        st["marker"] = _PAPER_MARKERS[(i + i // len(PAPER_COLORS)) % len(_PAPER_MARKERS)]
+        st["ls"] = _PAPER_LINES[(i + 2 * (i // len(PAPER_COLORS))) % len(_PAPER_LINES)]
+    return st
+
+
+def _plain_log_ticks(axis) -> None:
+    """Decade ticks of a log axis: plain numbers (0.01, 1, 100) when the axis lies in 1e-4..1e5, else powers of ten."""
+    if isinstance(axis.get_major_locator(), matplotlib.ticker.FixedLocator):
+        return  # the values themselves are the ticks already (few x values)
+    lo, hi = sorted(axis.get_view_interval())
+    if lo > 0 and hi / lo < 100:  # under two decades: label 2, 3, 5 times the decades too, as plain numbers
+        axis.set_minor_locator(matplotlib.ticker.LogLocator(subs=(2.0, 3.0, 5.0)))
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:.3g}")
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(plain)
+        return
+
+    def fmt(v, _pos):
+        if v <= 0:
+            return ""
+        e = math.log10(v)
+        if abs(e - round(e)) > 1e-9:
+            return ""
+        lo, hi = sorted(axis.get_view_interval())
+        plain = lo >= 0.9e-4 and hi <= 1.1e5  # one notation per axis: plain numbers, or powers of ten
+        return f"{v:g}" if plain else f"$10^{{{int(round(e))}}}$"
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(fmt))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot: dict | None = None):
     """A sweep without a claim: the mean of ``metric`` over replicates against ``x``, one series per ``hue``.
 
     Error bars are 95% Student-t intervals of the mean over replicates. A categorical ``x`` gets
     its values as plain tick labels and markers without connecting lines (no order is implied).
+    ``x`` may be a measured column (e.g. ``bits_per_coord``) rather than a grid axis: a point is then
+    each distinct ``x`` of a series. With more than ten series and a hue column of at most four
+    values (or ``plot["col"]``), that column becomes one panel per value. Zeros on a log y axis sit on
+    the axis' bottom edge as open markers (they have no logarithm). The legend (one entry per series,
+    the value alone for columns that name things) goes under the panels.
 
     Parameters
     ----------
@@ -747,49 +984,108 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
     metric, x, hue
         As resolved by :func:`sweep_axes`.
     plot : dict, optional
-        ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title`` (a spec's ``[plot]`` table).
+        ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title``, ``col`` (a spec's ``[plot]`` table).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    from matplotlib.lines import Line2D
     from scipy import stats
 
     plot = dict(plot or {})
     rows = table[table["metric"] == metric]
     if "step" in rows:
         rows = rows[rows["step"].isna()]
+    hue = list(hue)
+    col = plot.get("col")
+    if col is None and len(hue) >= 2:
+        n_series = len(rows.groupby(hue, dropna=False))
+        few = [h for h in hue if rows[h].nunique() <= 4]
+        if n_series > 10 and few:
+            col = min(few, key=lambda h: rows[h].nunique())
+    if col is not None and col in hue:
+        hue.remove(col)
+    panels = list(_series(rows, [col])) if col is not None else [({}, rows)]
     categorical = not pd.api.types.is_numeric_dtype(rows[x])
     levels = sorted(rows[x].unique(), key=str) if categorical else None
-    fig = Figure(figsize=(7.2, 4.6), layout="constrained")
-    ax = fig.subplots()
-    groups = list(_series(rows, hue))
-    for i, (key, grp) in enumerate(groups):
-        stat = grp.groupby(x, sort=True)["value"].agg(["mean", "std", "count"])
-        half = stats.t.ppf(0.975, np.maximum(stat["count"] - 1, 1)) * stat["std"].fillna(0) / np.sqrt(stat["count"])
-        xs = [levels.index(v) for v in stat.index] if categorical else stat.index.to_numpy(dtype=float)
-        if categorical and len(groups) > 1:  # dodge the series so their error bars do not overlap
-            xs = np.asarray(xs, dtype=float) + (i - (len(groups) - 1) / 2) * 0.8 / len(groups)
-        style = _style(i)
-        label = ", ".join(f"{k} = {_fmt(v)}" for k, v in key.items()) or None
-        ax.errorbar(xs, stat["mean"], yerr=half.to_numpy(), color=style["color"], marker=style["marker"],
-                    ls="none" if categorical else style["ls"], capsize=3, lw=1.4, ms=5, label=label)
-    if categorical:
-        ax.set_xticks(range(len(levels)), [_fmt(v) for v in levels])
-    elif plot.get("logx") or (rows[x].min() > 0 and rows[x].max() / rows[x].min() >= 8):
-        ax.set_xscale("log")
-        values = np.unique(rows[x].to_numpy(dtype=float))
-        if values.size <= 12:
-            ax.set_xticks(values, [_fmt(float(v)) if not float(v).is_integer() else str(int(v)) for v in values])
-            ax.minorticks_off()
-    if plot.get("logy") or (rows["value"].min() > 0 and rows["value"].max() / rows["value"].min() >= 100):
-        ax.set_yscale("log")
+    keys = [k for k, _ in _series(rows, hue)]
+    n_series = len(keys)
+    ncols = len(panels)
+    fig = Figure(figsize=(7.2 if ncols == 1 else min(4.2 * ncols, 12.0), 4.4), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, ncols, sharey=True, squeeze=False)[0])
+    values = rows["value"].to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    logy = plot.get("logy")
+    if logy is None:
+        pos = finite[finite > 0]
+        logy = pos.size > 1 and pos.max() / pos.min() >= 100
+    handles = {}
+    has_zero = False
+    for ax, (pkey, prow) in zip(axes, panels):
+        pos_means = []
+        drawn = []
+        for key, grp in _series(prow, hue):
+            i = keys.index(key)
+            stat = grp.groupby(x, sort=True)["value"].agg(["mean", "std", "count"])
+            half = stats.t.ppf(0.975, np.maximum(stat["count"] - 1, 1)) * stat["std"].fillna(0) \
+                / np.sqrt(stat["count"])
+            xs = np.asarray([levels.index(v) for v in stat.index] if categorical else stat.index.to_numpy(float),
+                            dtype=float)
+            if categorical and n_series > 1:  # dodge the series so their error bars do not overlap
+                xs = xs + (i - (n_series - 1) / 2) * 0.8 / n_series
+            st = _series_style(i, n_series)
+            mean = stat["mean"].to_numpy(float)
+            pos_means.extend(mean[np.isfinite(mean) & (mean > 0)])
+            drawn.append((i, xs, mean, half.to_numpy(float), st))
+        bottom = None
+        if logy and pos_means:
+            bottom = 10 ** (math.floor(math.log10(min(pos_means))) - 0.3)
+        for i, xs, mean, half, st in drawn:
+            line = "none" if categorical or len(xs) == 1 else st["ls"]
+            zero = logy & (mean <= 0)
+            ok = ~zero
+            lo = np.clip(half, 0, None)
+            if logy:  # a CI reaching below zero is cut at the axis (log scale)
+                lo = np.minimum(lo, np.where(mean > 0, mean * (1 - 1e-9), 0))
+            ax.errorbar(xs[ok], mean[ok], yerr=np.vstack([lo[ok], half[ok]]), color=st["color"], marker=st["marker"],
+                        ls=line, capsize=2.5, lw=1.2, ms=5, mfc="white" if i % 2 else st["color"], mew=1.1)
+            if zero.any() and bottom is not None:
+                has_zero = True
+                ax.plot(xs[zero], np.full(zero.sum(), bottom * 1.6), ls="none", marker=st["marker"], ms=5,
+                        color=st["color"], mfc="none", mew=1.1, clip_on=False)
+            handles.setdefault(i, Line2D([], [], color=st["color"], marker=st["marker"], ls=line if len(xs) > 1
+                                         and not categorical else "none", mfc="white" if i % 2 else st["color"],
+                                         mew=1.1))
+        if categorical:
+            ax.set_xticks(range(len(levels)), [_value_text(x, v, plot) for v in levels])
+        elif plot.get("logx") or (prow[x].min() > 0 and prow[x].max() / prow[x].min() >= 8):
+            ax.set_xscale("log")
+            vals = np.unique(prow[x].to_numpy(dtype=float))
+            if vals.size <= 12 and ncols == 1 and len(drawn) <= 3:
+                ax.set_xticks(vals, [_fmt(float(v)) if not float(v).is_integer() else str(int(v)) for v in vals])
+                ax.minorticks_off()
+            else:
+                _plain_log_ticks(ax.xaxis)
+        if logy:
+            ax.set_yscale("log")
+            _plain_log_ticks(ax.yaxis)
+            if bottom is not None:
+                ax.set_ylim(bottom=bottom)
+        if pkey:
+            ax.set_title(_paper_label(pkey, plot), fontsize=9.5)
+        ax.set_xlabel(plot.get("xlabel", x.replace("_", " ")))
+        ax.grid(True, which="major", alpha=0.3)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    axes[0].set_ylabel(plot.get("ylabel", metric.replace("_", " ")))
     n_rep = rows["replicate"].nunique() if "replicate" in rows else 1
-    ax.set_xlabel(plot.get("xlabel", x))
-    ax.set_ylabel(plot.get("ylabel", metric.replace("_", " ")))
-    ax.set_title(plot.get("title", f"{metric.replace('_', ' ')} against {x} (mean and 95% CI of {n_rep} replicates)"),
-                 fontsize=10, loc="left")
-    ax.grid(True, which="major", alpha=0.3)
+    note = f"mean and 95% CI of {n_rep} replicates" if n_rep > 1 else "one replicate"
+    if has_zero:
+        note += "; open markers on the bottom edge: exactly 0"
+    title = plot.get("title", f"{metric.replace('_', ' ')} against {x.replace('_', ' ')}")
+    fig.suptitle(f"{title}\n({note})", fontsize=10)
     if hue:
-        ax.legend(fontsize=8, loc="best", frameon=False)
+        order = sorted(handles)
+        _legend_below(fig, [handles[i] for i in order], [_paper_label(keys[i], plot) for i in order])
     return fig

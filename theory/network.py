@@ -18,7 +18,8 @@ from theory._bound import bound
 __all__ = [
     "framed_payload_bits", "gamma_gap_bits_upper", "ring_allreduce_time", "allgather_time",
     "sparse_allgather_crossover_n", "sparse_allgather_time_ratio", "sparse_allgather_time_ratio_no_latency",
-    "expected_max_compute", "ef_topk_time_ratio", "ef_topk_time_ratio_same_steps", "ef_topk_crossover_beta",
+    "expected_max_compute", "ef_topk_time_ratio",
+    "ef_break_even_step_ratio", "ef_topk_time_ratio_same_steps", "ef_topk_crossover_beta",
     "gossip_step_time", "one_peer_time_ratio", "one_peer_static_time", "one_peer_static_time_equal_cost",
 ]
 
@@ -227,6 +228,26 @@ def ef_topk_time_ratio(rho: float, n: int, dense_bytes: float, sparse_bytes: flo
     """
     t_topk, t_sgd = _ef_times(rho, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)
     return t_topk / t_sgd
+
+
+@bound(kind="order", provenance="N", paper=PAPER,
+       statement="break-even step inflation rho* = (c + T_ar) / (c + T_ag): EF top-k pays iff it needs "
+                 "fewer than rho* times SGD's steps")
+def ef_break_even_step_ratio(n: int, dense_bytes: float, sparse_bytes: float, alpha: float, beta: float,
+                             shift: float, scale: float = 0.0) -> float:
+    r"""The step inflation at which compression (ring allgather) and SGD (ring allreduce) take the same time.
+
+    **Statement** ([N]): :func:`ef_topk_time_ratio` is :math:`\rho\,(c + T_{\rm ag})/(c + T_{\rm ar})`,
+    below 1 iff :math:`\rho < \rho^\star = (c + T_{\rm ar}(b_d))/(c + T_{\rm ag}(b_s))`, the per-step
+    speed-up; ``simcomm net predict`` prints it per compressor. Above 1 compression may need that many
+    more steps and still pay; below 1 it loses even at equal steps.
+
+    Examples
+    --------
+    >>> ef_break_even_step_ratio(2, 4e6, 1e5, 0.0, 1e-9, 0.0)   # 4e-3 s / 1e-4 s
+    40.0
+    """
+    return 1.0 / ef_topk_time_ratio(1.0, n, dense_bytes, sparse_bytes, alpha, beta, shift, scale)
 
 
 @bound(kind="order", provenance="N", paper=PAPER,

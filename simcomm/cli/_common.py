@@ -93,10 +93,16 @@ def plan(specs, *, backend, jobs, scheduler, cache_dir, max_cells, max_hours, ye
 
 
 class progress_bar:
-    """Progress driven by ``update(done, total)``, with the elapsed time and an ETA.
+    """Progress driven by ``update(done, total)``, with the elapsed time and an ETA; it says what it counts.
 
     On a terminal, a rich bar whose clock and spinner keep moving while a long cell runs. Elsewhere
     (logs, CI), a line every 30 s, also while no cell finishes, so a long cell shows it is alive.
+
+    A run may come in passes: the grid's cells, then batches of more replicates for the cells an
+    adaptive claim left undecided, then the negative controls. Each pass restarts ``update``'s count
+    (a smaller ``done`` or another ``total``); the bar then names the pass ("pass 2: more replicates
+    or controls") instead of silently counting something else. A caller that knows what the next
+    pass is calls :meth:`phase` with its name.
     """
 
     HEARTBEAT_S = 30.0
@@ -106,6 +112,19 @@ class progress_bar:
         self._state = (0, None)
         self._start = None
         self._stop = None
+        self._pass = 1
+        self._named = None  # the name phase() gave the coming pass
+
+    def phase(self, name: str) -> None:
+        """Name the pass that starts with the next ``update`` (e.g. ``"adaptive replicates, batch 2"``)."""
+        self._named = name
+
+    def _what(self) -> str:
+        """What the count is: the grid's cells, or a later pass's cells (named)."""
+        if self._pass == 1:
+            return self.label
+        name = self._named or "more replicates or controls"
+        return f"{self.label}, pass {self._pass} ({name})"
 
     def __enter__(self):
         import threading
@@ -124,7 +143,8 @@ class progress_bar:
             )
 
             self._p = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True)
+                               TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                               transient=True)
             self._p.__enter__()
             self._task = self._p.add_task(self.label, total=None)
         else:
@@ -152,7 +172,8 @@ class progress_bar:
 
         done, total = self._state
         elapsed = fmt_seconds(time.monotonic() - self._start)
-        return f"{self.label}: {done}/{total if total is not None else '?'} cells, {elapsed} elapsed, ETA {self.eta()}"
+        count = f"{done}/{total if total is not None else '?'} cells"
+        return f"{self._what()}: {count}, {elapsed} elapsed, ETA {self.eta()}"
 
     def _heartbeat(self) -> None:
         import sys
@@ -163,11 +184,15 @@ class progress_bar:
     def update(self, done: int, total: int) -> None:
         import time
 
+        prev_done, prev_total = self._state
+        if prev_total is not None and (done < prev_done or total != prev_total):
+            self._pass += 1  # a new pass restarts the count: say so, and time its ETA afresh
+            self._first = None
         if getattr(self, "_first", None) is None:
             self._first = (done, time.monotonic())  # cached cells arrive at once: time from here
         self._state = (done, total)
         if self._p is not None:
-            self._p.update(self._task, completed=done, total=total)
+            self._p.update(self._task, completed=done, total=total, description=self._what())
 
     def __exit__(self, *exc):
         if self._stop is not None:

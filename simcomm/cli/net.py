@@ -1,7 +1,8 @@
-"""``simcomm net``: calibrate the network model (alpha, beta) and compare it with a real MPI run.
+"""``simcomm net``: calibrate the network model (alpha, beta), compare it with a real MPI run, predict.
 
 ``simcomm net calibrate`` fits alpha and beta from MPI micro-benchmarks; ``simcomm net compare`` puts a
-real MPI DSGD run's measured exchange times next to the model's.
+real MPI DSGD run's measured exchange times next to the model's; ``simcomm net predict`` says whether
+compression pays on a given cluster (time per step, break-even step inflation, optionally measured).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from simcomm.cli import cli
 
 @cli.group()
 def net():
-    """Network model tools (alpha-beta calibration, model vs a real MPI run)."""
+    """Network model tools (alpha-beta calibration, model vs a real MPI run, does compression pay)."""
 
 
 @net.command()
@@ -85,3 +86,137 @@ def compare(result, network, as_json):
     else:
         click.echo(f"{res['topology']}, n = {res['n']}, d = {res['d']}: measured median {res['measured_median']:.3e} s "
                    f"per step, model {res['predicted_median']:.3e} s, ratio measured/model {res['ratio']:.3g}")
+
+
+def _fmt_s(t: float) -> str:
+    """Seconds with a unit a reader takes in at a glance (s, ms, us)."""
+    if t >= 1 or t == 0:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} us"
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= f:
+            return f"{b / f:.3g} {unit}"
+    return f"{int(b)} B"
+
+
+@net.command()
+@click.option("-d", "--params", "d", type=float, required=True, metavar="D",
+              help="Model size: parameters (float32 values), e.g. 25e6.")
+@click.option("-n", "--nodes", "n", type=int, required=True, metavar="N", help="Nodes (workers), >= 2.")
+@click.option("--alpha", type=float, default=None, metavar="S", help="Latency, seconds per message (e.g. 1e-5).")
+@click.option("--bandwidth", type=float, default=None, metavar="GB/S",
+              help="Link bandwidth in GB/s (beta = 1 / (1e9 x GB/s) seconds per byte).")
+@click.option("--beta", type=float, default=None, metavar="S/B", help="Inverse bandwidth, seconds per byte "
+              "(instead of --bandwidth).")
+@click.option("--network", "network", default=None, metavar="FILE",
+              help="TOML with [network] alpha, beta (written by 'simcomm net calibrate'), instead of "
+                   "--alpha/--bandwidth.")
+@click.option("--compute", type=float, default=0.0, show_default=True, metavar="S",
+              help="Computation per step on one node, seconds.")
+@click.option("--compute-scale", type=float, default=0.0, show_default=True, metavar="S",
+              help="Mean of an exponential straggler tail per node and step (the step waits for the slowest).")
+@click.option("-c", "--compressor", "compressors", multiple=True, metavar="LABEL",
+              help="A registered compressor with its settings, e.g. 'top_k(k=1%)', 'qsgd(s=4)', "
+                   "'rtop_k(k=0.1%, r=1%)' (X% = X percent of D); repeat for several. Default: "
+                   "top_k 1%, rand_k 1%, qsgd(s=16), ternary, scaled_sign, fp16.")
+@click.option("--simulate", is_flag=True,
+              help="Also measure each compressor's step inflation on a stand-in problem (logistic regression "
+                   "on digits, error feedback; k and r as fractions of D; about a second per compressor).")
+@click.option("--steps", type=int, default=500, show_default=True, help="--simulate: horizon of each run.")
+@click.option("--replicates", type=int, default=3, show_default=True, help="--simulate: independent replicates.")
+@click.option("--seed", type=int, default=0, show_default=True, help="--simulate: root seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compressors, simulate, steps,
+            replicates, seed, as_json):
+    """Does compression pay on this cluster? Time per step of each compressor and its break-even step inflation.
+
+    SGD (and the fp16/bf16 casts) run a ring allreduce; every other compressor's messages do not sum
+    and go by ring allgather. BREAK-EVEN is rho* = step time of SGD / step time of the compressor:
+    compression pays iff it needs fewer than rho* times SGD's steps to reach the target. With
+    --simulate, MEASURED is that factor on a small stand-in problem, and the verdict compares the two.
+    The closed forms are theory.network's (ef_topk_time_ratio, ef_break_even_step_ratio,
+    sparse_allgather_crossover_n); see docs/python.md.
+
+    \b
+    Examples:
+      simcomm net predict -d 25e6 -n 64 --bandwidth 1.25 --alpha 5e-6 --compute 0.05
+      simcomm net predict -d 1e6 -n 8 --network net.toml -c 'top_k(k=0.1%)' -c 'qsgd(s=4)' --simulate
+    """
+    import math
+
+    from simcomm._errors import UserError
+    from simcomm.experiments.network import measure_step_inflation
+    from simcomm.network import Network
+    from simcomm.network._predict import DEFAULT_COMPRESSORS, predict_step_times
+
+    if not math.isfinite(d) or d < 1 or d != int(d):
+        raise UserError(f"--params {d:g} is not allowed; use an integer number of parameters >= 1, e.g. 25e6")
+    if d > 1e13:
+        raise UserError(f"--params {d:g} is larger than any model (> 1e13); pass the parameter count, e.g. 25e6")
+    if network is not None:
+        if alpha is not None or bandwidth is not None or beta is not None:
+            raise UserError("--network replaces --alpha/--bandwidth/--beta; pass one or the other")
+        net_model = Network.from_toml(network)
+    else:
+        if bandwidth is not None and beta is not None:
+            raise UserError("--bandwidth and --beta say the same thing; pass one")
+        if bandwidth is not None:
+            if not math.isfinite(bandwidth) or bandwidth <= 0:
+                raise UserError(f"--bandwidth {bandwidth:g} is not allowed; use GB/s > 0, e.g. 1.25 (10 Gbit/s)")
+            beta = 1.0 / (bandwidth * 1e9)
+        if beta is None or alpha is None:
+            raise UserError("the network is missing: pass --alpha and --bandwidth (or --beta), or --network FILE "
+                            "from 'simcomm net calibrate'")
+        net_model = Network(alpha, beta)
+    labels = list(compressors) or list(DEFAULT_COMPRESSORS)
+    rows = predict_step_times(int(d), n, net_model, labels, compute=compute, compute_scale=compute_scale)
+    measured = {}
+    if simulate:
+        comps = [r["compressor"] for r in rows[1:]]
+        for m in measure_step_inflation(comps, d=int(d), n=n, steps=steps, replicates=replicates, rng=seed):
+            measured[m["compressor"]] = m
+    for r in rows:
+        m = measured.get(r["compressor"])
+        if m is None:
+            continue
+        r["measured"] = m
+        if m["censored"]:
+            r["pays"] = False if m["censored"] == replicates or m["rho"] >= r["break_even"] else None
+        else:
+            r["pays"] = m["rho"] < r["break_even"]
+    if as_json:
+        click.echo(json.dumps(dict(d=int(d), n=n, alpha=float(net_model.alpha), beta=float(net_model.beta),
+                                   compute=compute, compute_scale=compute_scale, rows=rows),
+                              default=lambda o: None))
+        return
+    bw = 1.0 / float(net_model.beta) / 1e9 if float(net_model.beta) > 0 else math.inf
+    click.echo(f"D = {int(d):,} parameters, n = {n}, alpha = {_fmt_s(float(net_model.alpha))}, "
+               f"{bw:.3g} GB/s, compute {_fmt_s(compute)} per step"
+               + (f" + Exp({_fmt_s(compute_scale)}) stragglers" if compute_scale else ""))
+    head = f"{'compressor':<30} {'pattern':<14} {'message':>9} {'comm':>9} {'step':>9} {'break-even':>10}"
+    if simulate:
+        head += f" {'measured':>13}  verdict"
+    click.echo(head)
+    for r in rows:
+        line = (f"{r['compressor'][:30]:<30} {r['pattern']:<14} {_fmt_bytes(r['bytes']):>9} {_fmt_s(r['comm_s']):>9} "
+                f"{_fmt_s(r['step_s']):>9} {r['break_even']:>9.3g}x")
+        if "measured" in r:
+            m = r["measured"]
+            if m["censored"] == replicates:
+                meas = f"> {steps / m['sgd_steps']:.3g}x"
+            elif m["censored"]:
+                meas = f"{m['rho']:.3g}x ({m['censored']} cens.)"
+            else:
+                meas = f"{m['rho']:.3g}x"
+            verdict = {True: "pays", False: "does not pay", None: "unclear (censored)"}[r["pays"]]
+            line += f" {meas:>13}  {verdict}"
+        click.echo(line)
+    click.echo("break-even: compression pays iff it needs fewer than this many times SGD's steps"
+               + ("; measured: steps to the stand-in's target / SGD's (mean of "
+                  f"{replicates} replicates; the stand-in is a 650-parameter logistic regression, not your model)"
+                  if simulate else "; add --simulate to measure it on a stand-in problem"))

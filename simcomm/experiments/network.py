@@ -4,6 +4,8 @@
 * ``allgather_crossover``: per-node top-k messages of real sizes; ring allgather and dense ring
   allreduce simulated phase by phase (:func:`simcomm.network.phase_time`, uneven chunks, per-node sizes);
   rows labelled by which one a theory predictor (a ``"module:name"`` parameter) says is faster.
+* ``measure_step_inflation`` (not an experiment; ``simcomm net predict --simulate``): steps to a target
+  of each compressor over SGD's on a stand-in problem.
 * ``compression_pays``: error-feedback top-k against uncompressed SGD on a real data set; simulated
   wall-clock time to a target training loss with stragglers and the alpha-beta network; the predictor
   gets the step ratio from independent pilot runs, so the label never looks at the evaluated runs.
@@ -15,10 +17,11 @@ predictor by name and it is imported here at run time (the same string-meeting t
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
-from simcomm._errors import SpecError
+from simcomm._errors import SpecError, UserError
 from simcomm.compress import Identity, Message, TopK
 from simcomm.experiments._registry import Param, experiment
 from simcomm.network import HEADER_BYTES, Network, Straggler, decode, encode, message, phase_time
@@ -361,3 +364,103 @@ def model_vs_mpi(params, rng, backend):
     i = res["sizes"].index(params["nbytes"])
     return [dict(metric="allreduce_time", value=float(res["allreduce"][i]), alpha=res["alpha"], beta=res["beta"]),
             dict(metric="pingpong_time", value=float(res["pingpong"][i]))]
+
+
+# ------------------------------------------------- measured step inflation (simcomm net predict --simulate)
+def _stand_in_compressor(comp, D: int, d: int):
+    """``comp`` at the stand-in's dimension ``D``: k and r keep their fraction of ``d``; other settings stay."""
+    import dataclasses
+
+    changes = {}
+    for name in ("k", "r"):
+        if hasattr(comp, name) and isinstance(getattr(comp, name), int):
+            changes[name] = min(D, max(1, round(getattr(comp, name) / d * D)))
+    return dataclasses.replace(comp, **changes) if changes else comp
+
+
+def measure_step_inflation(compressors, *, d: int, n: int = 8, steps: int = 500, target_loss: float = 0.1,
+                           replicates: int = 3, rng=None, backend=None) -> list[dict]:
+    r"""Measured step inflation :math:`\rho` = steps(compressor) / steps(SGD) to a target loss on a stand-in problem.
+
+    The stand-in: multinomial logistic regression on the digits data (``D = 650`` parameters),
+    ``min(n, 8)`` workers, step size 0.5, 16 examples per worker and step, error feedback around
+    each compressor (:func:`simcomm.optim.ef_sgd`), the same initial point and minibatches for every
+    method in a replicate. ``k`` and ``r`` keep their fraction of ``d`` (``k = 1%`` of the model is 1%
+    of ``D``); other settings (``s``, ...) are kept as given. It says how much the compressor slows
+    optimisation on a small convex problem, not on the user's model.
+
+    Parameters
+    ----------
+    compressors : iterable of str or Compressor
+        As for :func:`simcomm.network.predict_step_times` (labels are resolved at ``d``).
+    d : int
+        The user's model size (for the fractions of k and r).
+    n : int
+        The user's node count (the stand-in uses ``min(n, 8)`` workers).
+    steps : int
+        Horizon of each run; a run that misses the target by then is censored.
+    target_loss : float
+        Training loss to reach.
+    replicates : int
+        Independent replicates (streams of ``rng``).
+    rng : numpy.random.Generator or seed, optional
+    backend : str, optional
+
+    Returns
+    -------
+    list of dict
+        One row per compressor: ``compressor`` (label at d), ``stand_in`` (label at D), ``rho`` (mean
+        of the per-replicate ratios over the replicates where both runs reached the target; ``nan`` if
+        none did), ``rho_min``, ``rho_max``, ``censored`` (replicates where the compressor missed the
+        target: then rho > steps / SGD's steps), ``sgd_steps`` (mean).
+    """
+    from simcomm.compress import Identity
+    from simcomm.models._data import load_dataset
+    from simcomm.models._nn import init_params, mlp
+    from simcomm.network._predict import _positive, resolve_compressor
+    from simcomm.optim._ef_sgd import ef_sgd
+
+    steps = _positive("steps", steps, integer=True)
+    replicates = _positive("replicates", replicates, integer=True)
+    target_loss = _positive("target_loss", target_loss)
+    d = _positive("d (model parameters)", d, integer=True)
+    comps = [resolve_compressor(x, d) if isinstance(x, str) else x for x in compressors]
+    rng = np.random.default_rng(rng)
+    data_rng, run_rng = rng.spawn(2)
+    ds = load_dataset("digits", rng=data_rng)
+    model = mlp((ds.X_train.shape[1], ds.n_classes))
+    D = model.n_params
+    workers = min(int(n), 8)
+    stand = [_stand_in_compressor(c, D, d) for c in comps]
+    common = dict(n=workers, steps=steps, lr=0.5, batch_size=16, record_every=5, backend=backend)
+
+    def hit(tr):
+        j = np.flatnonzero(tr.train_loss <= target_loss)
+        return int(tr.step[j[0]]) if j.size else None
+
+    ratios = [[] for _ in comps]
+    censored = [0] * len(comps)
+    sgd_steps = []
+    for rep_rng in run_rng.spawn(replicates):
+        th_rng, batch_gen, comp_rng = rep_rng.spawn(3)
+        x0 = init_params(model, rng=th_rng)
+        batch_seed = int(batch_gen.integers(2**63))
+        base = hit(ef_sgd(model, ds.X_train, ds.y_train, compressor=Identity(), x0=x0, batch_rng=batch_seed,
+                          rng=comp_rng, **common))
+        if base is None:
+            raise UserError(f"the stand-in's SGD did not reach training loss {target_loss} in {steps} steps; "
+                            "raise --steps or the target")
+        sgd_steps.append(base)
+        for i, c in enumerate(stand):
+            s = hit(ef_sgd(model, ds.X_train, ds.y_train, compressor=c, x0=x0, batch_rng=batch_seed,
+                           rng=comp_rng, **common))
+            if s is None:
+                censored[i] += 1
+            else:
+                ratios[i].append(s / base)
+    out = []
+    for c, sc, r, cen in zip(comps, stand, ratios, censored):
+        out.append(dict(compressor=c.label, stand_in=sc.label, rho=float(np.mean(r)) if r else math.nan,
+                        rho_min=float(min(r)) if r else math.nan, rho_max=float(max(r)) if r else math.nan,
+                        censored=cen, sgd_steps=float(np.mean(sgd_steps))))
+    return out

@@ -43,8 +43,20 @@ def _check_error(p):
     _check_vector(p)
     if p["nnz"] > p["d"]:
         raise ValueError(f"nnz = {p['nnz']} exceeds d = {p['d']}; use nnz <= d")
+    if p.get("r_over_k"):
+        if p["r"]:
+            raise ValueError(f"r = {p['r']} and r_over_k = {p['r_over_k']} both set rTop-k's top set; give one")
+        if p["r_over_k"] < 1:
+            raise ValueError(f"r_over_k = {p['r_over_k']} is out of range; use r/k >= 1 (r >= k)")
     if p["r"] and not p["k"] <= p["r"] <= p["d"]:
         raise ValueError(f"r = {p['r']} is out of range; use k = {p['k']} <= r <= d = {p['d']} (or r = 0 for r = k)")
+
+
+def _top_set(p) -> int:
+    """rTop-k's r: ``r``, else ``round(r_over_k * k)`` capped at ``d``, else ``k``."""
+    if p.get("r_over_k"):
+        return min(p["d"], max(p["k"], round(p["r_over_k"] * p["k"])))
+    return p["r"] or p["k"]
 
 
 def _vector_cost(p):
@@ -63,6 +75,9 @@ def _vector_cost(p):
     params={
         **_VECTOR,
         "r": Param("int", default=0, low=0, doc="rTop-k's top-set size (k <= r <= d; 0 means r = k)"),
+        "r_over_k": Param("float", default=0.0, low=0.0, keyed_at_default=False,
+                          doc="rTop-k's top set as a ratio: r = round(r_over_k * k), capped at d (>= 1; 0: use r); for "
+                              "sweeps (a bound that takes r reads r)"),
         "nnz": Param("int", default=100, low=1, doc="nonzero coordinates of x (nnz <= d)"),
         "method": Param("str", default="rtop_k", choices=METHODS, doc="sparsifier"),
         "scale": Param("bool", default=True, doc="rand_k only: multiply kept entries by d/k (unbiased)"),
@@ -78,11 +93,13 @@ def sparsifier_error(params, rng, backend):
     degree 2, and Pareto magnitudes with tail index <= 2 have no finite mean square, so unscaled
     squared errors would not average. The row's value is the RAW mean squared error over the draws;
     the columns ``norm2`` (mean of ``||x||^2``, 1 up to rounding) and ``topr_norm2`` (mean of
-    ``||Top_r(x)||^2``, r = k when ``r = 0``) over the same vectors are the measured statistics the
-    bounds of ``theory.rtopk`` take (they are linear in them, so means compare with means).
+    ``||Top_r(x)||^2``; r is ``r``, else ``round(r_over_k * k)`` capped at d, else k) over the same
+    vectors are the measured statistics the bounds of ``theory.rtopk`` take (they are linear in them, so
+    means compare with means). A bound that takes ``r`` reads the cell's ``r``: claims give ``r``, sweeps
+    may give ``r_over_k``.
     """
     d, k, method = params["d"], params["k"], params["method"]
-    r = params["r"] or k
+    r = _top_set(params)
     x = sparse_heavy_tailed(d, params["nnz"], alpha=params["alpha"], profile=params["profile"], rng=rng,
                             size=(params["draws"],))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)

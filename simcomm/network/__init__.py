@@ -22,6 +22,7 @@ from simcomm.network._payload import (
     message,
     payload_sections,
 )
+from simcomm.network._predict import predict_step_times
 from simcomm.network._time import (
     PATTERNS,
     Clock,
@@ -43,6 +44,7 @@ from simcomm.network._time import (
 __all__ = [
     "compare_dsgd_comm",
     "dsgd_comm_prediction",
+    "predict_step_times",
     "PATTERNS",
     "Clock",
     "Network",
