@@ -28,8 +28,11 @@ from simcomm.optim._tracking import (
     gt_update,
     pushsum_init,
     pushsum_update,
+    DIGRAPHS,
     run_pushsum,
+    run_pushsum_sgd,
     run_tracking,
+    uneven_digraph,
 )
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "compressed_gd",
     "compressed_iag",
     "DELAY_MODELS",
+    "DIGRAPHS",
     "dsgd_init",
     "dsgd_update",
     "DSGDState",
@@ -66,9 +70,11 @@ __all__ = [
     "PushSumState",
     "run_dsgd",
     "run_pushsum",
+    "run_pushsum_sgd",
     "run_tracking",
     "SCHEDULES",
     "step_size",
     "Trace",
     "TRACKER_STARTS",
+    "uneven_digraph",
 ]
