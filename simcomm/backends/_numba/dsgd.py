@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from simcomm.backends._numba.gossip import _axpy_row, _col_block
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step"]
 
 def _scratch(n: int, block: int, dtype) -> np.ndarray:
     # one (n, block) slab per thread; get_thread_id() is 0 in the serial build
@@ -203,3 +203,59 @@ def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
     kernel(X, G, X.dtype.type(lr), sh, W2, out, blk, _scratch(n, blk, X.dtype))
     wout[...] = node_shift_mix(np.asarray(w, dtype=X.dtype), sh, W2)
     return out, wout
+
+
+# CHOCO: per column slab, first the public copies of every node (xhat += q), then the consensus step from
+# the cache-resident slab; the sum from 0.0 in the shifts' order, then xh + gamma (sum - xhat): numpy's order.
+@njit(cache=True, inline="always")
+def _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b):
+    n = Xh.shape[0]
+    c0 = b * block
+    c1 = min(Xh.shape[1], c0 + block)
+    for i in range(n):
+        hi, qi = Xhat[i, c0:c1], Q[i, c0:c1]
+        for c in range(c1 - c0):
+            hi[c] += qi[c]
+    for i in range(n):
+        oi = out[i, c0:c1]
+        for t in range(shifts.shape[0]):
+            _axpy_row(oi, weights[t], Xhat[(i + shifts[t]) % n, c0:c1], t == 0)
+        xi, hi = Xh[i, c0:c1], Xhat[i, c0:c1]
+        for c in range(c1 - c0):
+            oi[c] = xi[c] + gamma * (oi[c] - hi[c])
+
+
+@njit(cache=True, parallel=True)
+def _choco_par(Xh, Xhat, Q, gamma, shifts, weights, out, block):
+    for b in prange((Xh.shape[1] + block - 1) // block):
+        _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b)
+    return out
+
+
+@njit(cache=True)
+def _choco_ser(Xh, Xhat, Q, gamma, shifts, weights, out, block):
+    for b in range((Xh.shape[1] + block - 1) // block):
+        _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b)
+    return out
+
+
+def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
+    r"""CHOCO public-copy update and consensus step with a 1-D circulant ``W``; see the numpy backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Xhat = np.zeros((2, 1))
+    >>> choco_shift_step(np.array([[0.0], [4.0]]), Xhat, np.array([[0.0], [4.0]]), 0.5, np.array([0, 1]),
+    ...                  np.array([0.5, 0.5]), np.empty((2, 1))).ravel(), Xhat.ravel()
+    (array([1., 3.]), array([0., 4.]))
+    """
+    n, d = Xh.shape
+    sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
+    w = np.asarray(weights, dtype=np.float64).astype(Xh.dtype)
+    if sh.size == 0:  # the empty sum: x = xh - gamma xhat, as in numpy
+        Xhat += Q
+        np.subtract(Xh, Xh.dtype.type(gamma) * Xhat, out=out)
+        return out
+    kernel = _choco_par if n * d >= _PARALLEL_MIN else _choco_ser
+    return kernel(Xh, Xhat, Q, Xh.dtype.type(gamma), sh, w, out, _col_block(n, d))
