@@ -29,6 +29,7 @@ __all__ = [
     "choco_gossip_consensus",
     "link_drop_rate",
     "link_drop_consensus",
+    "link_drop_mode_contraction",
 ]
 
 PAPER = "expgraph"
@@ -352,3 +353,29 @@ def link_drop_consensus(steps: int, q: float, w: float, lap_low: float, lap_high
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
     return link_drop_rate(q, w, lap_low, lap_high) ** int(steps)
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper=PAPER,
+    statement="one gossip step with Bernoulli(q) edge failures from an eigenvector v of W (L v = l v, W with equal "
+              "edge weights w): E||W_t v||^2 = ((1 - (1-q) l)^2 + 2 q (1-q) w l) ||v||^2 exactly",
+)
+def link_drop_mode_contraction(q: float, w: float, lap: float) -> float:
+    r"""Exact one-step mean-square factor of a Laplacian eigenvector under edge failures: :math:`f(\ell)`.
+
+    **Statement** (equal; [N]): with :math:`E[W_t^2]` the polynomial in :math:`L` derived in
+    :func:`link_drop_rate`, an eigenvector :math:`v` of :math:`L` (eigenvalue :math:`\ell`, ``lap``)
+    is one of :math:`E[W_t^2]`, so :math:`E\|W_tv\|^2 = v^\top E[W_t^2]v = f(\ell)\|v\|^2`,
+    :math:`f(\ell) = (1 - (1-q)\ell)^2 + 2q(1-q)w\ell`, exactly (not a bound). At :math:`\ell_2`
+    it is the mean-square rate :math:`r` of the slowest mode, the consensus rate of the random mixing.
+
+    Examples
+    --------
+    >>> link_drop_mode_contraction(0.0, 0.25, 0.5)   # no failures: lambda^2 = (1 - 0.5)^2
+    0.25
+    """
+    if not (0.0 <= q < 1.0 and w > 0 and 0 <= lap <= 2.0):
+        raise ValueError(f"need 0 <= q < 1, w > 0, 0 <= lap <= 2; got q={q}, w={w}, lap={lap}")
+    return _drop_second_moment(lap, q, w)

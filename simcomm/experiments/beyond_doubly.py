@@ -287,3 +287,44 @@ def link_drop_consensus(params, rng, backend):
                                compensate=params["compensate"], record_every=params["steps"], backend=backend)
     return [dict(metric="mean_sq_ratio", value=float(tr.mean_sq_ratio[-1]), w=w, lap_low=float(1.0 - lam[-2]),
                  lap_high=float(1.0 - lam[0]), kept_fraction=float(tr.kept_fraction[-1]))]
+
+
+@experiment("link_drop_mode", check=_check_drops, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "topology": Param("str", default="ring", choices=DROP_TOPOLOGIES, doc="symmetric graph, equal edge weights"),
+    "q": Param("float", default=0.2, low=0.0, high=1.0, high_open=True, doc="Bernoulli drop rate per edge and step"),
+    "mode": Param("str", default="slow", choices=("slow", "fast"),
+                  doc="start on an eigenvector of lambda_2 (slow) or of lambda_min (fast) of W"),
+    "draws": Param("int", default=2000, low=1, doc="independent one-step rounds averaged per replicate"),
+    "compensate": Param("bool", default=True,
+                        doc="a failed edge's weight stays with its endpoints (false: it is lost, the control)"),
+})
+def link_drop_mode(params, rng, backend):
+    r"""One failing-link step from an eigenvector ``v`` of ``W``: :math:`E\|W_t v\|^2/\|v\|^2`, mean over draws.
+
+    ``v`` (unit, :math:`\perp \mathbf 1`) is an eigenvector of :math:`L = I - W` for
+    :math:`\ell_2 = 1 - \lambda_2` (``mode="slow"``) or :math:`\ell_n = 1 - \lambda_{\min}`; every draw
+    takes fresh Bernoulli(q) failures from the replicate's stream and one :func:`~simcomm.topology.unreliable_mix`
+    step. Row ``mode_contraction`` (the mean of :math:`\|x'\|^2` over draws; :math:`\bar x = 0` is kept
+    when the weight is compensated) with ``w`` and ``lap`` (the bound's inputs).
+    """
+    from simcomm.topology import LinkFailures, edge_list, mixing_matrix, unreliable_mix
+
+    n = params["n"]
+    topo = build(params["topology"], n)
+    W = mixing_matrix(topo)
+    off = W[~np.eye(n, dtype=bool)]
+    w = float(off[off > 0].max())
+    if not np.allclose(off[off > 0], w, rtol=1e-12):
+        raise ValueError(f"'{params['topology']}' at n={n} has unequal edge weights; the rate formula needs one weight")
+    lam, vecs = np.linalg.eigh(W)
+    idx = n - 2 if params["mode"] == "slow" else 0
+    v = vecs[:, idx].copy()[:, None]
+    edges, fail = edge_list(topo), LinkFailures(q=params["q"])
+    state = fail.init(edges, rng)
+    total = 0.0
+    for _ in range(params["draws"]):
+        kept, state = fail.draw(edges, state, rng)
+        y = unreliable_mix(edges, v, kept, compensate=params["compensate"], backend=backend)
+        total += float(np.sum(y * y))
+    return [dict(metric="mode_contraction", value=total / params["draws"], w=w, lap=float(1.0 - lam[idx]))]
