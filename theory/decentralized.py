@@ -1,6 +1,7 @@
 r"""Bounds for decentralized methods beyond doubly stochastic gossip: push-sum, gradient tracking, random graphs.
 
-Everything here except :func:`choco_gossip_consensus` (see its tag) is [N]: derived in this project (the derivations are in the docstrings) and checked
+Everything here except :func:`choco_gossip_consensus` (see its tag) is [N]: derived in this project (the
+derivations are in the docstrings) and checked
 by simulation, NOT a theorem quoted from a paper. The methods themselves come from the literature
 (push-sum: Kempe, Dobra & Gehrke 2003; gradient tracking: Nedic, Olshevsky & Shi 2017; exact
 diffusion: Yuan et al. 2019; Epidemic Learning's s-out sampling: de Vos et al. 2023), but the exact
@@ -252,13 +253,15 @@ def random_gossip_contraction(sampling: str, n: int, s: int) -> float:
     paper=PAPER,
     statement="CHOCO-Gossip (Koloskova, Stich & Jaggi 2019, Theorem 2, recalled) with a delta-compressor, "
               "xhat^0 = 0, consensus step gamma* = rho^2 delta/(16 rho + rho^2 + 4 beta^2 + 2 rho beta^2 "
-              "- 8 rho delta) and a centred start: E sum_i ||x_i^T - xbar||^2 <= 2 (1 - rho^2 delta/82)^T sum_i ||x_i^0 - xbar||^2",
+              "- 8 rho delta) and a centred start: E sum_i ||x_i^T - xbar||^2 <= 2 (1 - rho^2 delta/82)^T "
+              "sum_i ||x_i^0 - xbar||^2",
 )
 def choco_gossip_consensus(steps: int, gap: float, beta_w: float, delta: float) -> float:
     r"""CHOCO-Gossip's consensus error after ``steps`` steps at the paper's consensus step, relative to the start.
 
     **Statement** (upper): :math:`W` symmetric doubly stochastic with spectral gap
-    :math:`\rho = 1 - |\lambda_2(W)|` (``gap``) and :math:`\beta = \|I - W\|_2` (``beta_w``), a
+    :math:`\rho = 1 - |\lambda_2(W)|` (``gap``; the paper's :math:`\rho` is this gap, not the module's
+    :math:`\|W - J\|_2`) and :math:`\beta = \|I - W\|_2` (``beta_w``), a
     compressor with :math:`E\|Q(v) - v\|^2 \le (1 - \delta)\|v\|^2` (``delta``), public copies
     from :math:`\hat x^{(0)} = 0` and :math:`\gamma^\star = \frac{\rho^2\delta}{16\rho + \rho^2 +
     4\beta^2 + 2\rho\beta^2 - 8\rho\delta}`. Then

@@ -25,7 +25,6 @@ from simcomm.optim._importance import PROPOSALS, bytes_per_example, importance_s
 from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, step_size
 from simcomm.optim._server import compressed_gd
 from simcomm.optim._trace import Trace
-from simcomm.optim._unreliable import run_unreliable_gossip
 from simcomm.optim._tracking import (
     DIGRAPHS,
     METHODS,
@@ -44,6 +43,7 @@ from simcomm.optim._tracking import (
     run_tracking,
     uneven_digraph,
 )
+from simcomm.optim._unreliable import run_unreliable_gossip
 
 __all__ = [
     "choco_delta",

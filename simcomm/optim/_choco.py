@@ -89,7 +89,9 @@ def choco_delta(compressor, d: int) -> float:
 
 
 def choco_gamma(gap: float, beta: float, delta: float) -> float:
-    r"""The consensus step of CHOCO-Gossip's analysis, :math:`\gamma^\star = \frac{\rho^2\delta}{16\rho + \rho^2 + 4\beta^2 + 2\rho\beta^2 - 8\rho\delta}`.
+    r"""The consensus step of CHOCO-Gossip's analysis, :math:`\gamma^\star` (below).
+
+    .. math:: \gamma^\star = \frac{\rho^2\delta}{16\rho + \rho^2 + 4\beta^2 + 2\rho\beta^2 - 8\rho\delta}
 
     Koloskova, Stich & Jaggi (2019), Theorem 2 (as recalled; ``theory.decentralized:choco_gossip_consensus``
     states the rate it comes with). An algorithm parameter, so it lives with the algorithm.

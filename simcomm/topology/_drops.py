@@ -120,10 +120,10 @@ class LinkFailures:
     >>> kept, _ = f.draw(e, f.init(e, np.random.default_rng(0)), np.random.default_rng(1))
     >>> kept.shape, kept.dtype
     ((6,), dtype('bool'))
-    >>> LinkFailures(q=1.0)
+    >>> LinkFailures(q=1.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    simcomm._errors.UserError: drop rate q must be a finite number in [0, 1), got 1.0; a link that always fails is no link
+    simcomm._errors.UserError: drop rate q must be a finite number in [0, 1), got 1.0; a link that always ...
     """
 
     q: float = 0.0
