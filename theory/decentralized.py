@@ -31,6 +31,8 @@ __all__ = [
     "link_drop_rate",
     "link_drop_consensus",
     "link_drop_mode_contraction",
+    "equistatic_norm",
+    "equistatic_edges",
 ]
 
 PAPER = "expgraph"
@@ -382,3 +384,88 @@ def link_drop_mode_contraction(q: float, w: float, lap: float) -> float:
     if not (0.0 <= q < 1.0 and w > 0 and 0 <= lap <= 2.0):
         raise ValueError(f"need 0 <= q < 1, w > 0, 0 <= lap <= 2; got q={q}, w={w}, lap={lap}")
     return _drop_second_moment(lap, q, w)
+
+
+def _check_equi(M, p, n, variant):
+    if variant not in ("d", "u"):
+        raise ValueError(f"variant must be 'd' (D-EquiStatic) or 'u' (U-EquiStatic), got {variant!r}")
+    if not (M >= 1 and 0 < p < 1 and n >= 3):
+        raise ValueError(f"need M >= 1, 0 < p < 1, n >= 3; got M={M}, p={p}, n={n}")
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="EquiStatic with M offsets uniform on 1..n-1 (W = (I + sum_m P^{u_m})/(M+1), or its symmetrisation): "
+              "with probability >= 1 - p, ||W - J||_2 <= (1 + M/(n-1) + 2 sqrt(M ln(4(n-1)/p)))/(M+1) (D) and "
+              "(1 + M/(n-1) + sqrt(2 M ln(2(n-1)/p)))/(M+1) (U)",
+)
+def equistatic_norm(M: int, p: float, n: int, variant: str) -> float:
+    r"""A :math:`(1-p)`-probability bound on :math:`\|W - J\|_2` of D- or U-EquiStatic with ``M`` offsets ([N]).
+
+    **Statement** (upper; [N], Hoeffding plus a union bound, derived here; the paper's own edge count
+    :math:`M(\epsilon, p)` is not known to this project): ``W`` is a normal circulant, so
+    :math:`\|W - J\|_2 = \max_{k\ne0}|\lambda_k|` with :math:`\lambda_k = (1 + S_k)/(M+1)`,
+    :math:`S_k = \sum_m\omega^{ku_m}` (D) or :math:`\sum_m\cos(2\pi ku_m/n)` (U). For
+    :math:`k \ne 0`, :math:`E\,\omega^{ku} = -1/(n-1)`, so :math:`|1 + S_k| \le 1 + M/(n-1) +
+    |\sum_m Y_m|` with centred :math:`Y_m` whose real and imaginary parts have range 2. Hoeffding:
+    :math:`P(|\sum_m \mathrm{Re}\,Y_m| \ge s) \le 2e^{-s^2/(2M)}`; for D, :math:`|Y| \ge t` needs
+    a part :math:`\ge t/\sqrt2`, so :math:`P(|\sum Y| \ge t) \le 4e^{-t^2/(4M)}`; a union over
+    the :math:`n-1` frequencies gives, with probability :math:`\ge 1-p`,
+
+    .. math:: \|W_D - J\|_2 \le \frac{1 + \frac{M}{n-1} + 2\sqrt{M\ln\frac{4(n-1)}{p}}}{M+1},\qquad
+              \|W_U - J\|_2 \le \frac{1 + \frac{M}{n-1} + \sqrt{2M\ln\frac{2(n-1)}{p}}}{M+1}.
+
+    The rate is :math:`O(\sqrt{\ln(n/p)/M})`: at fixed ``M`` it grows with :math:`\sqrt{\ln n}` (no
+    fixed ``M`` can work for every ``n``: by Dirichlet's theorem some frequency has every
+    :math:`ku_m/n` near an integer), so the edge count for a target :math:`\epsilon` is
+    :func:`equistatic_edges`, :math:`O(\ln(n/p)/\epsilon^2)`, and the consensus rate
+    :math:`\epsilon` it buys does not depend on ``n``.
+
+    Examples
+    --------
+    >>> round(equistatic_norm(256, 0.1, 1024, "u"), 4)
+    0.2823
+    """
+    _check_equi(M, p, n, variant)
+    if variant == "d":
+        dev = 2.0 * math.sqrt(M * math.log(4.0 * (n - 1) / p))
+    else:
+        dev = math.sqrt(2.0 * M * math.log(2.0 * (n - 1) / p))
+    return (1.0 + M / (n - 1) + dev) / (M + 1)
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="the smallest M with equistatic_norm(M, p, n, variant) <= eps: P(||W - J||_2 < eps) >= 1 - p with "
+              "M(eps, p, n) = O(ln(n/p)/eps^2) offsets",
+)
+def equistatic_edges(eps: float, p: float, n: int, variant: str) -> float:
+    r"""Edge count :math:`M(\epsilon, p, n)`: the smallest ``M`` with :func:`equistatic_norm` :math:`\le \epsilon` ([N]).
+
+    About :math:`4\ln(4n/p)/\epsilon^2` (D) and :math:`2\ln(2n/p)/\epsilon^2` (U) for small
+    :math:`\epsilon`; ``inf`` if no ``M`` reaches ``eps`` (``eps <= 1/(n-1)``, the offset-mean term).
+
+    Examples
+    --------
+    >>> equistatic_edges(0.5, 0.1, 1024, "u"), equistatic_edges(0.5, 0.1, 1024, "d")
+    (82.0, 173.0)
+    """
+    _check_equi(1, p, n, variant)
+    if not 1.0 / (n - 1) < eps < 1:
+        return math.inf
+    lo, hi = 1, 2
+    while equistatic_norm(hi, p, n, variant) > eps:
+        lo, hi = hi, 2 * hi
+        if hi > 2**40:
+            return math.inf
+    while lo < hi:  # the bound decreases in M once M is past its first few values: bisect for the first M below
+        mid = (lo + hi) // 2
+        if equistatic_norm(mid, p, n, variant) <= eps:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(lo)

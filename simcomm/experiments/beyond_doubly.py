@@ -328,3 +328,36 @@ def link_drop_mode(params, rng, backend):
         y = unreliable_mix(edges, v, kept, compensate=params["compensate"], backend=backend)
         total += float(np.sum(y * y))
     return [dict(metric="mode_contraction", value=total / params["draws"], w=w, lap=float(1.0 - lam[idx]))]
+
+
+def _check_equi(params):
+    if params["n"] < 3:
+        raise ValueError(f"EquiStatic needs n >= 3, got n={params['n']}")
+    if not 0.0 < params["p"] < 1.0:
+        raise ValueError(f"p must lie in (0, 1), got p={params['p']}")
+
+
+@experiment("equistatic_norm", check=_check_equi, params={
+    "n": Param("int", default=1024, low=3, doc="number of nodes"),
+    "M": Param("int", default=64, low=1, doc="drawn offsets (D: out-edges per node; U: 2M peers)"),
+    "variant": Param("str", default="d", choices=("d", "u"), doc="D-EquiStatic (directed) or U-EquiStatic"),
+    "p": Param("float", default=0.1, low=0.0, high=1.0, low_open=True, high_open=True,
+               doc="failure probability: the observable is the (1 - p)-quantile of ||W - J||_2"),
+    "draws": Param("int", default=400, low=1, doc="graphs drawn per replicate"),
+    "law": Param("str", default="uniform", choices=("uniform", "local"),
+                 doc="offsets uniform on 1..n-1 (EquiTopo) or from the window 1..M/4 (the control)"),
+})
+def equistatic_norm(params, rng, backend):
+    r"""EquiStatic graphs drawn from the stream: the :math:`(1-p)`-quantile of :math:`\|W - J\|_2` over draws.
+
+    Each draw builds the circulant (:func:`simcomm.topology.d_equistatic` / ``u_equistatic``) and takes
+    :math:`\|W - J\|_2 = \max_{k\ne0}|\lambda_k|` from :func:`simcomm.topology.rho` (the circulant FFT
+    path: no ``n x n`` matrix). Rows ``norm_quantile`` (the empirical :math:`(1-p)`-quantile over
+    ``draws``) and ``norm_median``.
+    """
+    from simcomm.topology import d_equistatic, u_equistatic
+
+    make = d_equistatic if params["variant"] == "d" else u_equistatic
+    norms = np.array([rho(make(params["n"], params["M"], rng=rng, law=params["law"])) for _ in range(params["draws"])])
+    return [dict(metric="norm_quantile", value=float(np.quantile(norms, 1.0 - params["p"]))),
+            dict(metric="norm_median", value=float(np.median(norms)))]

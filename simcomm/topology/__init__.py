@@ -19,6 +19,7 @@ from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hy
 from simcomm.topology._build import build
 from simcomm.topology._directed import WEIGHTINGS, directed_exponential, directed_ring, random_matching, s_out
 from simcomm.topology._drops import DROP_KINDS, EdgeList, LinkFailures, edge_list, unreliable_mix
+from simcomm.topology._equitopo import OFFSET_LAWS, d_equistatic, equistatic_offsets, one_peer_equidyn, u_equistatic
 from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
     RULES,
@@ -71,6 +72,11 @@ __all__ = [
     "WEIGHTINGS",
     "DENSE_MAX",
     "DROP_KINDS",
+    "OFFSET_LAWS",
+    "d_equistatic",
+    "equistatic_offsets",
+    "one_peer_equidyn",
+    "u_equistatic",
     "EdgeList",
     "LinkFailures",
     "edge_list",
