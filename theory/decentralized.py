@@ -444,7 +444,7 @@ def equistatic_norm(M: int, p: float, n: int, variant: str) -> float:
               "M(eps, p, n) = O(ln(n/p)/eps^2) offsets",
 )
 def equistatic_edges(eps: float, p: float, n: int, variant: str) -> float:
-    r"""Edge count :math:`M(\epsilon, p, n)`: the smallest ``M`` with :func:`equistatic_norm` :math:`\le \epsilon` ([N]).
+    r"""Edge count :math:`M(\epsilon, p, n)`: the smallest ``M`` with :func:`equistatic_norm` at most eps ([N]).
 
     About :math:`4\ln(4n/p)/\epsilon^2` (D) and :math:`2\ln(2n/p)/\epsilon^2` (U) for small
     :math:`\epsilon`; ``inf`` if no ``M`` reaches ``eps`` (``eps <= 1/(n-1)``, the offset-mean term).
