@@ -31,6 +31,7 @@ from simcomm._errors import UserError
 from simcomm._validate import real
 from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
 from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = [
     "ChocoState",
@@ -174,7 +175,7 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
         Xhat += Q
         return ChocoState(Xh + gamma * (Xhat.mean(axis=0) - Xhat), Xhat, state.k + 1)
     layer = topo.layer(state.k)
-    if layer.kind == "circulant" and len(layer.shape) == 1:
+    if layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.offsets) <= _FFT_OFFSETS:
         be.choco_shift_step(np.ascontiguousarray(Xh), Xhat, np.ascontiguousarray(Q), float(gamma),
                             np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights), out)
     else:

@@ -46,6 +46,7 @@ from simcomm._errors import UserError, closest
 from simcomm._validate import one_of, real
 from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
 from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = [
     "METHODS",
@@ -147,6 +148,18 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     if G.shape != (n, d):
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
     g_prev = G if (state.k == 0 and tracker_start == "zero") else state.g
+    layer = None if topo == "parallel" else topo.layer(state.k)
+    shifted = layer is not None and layer.kind == "circulant" and len(layer.shape) == 1
+    if shifted and len(layer.offsets) <= _FFT_OFFSETS:
+        # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
+        from simcomm.backends import get_backend
+
+        x, y = np.empty_like(state.x), np.empty_like(state.y)
+        get_backend(backend).gt_shift_step(np.ascontiguousarray(state.x), np.ascontiguousarray(state.y),
+                                           np.ascontiguousarray(G), np.ascontiguousarray(g_prev), float(lr),
+                                           np.asarray(layer.offsets[:, 0], dtype=np.int64),
+                                           np.asarray(layer.weights), x, y)
+        return GTState(x, y, G.copy(), state.k + 1)
     y = _mix(topo, state.y + G - g_prev, state.k, backend)
     x = _mix(topo, state.x - lr * y, state.k, backend)
     return GTState(x, y, G.copy(), state.k + 1)

@@ -16,7 +16,7 @@ from simcomm.backends._cupy._host import grid_1d
 from simcomm.backends._cupy._src import kernel
 from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -78,3 +78,17 @@ def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
     if Hd is not Xhat:
         Xhat[...] = cp.asnumpy(Hd)
     return _store(res, out)
+
+
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+    r"""One ATC gradient-tracking step with a 1-D circulant ``W``; see the numpy backend (same order)."""
+    Xd, Yd = cp.asarray(X), cp.asarray(Y)
+    T = Yd + cp.asarray(G, dtype=Yd.dtype)
+    T -= cp.asarray(Gp, dtype=Yd.dtype)
+    ynew = shift_mix_into(cp.ascontiguousarray(T), shifts, weights, cp.empty_like(T))
+    S = ynew * Xd.dtype.type(lr)
+    S = Xd - S
+    xnew = shift_mix_into(cp.ascontiguousarray(S), shifts, weights, cp.empty_like(S))
+    _store(ynew, yout)
+    _store(xnew, xout)
+    return xout, yout
