@@ -91,8 +91,10 @@ def test_choco_gossip_keeps_mean_and_contracts_at_paper_step():
 
 def test_choco_bad_input_is_one_line():
     topo = build("ring", 4)
+    from simcomm.compress import Sign
+
     with pytest.raises(UserError, match="CHOCO needs a delta-contraction") as err:
-        choco_delta(QSGD(1), 100)  # unbiased QSGD: error factor above 1
+        choco_delta(Sign(), 100)  # biased, no stated contraction factor
     assert "\n" not in str(err.value)
     with pytest.raises(UserError, match="consensus step gamma must be a finite number > 0"):
         choco_update(choco_init(np.ones((4, 2))), None, topo, TopK(1), gamma=0.0, rng=0)
@@ -100,3 +102,17 @@ def test_choco_bad_input_is_one_line():
         choco_update(choco_init(np.ones((4, 2))), None, build("exponential", 4), TopK(1), gamma=0.1, rng=0)
     with pytest.raises(UserError, match="already at consensus"):
         run_choco_gossip(np.ones((4, 2)), topo, TopK(1), gamma=0.1, steps=3, rng=0)
+
+
+def test_unbiased_compressor_is_scaled_into_a_contraction():
+    """QSGD (beta >= 1, no contraction) is sent as Q/(1 + beta): the copies move by exactly that, and it converges."""
+    comp = QSGD(1)
+    d = 16
+    beta = comp.beta(d)
+    assert beta >= 1 and choco_delta(comp, d) == pytest.approx(1 / (1 + beta))
+    X0 = np.random.default_rng(6).standard_normal((8, d))
+    s = choco_update(choco_init(X0), None, "ring", comp, gamma=0.1, rng=np.random.default_rng(1))
+    raw = comp.apply(X0, rng=np.random.default_rng(1))
+    np.testing.assert_allclose(s.x_hat, raw / (1 + beta), rtol=1e-15, atol=0)
+    tr = run_choco_gossip(X0, "ring", comp, gamma=0.1, steps=3000, rng=2, record_every=3000)
+    assert tr.consensus_ratio[-1] < 1e-3

@@ -14,6 +14,7 @@ from simcomm.optim._choco import (
     choco_delta,
     choco_gamma,
     choco_init,
+    choco_scale,
     choco_update,
     run_choco_gossip,
     run_choco_sgd,
@@ -48,6 +49,7 @@ from simcomm.optim._unreliable import run_unreliable_gossip
 __all__ = [
     "choco_delta",
     "choco_gamma",
+    "choco_scale",
     "choco_init",
     "choco_update",
     "ChocoState",

@@ -11,8 +11,10 @@ gradients is CHOCO-Gossip, Algorithm 1)::
 
 from ``xhat = 0``. ``Q`` is any compressor of the registry (:data:`simcomm.compress.COMPRESSORS`);
 the paper's analysis needs a delta-contraction, :math:`E\|Q(v) - v\|^2 \le (1 - \delta)\|v\|^2`,
-``delta = 1 - Q.error_factor(d)`` (top-k and unscaled rand-k: ``delta = k/d``). ``W`` must be
-symmetric and doubly stochastic.
+``delta = 1 - Q.error_factor(d)`` (top-k and unscaled rand-k: ``delta = k/d``); an unbiased
+compressor with variance factor :math:`\beta` (QSGD, scaled rand-k) is sent as :math:`Q/(1+\beta)`,
+a contraction with :math:`\delta = 1/(1+\beta)` (:func:`choco_scale`). ``W`` must be symmetric and
+doubly stochastic.
 
 Vectorised over nodes: one ``(n, d)`` array per quantity, the compressor applied to all rows at once,
 and on 1-D circulant graphs (ring, exponential-free symmetric circulants, complete through its
@@ -39,6 +41,7 @@ __all__ = [
     "choco_update",
     "choco_delta",
     "choco_gamma",
+    "choco_scale",
     "run_choco_gossip",
     "run_choco_sgd",
 ]
@@ -72,21 +75,46 @@ def choco_init(X0) -> ChocoState:
     return ChocoState(X0, np.zeros_like(X0), 0)
 
 
-def choco_delta(compressor, d: int) -> float:
-    r"""The compressor's :math:`\delta = 1 - ` ``error_factor(d)``; a one-line error unless it is in ``(0, 1]``.
+def choco_scale(compressor, d: int) -> float:
+    r"""Factor CHOCO multiplies the compressor's output by: 1 for a contraction, :math:`1/(1+\beta)` if unbiased.
+
+    An unbiased compressor with :math:`E\|Q(v) - v\|^2 \le \beta\|v\|^2` and :math:`\beta \ge 1`
+    (QSGD, scaled rand-k, ...) is no contraction, but :math:`Q/(1+\beta)` is one with
+    :math:`\delta = 1/(1+\beta)` (Koloskova et al. 2019, the remark after their Definition of
+    delta-compressors: :math:`E\|Q/(1+\beta) - v\|^2 = \frac{\beta}{1+\beta}\|v\|^2`).
 
     Examples
     --------
-    >>> from simcomm.compress import TopK
-    >>> choco_delta(TopK(2), 8)
-    0.25
+    >>> from simcomm.compress import QSGD, TopK
+    >>> choco_scale(TopK(2), 8), round(choco_scale(QSGD(1), 16), 6)
+    (1.0, 0.2)
     """
     f = compressor.error_factor(int(d))
-    if f is None or not (0.0 <= f < 1.0):
-        raise UserError(f"CHOCO needs a delta-contraction (E||Q(v) - v||^2 <= (1 - delta)||v||^2, delta > 0), but "
-                        f"{compressor.label if hasattr(compressor, 'label') else compressor} has error factor {f} "
-                        "at this d; use top_k, rand_k with scale=false, or another contraction")
-    return 1.0 - float(f)
+    if f is not None and 0.0 <= f < 1.0:
+        return 1.0
+    beta = compressor.beta(int(d)) if compressor.unbiased else None
+    if beta is None or not math.isfinite(beta):
+        raise UserError(f"CHOCO needs a delta-contraction (E||Q(v) - v||^2 <= (1 - delta)||v||^2, delta > 0) or an "
+                        f"unbiased compressor with a finite variance factor, but {compressor.label} has error factor "
+                        f"{f} at d={d}; use top_k, rand_k, qsgd or another registered compressor that states one")
+    return 1.0 / (1.0 + float(beta))
+
+
+def choco_delta(compressor, d: int) -> float:
+    r"""The :math:`\delta` CHOCO runs with: ``1 - error_factor(d)``, or :math:`1/(1+\beta)` for an unbiased one.
+
+    See :func:`choco_scale`; a one-line error for a compressor that states neither.
+
+    Examples
+    --------
+    >>> from simcomm.compress import QSGD, TopK
+    >>> choco_delta(TopK(2), 8), round(choco_delta(QSGD(1), 16), 6)
+    (0.25, 0.2)
+    """
+    scale = choco_scale(compressor, d)
+    if scale == 1.0:
+        return 1.0 - float(compressor.error_factor(int(d)))
+    return scale
 
 
 def choco_gamma(gap: float, beta: float, delta: float) -> float:
@@ -169,6 +197,9 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
             raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
         Xh = state.x - lr * G
     Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng, backend=be), dtype=np.float64)
+    scale = choco_scale(compressor, d)
+    if scale != 1.0:
+        Q = Q * scale  # an unbiased compressor becomes a delta-contraction (choco_scale)
     Xhat = state.x_hat.copy()
     out = np.empty_like(Xh)
     if topo == "parallel":
