@@ -13,13 +13,18 @@ exponential graph (two shift mixes and the elementwise updates; not fused): the 
 of d) on the ring (the fused ``choco_shift_step`` for the copies and the consensus step) against numpy
 ``argpartition`` top-k and a dense ``W @ xhat``; the floor is 7 arrays (x, g, xhat read for the
 difference; the message written and read; xhat updated; x written).
+
+``test_bench_link_drop_step``: one gossip step on the 16 x 16 torus with Bernoulli(0.3) link failures
+drawn from the stream (:class:`simcomm.topology.LinkFailures`, then ``unreliable_mix``: O(E) draws and
+the row-parallel ``edge_mix``, no n x n array) against building the realised dense ``W_t`` and
+``W_t @ X``; the floor is 2 arrays (X read, the result written).
 """
 
 import numpy as np
 
 from simcomm.compress import TopK
 from simcomm.optim import ChocoState, GTState, choco_update, gt_update
-from simcomm.topology import exponential, mixing_matrix, ring
+from simcomm.topology import LinkFailures, edge_list, exponential, mixing_matrix, ring, torus, unreliable_mix
 from tests.benchmarks._timing import best_time, copy_bandwidth
 
 N, D = 256, 100_000
@@ -100,3 +105,36 @@ def test_bench_choco_step(benchmark):
     floor = 7 * X.nbytes / copy_bandwidth(X)
     _report(benchmark, "CHOCO top-k", t_fast, t_dense, floor,
             "numpy argpartition top-k of x - lr g - xhat, then dense xh + gamma (W @ xhat - xhat) (BLAS gemm)")
+
+
+def test_bench_link_drop_step(benchmark):
+    rng = np.random.default_rng(12345)
+    topo = torus(16, 16)
+    X = rng.standard_normal((N, D))
+    edges, fail = edge_list(topo), LinkFailures(q=0.3)
+    W = mixing_matrix(topo)
+
+    def fast():
+        kept, _ = fail.draw(edges, None, rng)
+        return unreliable_mix(edges, X, kept, backend="numba")
+
+    def realised(kept):
+        Wt = W.copy()
+        u, v = edges.u[~kept], edges.v[~kept]
+        np.add.at(Wt, (u, u), W[u, v])  # the failed edges' weight goes back to both endpoints
+        np.add.at(Wt, (v, v), W[v, u])
+        Wt[u, v] = Wt[v, u] = 0.0
+        return Wt
+
+    def dense():
+        kept, _ = fail.draw(edges, None, rng)
+        return realised(kept) @ X
+
+    kept, _ = fail.draw(edges, None, np.random.default_rng(7))  # the same draw on both sides: equal results
+    np.testing.assert_allclose(unreliable_mix(edges, X, kept, backend="numba"), realised(kept) @ X, rtol=1e-12,
+                               atol=1e-13)
+    t_dense, _ = best_time(dense, 2)
+    t_fast = _time_fast(benchmark, fast)
+    floor = 2 * X.nbytes / copy_bandwidth(X)
+    _report(benchmark, "Bernoulli link drops", t_fast, t_dense, floor,
+            "dense realised W_t of the drawn failures, then W_t @ X (BLAS gemm)")
