@@ -17,9 +17,9 @@ a contraction with :math:`\delta = 1/(1+\beta)` (:func:`choco_scale`). ``W`` mus
 doubly stochastic.
 
 Vectorised over nodes: one ``(n, d)`` array per quantity, the compressor applied to all rows at once,
-and on 1-D circulant graphs (ring, exponential-free symmetric circulants, complete through its
-offsets) the public-copy update and the consensus step fused in the backend's ``choco_shift_step``
-(numba: column slabs, one pass); other graphs use the backend's CSR mix.
+and on 1-D circulant graphs with few offsets (ring, complete up to 64 nodes: where
+:func:`simcomm.topology.mix` shifts too) the public-copy update and the consensus step fused in the
+backend's ``choco_shift_step`` (numba: column slabs, one pass); other graphs use the backend's CSR mix.
 """
 
 from __future__ import annotations
