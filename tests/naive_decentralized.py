@@ -97,3 +97,38 @@ def exact_diffusion_naive(problem_grad, x0, W, steps, lr, n):
         x = [sum(Wbar[i, j] * phi[j] for j in range(n)) for i in range(n)]
         psi_old = psi
     return np.array(x)
+
+
+def top_k_naive(v, k):
+    """Keep the k largest magnitudes of one vector (ties to the lower index), zero the rest."""
+    order = sorted(range(len(v)), key=lambda c: (-abs(v[c]), c))
+    out = np.zeros_like(v)
+    for c in order[:k]:
+        out[c] = v[c]
+    return out
+
+
+def choco_naive(problem_grad, X0, W, steps, lr, gamma, compress):
+    """CHOCO-SGD (Koloskova et al. 2019, Algorithm 2), one node at a time, every neighbour's copy kept apart.
+
+    Node i holds x_i, its own public copy and, for every neighbour j, its copy of xhat_j (all updated by
+    the q_j that j broadcast). compress(j, k, v) -> Q(v) for node j at step k. problem_grad None: gossip.
+    """
+    n = len(X0)
+    x = [np.array(X0[i], dtype=float) for i in range(n)]
+    copies = [{j: np.zeros_like(x[0]) for j in range(n) if W[i, j] != 0.0 or i == j} for i in range(n)]
+    for k in range(steps):
+        half = [x[i] - (lr * problem_grad(i, x[i]) if problem_grad is not None else 0.0) for i in range(n)]
+        q = [compress(j, k, half[j] - copies[j][j]) for j in range(n)]
+        for i in range(n):
+            for j in copies[i]:
+                copies[i][j] = copies[i][j] + q[j]
+        new = []
+        for i in range(n):
+            acc = np.zeros_like(x[0])
+            for j in copies[i]:
+                if j != i:
+                    acc = acc + W[i, j] * (copies[i][j] - copies[i][i])
+            new.append(half[i] + gamma * acc)
+        x = new
+    return np.array(x), np.array([copies[i][i] for i in range(n)])

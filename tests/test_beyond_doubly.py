@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from simcomm import UserError
-from simcomm.backends import get_backend
+from simcomm.backends import available_backends, get_backend
 from simcomm.models import diagonal_quadratic, heterogeneous_least_squares
 from simcomm.optim import (
     ed_init,
@@ -290,3 +290,24 @@ def test_random_contraction_closed_forms(sampling, n, s):
 def test_s_out_bad_input():
     with pytest.raises(UserError, match="1 <= s <= n - 1 = 4"):
         s_out(5, 5, rng=0)
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_gt_shift_kernel_matches_numpy_and_the_unfused_step(backend):
+    """The fused gradient-tracking step: the same bits as the numpy reference, and as two mixes of simcomm.topology."""
+    from simcomm.topology import exponential
+
+    rng = np.random.default_rng(8)
+    n, d = 16, 70001 if backend == "numba" else 40  # numba: past the threaded-kernel threshold too
+    X, Y, G, Gp = (rng.standard_normal((n, d)) for _ in range(4))
+    layer = exponential(n)
+    sh, w = layer.offsets[:, 0], layer.weights
+    xr, yr = np.empty((n, d)), np.empty((n, d))
+    get_backend("numpy").gt_shift_step(X, Y, G, Gp, 0.3, sh, w, xr, yr)
+    x, y = np.empty((n, d)), np.empty((n, d))
+    get_backend(backend).gt_shift_step(X, Y, G, Gp, 0.3, sh, w, x, y)
+    np.testing.assert_array_equal(y, yr)
+    np.testing.assert_array_equal(x, xr)
+    y2 = mix(layer, Y + G - Gp, backend="numpy")
+    np.testing.assert_array_equal(yr, y2)
+    np.testing.assert_array_equal(xr, mix(layer, X - 0.3 * y2, backend="numpy"))

@@ -149,6 +149,10 @@ REFERENCE = [
     ("directed_exponential", 8, {}, "rho", 0.5, "with equal self-weights it is exponential(8): 1 - 2/(1 + 3)"),
     ("random_matching", 4, {}, "rho", 1.0, "(I + P)/2 of one perfect matching keeps the between-pairs mode"),
     ("s_out", 5, {"s": 4}, "rho", 0.0, "s = n - 1: every node hears every other with weight 1/n, W = J"),
+    ("d_equistatic", 2, {"M": 3}, "rho", 0.5, "n = 2: every offset is 1, W = (I + 3P)/4 = [[1/4, 3/4], [3/4, 1/4]]"
+     " has eigenvalues 1 and (1 - 3)/4 = -1/2; rho = 1/2"),
+    ("u_equistatic", 2, {"M": 1}, "rho", 0.0, "n = 2, M = 1: offsets +-1 coincide, W = (I + P)/2 = J"),
+    ("one_peer_equidyn", 2, {}, "rho", 0.0, "n = 2: u = 1, W = (I + P)/2 = J"),
 ]
 
 

@@ -1,6 +1,7 @@
 r"""Bounds for decentralized methods beyond doubly stochastic gossip: push-sum, gradient tracking, random graphs.
 
-Everything here is [N]: derived in this project (the derivations are in the docstrings) and checked
+Everything here except :func:`choco_gossip_consensus` (see its tag) is [N]: derived in this project (the
+derivations are in the docstrings) and checked
 by simulation, NOT a theorem quoted from a paper. The methods themselves come from the literature
 (push-sum: Kempe, Dobra & Gehrke 2003; gradient tracking: Nedic, Olshevsky & Shi 2017; exact
 diffusion: Yuan et al. 2019; Epidemic Learning's s-out sampling: de Vos et al. 2023), but the exact
@@ -26,6 +27,12 @@ __all__ = [
     "matching_contraction",
     "s_out_contraction",
     "random_gossip_contraction",
+    "choco_gossip_consensus",
+    "link_drop_rate",
+    "link_drop_consensus",
+    "link_drop_mode_contraction",
+    "equistatic_norm",
+    "equistatic_edges",
 ]
 
 PAPER = "expgraph"
@@ -240,3 +247,225 @@ def random_gossip_contraction(sampling: str, n: int, s: int) -> float:
     if sampling == "s_out":
         return s_out_contraction(n, s)
     raise ValueError(f"unknown sampling {sampling!r}; use 'matching' or 's_out'")
+
+
+@bound(
+    kind="upper",
+    provenance="R+N",
+    paper=PAPER,
+    statement="CHOCO-Gossip (Koloskova, Stich & Jaggi 2019, Theorem 2, recalled) with a delta-compressor, "
+              "xhat^0 = 0, consensus step gamma* = rho^2 delta/(16 rho + rho^2 + 4 beta^2 + 2 rho beta^2 "
+              "- 8 rho delta) and a centred start: E sum_i ||x_i^T - xbar||^2 <= 2 (1 - rho^2 delta/82)^T "
+              "sum_i ||x_i^0 - xbar||^2",
+)
+def choco_gossip_consensus(steps: int, gap: float, beta_w: float, delta: float) -> float:
+    r"""CHOCO-Gossip's consensus error after ``steps`` steps at the paper's consensus step, relative to the start.
+
+    **Statement** (upper): :math:`W` symmetric doubly stochastic with spectral gap
+    :math:`\rho = 1 - |\lambda_2(W)|` (``gap``; the paper's :math:`\rho` is this gap, not the module's
+    :math:`\|W - J\|_2`) and :math:`\beta = \|I - W\|_2` (``beta_w``), a
+    compressor with :math:`E\|Q(v) - v\|^2 \le (1 - \delta)\|v\|^2` (``delta``), public copies
+    from :math:`\hat x^{(0)} = 0` and :math:`\gamma^\star = \frac{\rho^2\delta}{16\rho + \rho^2 +
+    4\beta^2 + 2\rho\beta^2 - 8\rho\delta}`. Then
+
+    .. math:: \frac{E\sum_i\|x_i^{(T)} - \bar x\|^2}{\sum_i\|x_i^{(0)} - \bar x\|^2}
+              \le 2\Big(1 - \frac{\rho^2\delta}{82}\Big)^T.
+
+    Provenance: R + N. The rate :math:`(1 - \rho^2\delta/82)^t` of the Lyapunov function
+    :math:`e_t = E\sum_i(\|x_i^{(t)} - \bar x\|^2 + \|x_i^{(t)} - \hat x_i\|^2)` at
+    :math:`\gamma^\star` is Theorem 2 of Koloskova, Stich & Jaggi (ICML 2019) as recalled here, not
+    checked against the paper's text [R]. The factor 2 is derived here [N]: the consensus error is
+    at most :math:`e_T`, and with the start centred (:math:`\bar x = 0`) and :math:`\hat x^{(0)} =
+    0`, :math:`e_0 \le 2\sum_i\|x_i^{(0)} - \bar x\|^2` (the copy term is :math:`\|x^{(0)}\|^2`,
+    or :math:`E\|x^{(0)} - Q(x^{(0)})\|^2 \le \|x^{(0)}\|^2` if the copies are counted after
+    the first update). Upper bound; not tight (the constants are worst case).
+
+    Examples
+    --------
+    >>> choco_gossip_consensus(0, 0.4, 1.6, 0.25)
+    2.0
+    >>> round(choco_gossip_consensus(3000, 0.4, 1.6, 0.25), 4)
+    0.4627
+    """
+    if not (0 < gap <= 1 and 0 < delta <= 1 and beta_w > 0 and steps >= 0):
+        raise ValueError(f"need 0 < gap <= 1, 0 < delta <= 1, beta_w > 0, steps >= 0; got {gap}, {delta}, "
+                         f"{beta_w}, {steps}")
+    return 2.0 * (1.0 - gap * gap * delta / 82.0) ** int(steps)
+
+
+def _drop_second_moment(lap: float, q: float, w: float) -> float:
+    return (1.0 - (1.0 - q) * lap) ** 2 + 2.0 * q * (1.0 - q) * w * lap
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="gossip on a symmetric doubly stochastic W with equal edge weights w whose edges fail independently "
+              "with probability q per step (failed weight kept by the endpoints): E||x' - xbar||^2 <= r ||x - "
+              "xbar||^2, r = max over l in {l_2, l_n} of (1 - (1-q) l)^2 + 2 q (1-q) w l, l = 1 - lambda(W)",
+)
+def link_drop_rate(q: float, w: float, lap_low: float, lap_high: float) -> float:
+    r"""Mean-square consensus rate per step under Bernoulli edge failures: :math:`\lambda_2(E[W_t^2])`.
+
+    **Statement** (upper; [N]): :math:`W = I - L` symmetric doubly stochastic with every edge weight
+    :math:`w` (ring, torus, hypercube, complete graph), :math:`L = \sum_e w L_e`,
+    :math:`L_e = (e_i - e_j)(e_i - e_j)^\top`. Each edge works with probability :math:`1 - q`,
+    independently: :math:`W_t = I - \sum_e \xi_e w L_e`, :math:`\xi_e \sim \mathrm{Bern}(1-q)`. With
+    :math:`L_e^2 = 2L_e` and :math:`E[\xi_e\xi_f] = (1-q)^2 + q(1-q)[e = f]`,
+
+    .. math:: E[W_t^2] = I - 2(1-q)L + (1-q)^2L^2 + 2q(1-q)\,w\,L,
+
+    a polynomial in :math:`L`, with eigenvalues :math:`f(\ell) = (1 - (1-q)\ell)^2 + 2q(1-q)w\ell` at
+    the Laplacian eigenvalues :math:`\ell = 1 - \lambda(W)`. :math:`W_t` keeps the average, so for
+    :math:`e = x - \mathbf 1\bar x`, :math:`E\|W_te\|^2 = e^\top E[W_t^2]e \le r\|e\|^2` with
+    :math:`r = \max_{\ell \ne 0} f(\ell)`; :math:`f` is convex, so the maximum is at the smallest
+    nonzero :math:`\ell_2 = 1 - \lambda_2` (``lap_low``) or the largest :math:`\ell_n = 1 -
+    \lambda_{\min}` (``lap_high``). (The bound of Boyd et al. 2006 for randomized gossip, with this
+    second moment derived here.) ``q = 0`` gives :math:`\max(\lambda_2^2, \lambda_{\min}^2) = \rho^2`.
+
+    Examples
+    --------
+    >>> round(link_drop_rate(0.0, 1 / 3, 1 - 0.5, 1 - (-1 / 3)), 6)   # ring n = 6 without drops: rho^2 = 1/4
+    0.25
+    >>> round(link_drop_rate(0.2, 1 / 3, 2 / 3 * (1 - math.cos(math.pi / 8)), 4 / 3), 4)   # ring n = 16
+    0.9259
+    """
+    if not (0.0 <= q < 1.0 and w > 0 and 0 < lap_low <= lap_high <= 2.0):
+        raise ValueError(f"need 0 <= q < 1, w > 0, 0 < lap_low <= lap_high <= 2; got q={q}, w={w}, "
+                         f"lap_low={lap_low}, lap_high={lap_high}")
+    return max(_drop_second_moment(lap_low, q, w), _drop_second_moment(lap_high, q, w))
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="after T steps of gossip with Bernoulli(q) edge failures: E sum_i ||x_i^T - xbar||^2 <= "
+              "link_drop_rate(q, w, l_2, l_n)^T sum_i ||x_i^0 - xbar||^2",
+)
+def link_drop_consensus(steps: int, q: float, w: float, lap_low: float, lap_high: float) -> float:
+    r"""Relative mean-square consensus error after ``steps`` failing-link steps: :math:`r^T` ([N], upper).
+
+    Iterates :func:`link_drop_rate` (the failures of different steps are independent, so
+    :math:`E\|e_{t+1}\|^2 = E[e_t^\top E[W^2] e_t] \le r\,E\|e_t\|^2`).
+
+    Examples
+    --------
+    >>> link_drop_consensus(2, 0.0, 1 / 3, 0.5, 4 / 3) == link_drop_rate(0.0, 1 / 3, 0.5, 4 / 3) ** 2
+    True
+    """
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    return link_drop_rate(q, w, lap_low, lap_high) ** int(steps)
+
+
+@bound(
+    kind="equal",
+    provenance="N",
+    paper=PAPER,
+    statement="one gossip step with Bernoulli(q) edge failures from an eigenvector v of W (L v = l v, W with equal "
+              "edge weights w): E||W_t v||^2 = ((1 - (1-q) l)^2 + 2 q (1-q) w l) ||v||^2 exactly",
+)
+def link_drop_mode_contraction(q: float, w: float, lap: float) -> float:
+    r"""Exact one-step mean-square factor of a Laplacian eigenvector under edge failures: :math:`f(\ell)`.
+
+    **Statement** (equal; [N]): with :math:`E[W_t^2]` the polynomial in :math:`L` derived in
+    :func:`link_drop_rate`, an eigenvector :math:`v` of :math:`L` (eigenvalue :math:`\ell`, ``lap``)
+    is one of :math:`E[W_t^2]`, so :math:`E\|W_tv\|^2 = v^\top E[W_t^2]v = f(\ell)\|v\|^2`,
+    :math:`f(\ell) = (1 - (1-q)\ell)^2 + 2q(1-q)w\ell`, exactly (not a bound). At :math:`\ell_2`
+    it is the mean-square rate :math:`r` of the slowest mode, the consensus rate of the random mixing.
+
+    Examples
+    --------
+    >>> link_drop_mode_contraction(0.0, 0.25, 0.5)   # no failures: lambda^2 = (1 - 0.5)^2
+    0.25
+    """
+    if not (0.0 <= q < 1.0 and w > 0 and 0 <= lap <= 2.0):
+        raise ValueError(f"need 0 <= q < 1, w > 0, 0 <= lap <= 2; got q={q}, w={w}, lap={lap}")
+    return _drop_second_moment(lap, q, w)
+
+
+def _check_equi(M, p, n, variant):
+    if variant not in ("d", "u"):
+        raise ValueError(f"variant must be 'd' (D-EquiStatic) or 'u' (U-EquiStatic), got {variant!r}")
+    if not (M >= 1 and 0 < p < 1 and n >= 3):
+        raise ValueError(f"need M >= 1, 0 < p < 1, n >= 3; got M={M}, p={p}, n={n}")
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="EquiStatic with M offsets uniform on 1..n-1 (W = (I + sum_m P^{u_m})/(M+1), or its symmetrisation): "
+              "with probability >= 1 - p, ||W - J||_2 <= (1 + M/(n-1) + 2 sqrt(M ln(4(n-1)/p)))/(M+1) (D) and "
+              "(1 + M/(n-1) + sqrt(2 M ln(2(n-1)/p)))/(M+1) (U)",
+)
+def equistatic_norm(M: int, p: float, n: int, variant: str) -> float:
+    r"""A :math:`(1-p)`-probability bound on :math:`\|W - J\|_2` of D- or U-EquiStatic with ``M`` offsets ([N]).
+
+    **Statement** (upper; [N], Hoeffding plus a union bound, derived here; the paper's own edge count
+    :math:`M(\epsilon, p)` is not known to this project): ``W`` is a normal circulant, so
+    :math:`\|W - J\|_2 = \max_{k\ne0}|\lambda_k|` with :math:`\lambda_k = (1 + S_k)/(M+1)`,
+    :math:`S_k = \sum_m\omega^{ku_m}` (D) or :math:`\sum_m\cos(2\pi ku_m/n)` (U). For
+    :math:`k \ne 0`, :math:`E\,\omega^{ku} = -1/(n-1)`, so :math:`|1 + S_k| \le 1 + M/(n-1) +
+    |\sum_m Y_m|` with centred :math:`Y_m` whose real and imaginary parts have range 2. Hoeffding:
+    :math:`P(|\sum_m \mathrm{Re}\,Y_m| \ge s) \le 2e^{-s^2/(2M)}`; for D, :math:`|Y| \ge t` needs
+    a part :math:`\ge t/\sqrt2`, so :math:`P(|\sum Y| \ge t) \le 4e^{-t^2/(4M)}`; a union over
+    the :math:`n-1` frequencies gives, with probability :math:`\ge 1-p`,
+
+    .. math:: \|W_D - J\|_2 \le \frac{1 + \frac{M}{n-1} + 2\sqrt{M\ln\frac{4(n-1)}{p}}}{M+1},\qquad
+              \|W_U - J\|_2 \le \frac{1 + \frac{M}{n-1} + \sqrt{2M\ln\frac{2(n-1)}{p}}}{M+1}.
+
+    The rate is :math:`O(\sqrt{\ln(n/p)/M})`: at fixed ``M`` it grows with :math:`\sqrt{\ln n}` (no
+    fixed ``M`` can work for every ``n``: by Dirichlet's theorem some frequency has every
+    :math:`ku_m/n` near an integer), so the edge count for a target :math:`\epsilon` is
+    :func:`equistatic_edges`, :math:`O(\ln(n/p)/\epsilon^2)`, and the consensus rate
+    :math:`\epsilon` it buys does not depend on ``n``.
+
+    Examples
+    --------
+    >>> round(equistatic_norm(256, 0.1, 1024, "u"), 4)
+    0.2823
+    """
+    _check_equi(M, p, n, variant)
+    if variant == "d":
+        dev = 2.0 * math.sqrt(M * math.log(4.0 * (n - 1) / p))
+    else:
+        dev = math.sqrt(2.0 * M * math.log(2.0 * (n - 1) / p))
+    return (1.0 + M / (n - 1) + dev) / (M + 1)
+
+
+@bound(
+    kind="upper",
+    provenance="N",
+    paper=PAPER,
+    statement="the smallest M with equistatic_norm(M, p, n, variant) <= eps: P(||W - J||_2 < eps) >= 1 - p with "
+              "M(eps, p, n) = O(ln(n/p)/eps^2) offsets",
+)
+def equistatic_edges(eps: float, p: float, n: int, variant: str) -> float:
+    r"""Edge count :math:`M(\epsilon, p, n)`: the smallest ``M`` with :func:`equistatic_norm` at most eps ([N]).
+
+    About :math:`4\ln(4n/p)/\epsilon^2` (D) and :math:`2\ln(2n/p)/\epsilon^2` (U) for small
+    :math:`\epsilon`; ``inf`` if no ``M`` reaches ``eps`` (``eps <= 1/(n-1)``, the offset-mean term).
+
+    Examples
+    --------
+    >>> equistatic_edges(0.5, 0.1, 1024, "u"), equistatic_edges(0.5, 0.1, 1024, "d")
+    (82.0, 173.0)
+    """
+    _check_equi(1, p, n, variant)
+    if not 1.0 / (n - 1) < eps < 1:
+        return math.inf
+    lo, hi = 1, 2
+    while equistatic_norm(hi, p, n, variant) > eps:
+        lo, hi = hi, 2 * hi
+        if hi > 2**40:
+            return math.inf
+    while lo < hi:  # the bound decreases in M once M is past its first few values: bisect for the first M below
+        mid = (lo + hi) // 2
+        if equistatic_norm(mid, p, n, variant) <= eps:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(lo)

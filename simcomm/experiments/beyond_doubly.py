@@ -180,3 +180,184 @@ def random_gossip(params, rng, backend):
         e, f = x - xbar, y - xbar
         total += float(np.sum(f * f) / np.sum(e * e))
     return [dict(metric="contraction", value=total / params["draws"])]
+
+
+#: symmetric doubly stochastic graphs CHOCO's analysis covers
+CHOCO_TOPOLOGIES = ("ring", "torus", "hypercube", "complete")
+#: what the consensus step is a multiple of: the paper's gamma* or the uncompressed stability limit 2/beta
+GAMMA_REFS = ("paper", "stable")
+
+
+def _spectrum(topo):
+    """(gap, beta) = (1 - max_{m != 0} |lambda_m|, 1 - lambda_min) of a symmetric W (dense, small n)."""
+    from simcomm.topology import mixing_matrix
+
+    lam = np.linalg.eigvalsh(mixing_matrix(topo))  # ascending; lam[-1] = 1
+    return float(1.0 - max(abs(lam[0]), abs(lam[-2]))), float(1.0 - lam[0])
+
+
+def _check_choco(params):
+    _check_floor(dict(params, mu=1.0, L=1.0))
+    if params["k"] > params["d"]:
+        raise ValueError(f"k must be <= d, got k={params['k']}, d={params['d']}")
+
+
+@experiment("choco_gossip", check=_check_choco, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "d": Param("int", default=8, low=1, doc="dimension"),
+    "topology": Param("str", default="hypercube", choices=CHOCO_TOPOLOGIES, doc="symmetric doubly stochastic graph"),
+    "compressor": Param("str", default="top_k", choices=("top_k", "rand_k"),
+                        doc="delta-compressor: top-k or unscaled rand-k (delta = k/d for both)"),
+    "k": Param("int", default=2, low=1, doc="kept coordinates per message"),
+    "steps": Param("int", default=3000, low=1, doc="CHOCO-Gossip steps T"),
+    "gamma_ref": Param("str", default="paper", choices=GAMMA_REFS,
+                       doc="consensus step unit: the paper's gamma* or 2/beta (uncompressed stability limit)"),
+    "gamma_factor": Param("float", default=1.0, low=0.0, low_open=True, doc="consensus step = factor * unit"),
+})
+def choco_gossip(params, rng, backend):
+    r"""CHOCO-Gossip from a centred Gaussian start: the consensus error after ``steps``, relative to the start.
+
+    Row ``consensus_ratio`` :math:`\sum_i\|x_i^{(T)} - \bar x\|^2/\sum_i\|x_i^{(0)} - \bar x\|^2` with
+    the bound's inputs ``gap`` (:math:`1 - |\lambda_2|`), ``beta_w`` (:math:`\|I - W\|_2`), ``delta``
+    (the compressor's ``1 - error_factor(d)``) and the ``gamma`` used. A run whose ratio passes 1e6 is
+    stopped (``note``) and reports the ratio it reached: it diverged, and any later value is larger.
+    """
+    from simcomm.compress import compressor_from_name
+    from simcomm.optim._choco import choco_delta, choco_gamma, run_choco_gossip
+
+    n, d = params["n"], params["d"]
+    topo = build(params["topology"], n)
+    gap, beta = _spectrum(topo)
+    settings = {"k": params["k"]} | ({"scale": False} if params["compressor"] == "rand_k" else {})
+    comp = compressor_from_name(params["compressor"], **settings)
+    delta = choco_delta(comp, d)
+    unit = choco_gamma(gap, beta, delta) if params["gamma_ref"] == "paper" else 2.0 / beta
+    gamma = params["gamma_factor"] * unit
+    X0 = rng.standard_normal((n, d))
+    X0 -= X0.mean(axis=0)  # centred: the bound's factor 2 needs xbar = 0 (theory.decentralized)
+    tr = run_choco_gossip(X0, topo, comp, gamma=gamma, steps=params["steps"], rng=rng, record_every=params["steps"],
+                          backend=backend)
+    return [dict(metric="consensus_ratio", value=float(tr.consensus_ratio[-1]), gap=gap, beta_w=beta, delta=delta,
+                 gamma=gamma, note=tr.note)]
+
+
+#: symmetric graphs with one weight on every edge (the link-drop rate's assumption)
+DROP_TOPOLOGIES = ("ring", "torus", "hypercube", "complete")
+
+
+def _check_drops(params):
+    _check_floor(dict(params, mu=1.0, L=1.0, topology=params["topology"] if params["topology"] != "complete"
+                      else "ring"))
+    if not 0.0 <= params["q"] < 1.0:
+        raise ValueError(f"drop rate q must lie in [0, 1), got q={params['q']}")
+
+
+@experiment("link_drop_consensus", check=_check_drops, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "d": Param("int", default=8, low=1, doc="columns of x"),
+    "topology": Param("str", default="ring", choices=DROP_TOPOLOGIES, doc="symmetric graph, equal edge weights"),
+    "q": Param("float", default=0.2, low=0.0, high=1.0, high_open=True, doc="Bernoulli drop rate per edge and step"),
+    "steps": Param("int", default=30, low=1, doc="gossip steps T"),
+    "offset": Param("float", default=1.0, doc="common mean of the starting values: x_i(0) ~ offset + N(0, 1)"),
+    "compensate": Param("bool", default=True,
+                        doc="a failed edge's weight stays with its endpoints (false: it is lost, the control)"),
+})
+def link_drop_consensus(params, rng, backend):
+    r"""Gossip with Bernoulli(q) edge failures drawn every step: the mean-square error after ``steps``.
+
+    Row ``mean_sq_ratio`` :math:`\sum_i\|x_i^{(T)} - \bar x^{(0)}\|^2/\sum_i\|x_i^{(0)} - \bar x^{(0)}\|^2`
+    (one run from a fresh Gaussian start; the failures from the replicate's stream), with the bound's
+    inputs ``w`` (the common edge weight of ``W``), ``lap_low`` :math:`= 1 - \lambda_2(W)` and
+    ``lap_high`` :math:`= 1 - \lambda_{\min}(W)` (dense eigenvalues of the fixed ``W``; the randomness
+    is the formula's part) and ``kept_fraction``.
+    """
+    from simcomm.optim._unreliable import run_unreliable_gossip
+    from simcomm.topology import LinkFailures, mixing_matrix
+
+    n, d = params["n"], params["d"]
+    topo = build(params["topology"], n)
+    W = mixing_matrix(topo)
+    off = W[~np.eye(n, dtype=bool)]
+    w = float(off[off > 0].max())
+    if not np.allclose(off[off > 0], w, rtol=1e-12):
+        raise ValueError(f"'{params['topology']}' at n={n} has unequal edge weights; the rate formula needs one weight")
+    lam = np.linalg.eigvalsh(W)
+    X0 = params["offset"] + rng.standard_normal((n, d))
+    tr = run_unreliable_gossip(X0, topo, LinkFailures(q=params["q"]), steps=params["steps"], rng=rng,
+                               compensate=params["compensate"], record_every=params["steps"], backend=backend)
+    return [dict(metric="mean_sq_ratio", value=float(tr.mean_sq_ratio[-1]), w=w, lap_low=float(1.0 - lam[-2]),
+                 lap_high=float(1.0 - lam[0]), kept_fraction=float(tr.kept_fraction[-1]))]
+
+
+@experiment("link_drop_mode", check=_check_drops, params={
+    "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "topology": Param("str", default="ring", choices=DROP_TOPOLOGIES, doc="symmetric graph, equal edge weights"),
+    "q": Param("float", default=0.2, low=0.0, high=1.0, high_open=True, doc="Bernoulli drop rate per edge and step"),
+    "mode": Param("str", default="slow", choices=("slow", "fast"),
+                  doc="start on an eigenvector of lambda_2 (slow) or of lambda_min (fast) of W"),
+    "draws": Param("int", default=2000, low=1, doc="independent one-step rounds averaged per replicate"),
+    "compensate": Param("bool", default=True,
+                        doc="a failed edge's weight stays with its endpoints (false: it is lost, the control)"),
+})
+def link_drop_mode(params, rng, backend):
+    r"""One failing-link step from an eigenvector ``v`` of ``W``: :math:`E\|W_t v\|^2/\|v\|^2`, mean over draws.
+
+    ``v`` (unit, :math:`\perp \mathbf 1`) is an eigenvector of :math:`L = I - W` for
+    :math:`\ell_2 = 1 - \lambda_2` (``mode="slow"``) or :math:`\ell_n = 1 - \lambda_{\min}`; every draw
+    takes fresh Bernoulli(q) failures from the replicate's stream and one :func:`~simcomm.topology.unreliable_mix`
+    step. Row ``mode_contraction`` (the mean of :math:`\|x'\|^2` over draws; :math:`\bar x = 0` is kept
+    when the weight is compensated) with ``w`` and ``lap`` (the bound's inputs).
+    """
+    from simcomm.topology import LinkFailures, edge_list, mixing_matrix, unreliable_mix
+
+    n = params["n"]
+    topo = build(params["topology"], n)
+    W = mixing_matrix(topo)
+    off = W[~np.eye(n, dtype=bool)]
+    w = float(off[off > 0].max())
+    if not np.allclose(off[off > 0], w, rtol=1e-12):
+        raise ValueError(f"'{params['topology']}' at n={n} has unequal edge weights; the rate formula needs one weight")
+    lam, vecs = np.linalg.eigh(W)
+    idx = n - 2 if params["mode"] == "slow" else 0
+    v = vecs[:, idx].copy()[:, None]
+    edges, fail = edge_list(topo), LinkFailures(q=params["q"])
+    state = fail.init(edges, rng)
+    total = 0.0
+    for _ in range(params["draws"]):
+        kept, state = fail.draw(edges, state, rng)
+        y = unreliable_mix(edges, v, kept, compensate=params["compensate"], backend=backend)
+        total += float(np.sum(y * y))
+    return [dict(metric="mode_contraction", value=total / params["draws"], w=w, lap=float(1.0 - lam[idx]))]
+
+
+def _check_equi(params):
+    if params["n"] < 3:
+        raise ValueError(f"EquiStatic needs n >= 3, got n={params['n']}")
+    if not 0.0 < params["p"] < 1.0:
+        raise ValueError(f"p must lie in (0, 1), got p={params['p']}")
+
+
+@experiment("equistatic_norm", check=_check_equi, params={
+    "n": Param("int", default=1024, low=3, doc="number of nodes"),
+    "M": Param("int", default=64, low=1, doc="drawn offsets (D: out-edges per node; U: 2M peers)"),
+    "variant": Param("str", default="d", choices=("d", "u"), doc="D-EquiStatic (directed) or U-EquiStatic"),
+    "p": Param("float", default=0.1, low=0.0, high=1.0, low_open=True, high_open=True,
+               doc="failure probability: the observable is the (1 - p)-quantile of ||W - J||_2"),
+    "draws": Param("int", default=400, low=1, doc="graphs drawn per replicate"),
+    "law": Param("str", default="uniform", choices=("uniform", "local"),
+                 doc="offsets uniform on 1..n-1 (EquiTopo) or from the window 1..M/4 (the control)"),
+})
+def equistatic_norm(params, rng, backend):
+    r"""EquiStatic graphs drawn from the stream: the :math:`(1-p)`-quantile of :math:`\|W - J\|_2` over draws.
+
+    Each draw builds the circulant (:func:`simcomm.topology.d_equistatic` / ``u_equistatic``) and takes
+    :math:`\|W - J\|_2 = \max_{k\ne0}|\lambda_k|` from :func:`simcomm.topology.rho` (the circulant FFT
+    path: no ``n x n`` matrix). Rows ``norm_quantile`` (the empirical :math:`(1-p)`-quantile over
+    ``draws``) and ``norm_median``.
+    """
+    from simcomm.topology import d_equistatic, u_equistatic
+
+    make = d_equistatic if params["variant"] == "d" else u_equistatic
+    norms = np.array([rho(make(params["n"], params["M"], rng=rng, law=params["law"])) for _ in range(params["draws"])])
+    return [dict(metric="norm_quantile", value=float(np.quantile(norms, 1.0 - params["p"]))),
+            dict(metric="norm_median", value=float(np.median(norms)))]

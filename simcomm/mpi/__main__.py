@@ -4,6 +4,11 @@ Example (as root in a container, 8 ranks on one machine)::
 
     mpiexec --allow-run-as-root --oversubscribe -n 8 python -m simcomm.mpi dsgd \
         --topology one_peer_exponential --steps 100 --seed 1 --sigma 1 --out result.npz
+
+and push-sum SGD over a column-stochastic digraph with uneven self-weights drawn from the seed::
+
+    mpiexec --allow-run-as-root --oversubscribe -n 16 python -m simcomm.mpi pushsum \
+        --topology directed_exponential --steps 100 --seed 1 --out result.npz
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import sys
 
 
 def parse(argv=None) -> argparse.Namespace:
-    """Parse the command line (one sub-command: ``dsgd``)."""
+    """Parse the command line (sub-commands ``dsgd`` and ``pushsum``)."""
     p = argparse.ArgumentParser(prog="python -m simcomm.mpi",
                                 description="Decentralized SGD with one MPI rank per node.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -36,6 +41,13 @@ def parse(argv=None) -> argparse.Namespace:
                    help="untimed MPI Barrier before each exchange: comm_time is the exchange alone, not the "
                         "wait for a slower neighbour")
     d.add_argument("--out", default=None, help="rank 0 writes the final iterates here (.npz, atomic)")
+    ps = sub.add_parser("pushsum", help="push-sum SGD (SGP) over a column-stochastic digraph")
+    ps.add_argument("--topology", required=True, help="directed_ring or directed_exponential (push weights)")
+    ps.add_argument("--self-low", type=float, default=0.1, help="self-weights a_i ~ U[self-low, self-high]")
+    ps.add_argument("--self-high", type=float, default=0.9, help="see --self-low")
+    for name in ("--n", "--steps", "--seed", "--problem", "--d", "--b", "--split", "--lr", "--sigma", "--out"):
+        action = next(a for a in d._actions if name in a.option_strings)
+        ps.add_argument(name, type=action.type, default=action.default, required=action.required, help=action.help)
     return p.parse_args(argv)
 
 

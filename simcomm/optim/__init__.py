@@ -1,6 +1,6 @@
 """Simulated distributed optimisers: parameter server, IAG, error feedback, importance sampling, decentralized.
 
-Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion and push-sum SGD.
+Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion, push-sum SGD and CHOCO-SGD.
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``),
 and every optimiser returns one record type, :class:`Trace`.
@@ -9,6 +9,16 @@ Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, 
 """
 
 from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, clock_schedules, largest_stable_step
+from simcomm.optim._choco import (
+    ChocoState,
+    choco_delta,
+    choco_gamma,
+    choco_init,
+    choco_scale,
+    choco_update,
+    run_choco_gossip,
+    run_choco_sgd,
+)
 from simcomm.optim._decentralized import DSGDState, dsgd_init, dsgd_update, messages_per_step, run_dsgd
 from simcomm.optim._ef_sgd import EFState, EFStepInfo, ef_init, ef_sgd, ef_update
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
@@ -17,6 +27,7 @@ from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, 
 from simcomm.optim._server import compressed_gd
 from simcomm.optim._trace import Trace
 from simcomm.optim._tracking import (
+    DIGRAPHS,
     METHODS,
     TRACKER_STARTS,
     EDState,
@@ -29,16 +40,26 @@ from simcomm.optim._tracking import (
     pushsum_init,
     pushsum_update,
     run_pushsum,
+    run_pushsum_sgd,
     run_tracking,
+    uneven_digraph,
 )
+from simcomm.optim._unreliable import run_unreliable_gossip
 
 __all__ = [
+    "choco_delta",
+    "choco_gamma",
+    "choco_scale",
+    "choco_init",
+    "choco_update",
+    "ChocoState",
     "async_compressed_gd",
     "clock_schedules",
     "bytes_per_example",
     "compressed_gd",
     "compressed_iag",
     "DELAY_MODELS",
+    "DIGRAPHS",
     "dsgd_init",
     "dsgd_update",
     "DSGDState",
@@ -64,11 +85,16 @@ __all__ = [
     "pushsum_init",
     "pushsum_update",
     "PushSumState",
+    "run_choco_gossip",
+    "run_choco_sgd",
     "run_dsgd",
     "run_pushsum",
+    "run_pushsum_sgd",
     "run_tracking",
+    "run_unreliable_gossip",
     "SCHEDULES",
     "step_size",
     "Trace",
     "TRACKER_STARTS",
+    "uneven_digraph",
 ]

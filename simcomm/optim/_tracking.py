@@ -46,6 +46,7 @@ from simcomm._errors import UserError, closest
 from simcomm._validate import one_of, real
 from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
 from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = [
     "METHODS",
@@ -61,6 +62,9 @@ __all__ = [
     "pushsum_update",
     "run_tracking",
     "run_pushsum",
+    "run_pushsum_sgd",
+    "uneven_digraph",
+    "DIGRAPHS",
 ]
 
 #: Methods of :func:`run_tracking`: gradient tracking and exact diffusion.
@@ -144,6 +148,18 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     if G.shape != (n, d):
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
     g_prev = G if (state.k == 0 and tracker_start == "zero") else state.g
+    layer = None if topo == "parallel" else topo.layer(state.k)
+    shifted = layer is not None and layer.kind == "circulant" and len(layer.shape) == 1
+    if shifted and len(layer.offsets) <= _FFT_OFFSETS:
+        # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
+        from simcomm.backends import get_backend
+
+        x, y = np.empty_like(state.x), np.empty_like(state.y)
+        get_backend(backend).gt_shift_step(np.ascontiguousarray(state.x), np.ascontiguousarray(state.y),
+                                           np.ascontiguousarray(G), np.ascontiguousarray(g_prev), float(lr),
+                                           np.asarray(layer.offsets[:, 0], dtype=np.int64),
+                                           np.asarray(layer.weights), x, y)
+        return GTState(x, y, G.copy(), state.k + 1)
     y = _mix(topo, state.y + G - g_prev, state.k, backend)
     x = _mix(topo, state.x - lr * y, state.k, backend)
     return GTState(x, y, G.copy(), state.k + 1)
@@ -364,6 +380,120 @@ def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: 
             j += 1
     return Trace(np.asarray(rec), {"max_error": maxe, "mean_sq_error": mse, "weight_spread": spread},
                  state.z if debias else state.x, diverged_at_step(diverged))
+
+
+#: Static digraphs with per-node (push) weights that push-sum SGD and its MPI run take by name.
+DIGRAPHS = ("directed_ring", "directed_exponential")
+
+#: spawn key of the stream that draws the self-weights of :func:`uneven_digraph` (apart from data and noise)
+WEIGHTS_KEY = 3
+
+
+def uneven_digraph(name: str, n: int, *, seed: int, low: float = 0.1, high: float = 0.9):
+    r"""A column-stochastic digraph with self-weights :math:`a_i \sim U[low, high]` drawn from ``seed``.
+
+    The weights come from ``SeedSequence(seed, spawn_key=(WEIGHTS_KEY,))``, so a simulator and an MPI
+    run (:mod:`simcomm.mpi`) with the same seed build the same ``W`` without sending it.
+
+    Parameters
+    ----------
+    name : {"directed_ring", "directed_exponential"}
+    n : int
+    seed : int
+    low, high : float
+        ``0 <= low <= high < 1``.
+
+    Examples
+    --------
+    >>> t = uneven_digraph("directed_ring", 4, seed=1)
+    >>> t.stochasticity, t.name
+    ('column', 'directed_ring')
+    """
+    from simcomm.topology import directed_exponential, directed_ring
+
+    one_of(name, DIGRAPHS, "push-sum digraph")
+    if not (0.0 <= low <= high < 1.0):
+        raise UserError(f"self-weights need 0 <= low <= high < 1, got low={low}, high={high}")
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(WEIGHTS_KEY,)))
+    a = rng.uniform(low, high, int(n))
+    make = directed_ring if name == "directed_ring" else directed_exponential
+    return make(int(n), self_weights=a, weighting="push")
+
+
+def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 0.0, seed: int = 0,
+                    record_every: int = 1, debias: bool = True, backend=None) -> Trace:
+    r"""Push-sum SGD (SGP) on a :class:`~simcomm.models.NodeProblem` over a column-stochastic digraph.
+
+    Per step: gradients at the de-biased models :math:`z_i = x_i / w_i` (plus the per-node noise of
+    :func:`~simcomm.optim.run_dsgd`, ``node_noise_rng(seed, i)``), then :func:`pushsum_update`
+    (numerators ``W (x - lr g)``, weights ``W w``). ``debias=False`` takes the gradients at the
+    numerators instead (SGD over plain column-stochastic gossip). :mod:`simcomm.mpi` ``pushsum`` runs
+    the same arithmetic with one rank per node.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+    topology : Topology or str
+        Column (or doubly) stochastic.
+    steps : int
+    lr : float
+        Constant step size.
+    sigma : float
+    seed : int
+    record_every : int
+    debias : bool
+    backend : str or module, optional
+
+    Returns
+    -------
+    Trace
+        ``records``: ``node_dist_sq`` :math:`\frac1n\sum_i\|z_i - x^\star\|^2` and ``weight_spread``;
+        ``x`` the final de-biased models :math:`z` (the numerators with ``debias=False``).
+
+    Examples
+    --------
+    >>> from simcomm.models import heterogeneous_least_squares
+    >>> prob = heterogeneous_least_squares(8, 3, b=0.0, rng=0)
+    >>> tr = run_pushsum_sgd(prob, uneven_digraph("directed_exponential", 8, seed=0), steps=2000, lr=0.2 / prob.L)
+    >>> bool(tr.node_dist_sq[-1] < 1e-20)
+    True
+    """
+    from simcomm.models._decentralized import node_gradients
+
+    check_hyper(lr, 0.0)
+    real(sigma, "noise sigma", low=0.0)
+    steps = int(steps)
+    if steps < 0 or record_every < 1:
+        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    n, d = problem.n, problem.d
+    topo = resolve_topology(topology, n)
+    require_stochasticity(topo, ("column", "doubly"), "push-sum SGD")
+    noise = _Noise(seed, n, d, steps) if sigma > 0 else None
+    state = pushsum_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (n, 1)))
+    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    dist, spread = np.full(len(rec), np.nan), np.full(len(rec), np.nan)
+
+    def models(s):
+        return s.z if debias else s.x
+
+    dist[0], spread[0] = _node_dist(problem, models(state)), 1.0
+    j, diverged = 1, None
+    G = np.empty((n, d))
+    with np.errstate(all="ignore"):
+        for k in range(steps):
+            G = node_gradients(problem, models(state), out=G)
+            if noise is not None:
+                noise.add(G, k, sigma)
+            state = pushsum_update(state, G, topo, lr=lr, backend=backend)
+            if j < len(rec) and rec[j] == k + 1:
+                v = _node_dist(problem, models(state))
+                if not math.isfinite(v):
+                    diverged = k + 1
+                    break
+                dist[j], spread[j] = v, float(state.w.max() / state.w.min())
+                j += 1
+    return Trace(np.asarray(rec), {"node_dist_sq": dist, "weight_spread": spread}, models(state),
+                 diverged_at_step(diverged))
 
 
 # --------------------------------------------------------------------------- a whole run

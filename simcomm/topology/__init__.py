@@ -18,6 +18,8 @@ declared properties (:mod:`simcomm.topology._registry`); :data:`TOPOLOGIES` hold
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
 from simcomm.topology._build import build
 from simcomm.topology._directed import WEIGHTINGS, directed_exponential, directed_ring, random_matching, s_out
+from simcomm.topology._drops import DROP_KINDS, EdgeList, LinkFailures, edge_list, unreliable_mix
+from simcomm.topology._equitopo import OFFSET_LAWS, d_equistatic, equistatic_offsets, one_peer_equidyn, u_equistatic
 from simcomm.topology._fmmc import FMMCInfo, fastest_mixing
 from simcomm.topology._graphs import (
     RULES,
@@ -69,6 +71,16 @@ __all__ = [
     "STOCHASTICITIES",
     "WEIGHTINGS",
     "DENSE_MAX",
+    "DROP_KINDS",
+    "OFFSET_LAWS",
+    "d_equistatic",
+    "equistatic_offsets",
+    "one_peer_equidyn",
+    "u_equistatic",
+    "EdgeList",
+    "LinkFailures",
+    "edge_list",
+    "unreliable_mix",
     "FMMCInfo",
     "Topology",
     "base_graph",

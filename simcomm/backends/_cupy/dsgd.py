@@ -16,7 +16,7 @@ from simcomm.backends._cupy._host import grid_1d
 from simcomm.backends._cupy._src import kernel
 from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -65,3 +65,30 @@ def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
     out[...] = new_x if isinstance(out, cp.ndarray) else cp.asnumpy(new_x)
     wout[...] = new_w if isinstance(wout, cp.ndarray) else cp.asnumpy(new_w)
     return out, wout
+
+
+def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
+    r"""CHOCO public-copy update and consensus step with a 1-D circulant ``W``; see the numpy backend (same order)."""
+    Hd = Xhat if isinstance(Xhat, cp.ndarray) else cp.asarray(Xhat)
+    Hd += cp.asarray(Q, dtype=Hd.dtype)
+    M = shift_mix_into(Hd, shifts, weights, cp.empty_like(Hd))
+    M -= Hd
+    M *= Hd.dtype.type(gamma)
+    res = cp.asarray(Xh) + M
+    if Hd is not Xhat:
+        Xhat[...] = cp.asnumpy(Hd)
+    return _store(res, out)
+
+
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+    r"""One ATC gradient-tracking step with a 1-D circulant ``W``; see the numpy backend (same order)."""
+    Xd, Yd = cp.asarray(X), cp.asarray(Y)
+    T = Yd + cp.asarray(G, dtype=Yd.dtype)
+    T -= cp.asarray(Gp, dtype=Yd.dtype)
+    ynew = shift_mix_into(cp.ascontiguousarray(T), shifts, weights, cp.empty_like(T))
+    S = ynew * Xd.dtype.type(lr)
+    S = Xd - S
+    xnew = shift_mix_into(cp.ascontiguousarray(S), shifts, weights, cp.empty_like(S))
+    _store(ynew, yout)
+    _store(xnew, xout)
+    return xout, yout

@@ -12,7 +12,7 @@ import numpy as np
 from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, like_input, small_device
 from simcomm.backends._cupy._src import TILE, kernel
 
-__all__ = ["shift_mix", "csr_mix", "shift_mix_into", "csr_mix_into", "node_shift_mix"]
+__all__ = ["shift_mix", "csr_mix", "shift_mix_into", "csr_mix_into", "node_shift_mix", "edge_mix"]
 
 
 def _grid(n: int, d: int) -> tuple[int, int]:
@@ -71,3 +71,14 @@ def node_shift_mix(X, shifts, weights):
     for t, h in enumerate(np.mod(np.asarray(cp.asnumpy(shifts), dtype=np.int64), max(n, 1)).tolist()):
         out += Wd[t][:, None] * X2[(idx + h) % n]
     return like_input(out.reshape(Xd.shape), X)
+
+
+def edge_mix(indptr, indices, eid, data, kept, X):
+    r"""Gossip over the kept edges only, :math:`X + (A_t X - \deg_t X)` (see the numpy backend, same order)."""
+    Xd = as_rows(X)
+    d_t = cp.where(cp.asarray(kept, dtype=cp.bool_)[cp.asarray(eid)], cp.asarray(data, dtype=Xd.dtype), 0.0)
+    n = len(indptr) - 1
+    M = csr_mix_into(indptr, indices, d_t, Xd, cp.empty_like(Xd))
+    deg = csr_mix_into(indptr, indices, d_t, cp.ones((n, 1), dtype=Xd.dtype), cp.empty((n, 1), dtype=Xd.dtype))
+    M -= deg * Xd
+    return like_input(Xd + M, X)

@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from simcomm.backends._numba.gossip import _axpy_row, _col_block
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
 
 def _scratch(n: int, block: int, dtype) -> np.ndarray:
     # one (n, block) slab per thread; get_thread_id() is 0 in the serial build
@@ -203,3 +203,125 @@ def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
     kernel(X, G, X.dtype.type(lr), sh, W2, out, blk, _scratch(n, blk, X.dtype))
     wout[...] = node_shift_mix(np.asarray(w, dtype=X.dtype), sh, W2)
     return out, wout
+
+
+# CHOCO: per column slab, first the public copies of every node (xhat += q), then the consensus step from
+# the cache-resident slab; the sum from 0.0 in the shifts' order, then xh + gamma (sum - xhat): numpy's order.
+@njit(cache=True, inline="always")
+def _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b):
+    n = Xh.shape[0]
+    c0 = b * block
+    c1 = min(Xh.shape[1], c0 + block)
+    for i in range(n):
+        hi, qi = Xhat[i, c0:c1], Q[i, c0:c1]
+        for c in range(c1 - c0):
+            hi[c] += qi[c]
+    for i in range(n):
+        oi = out[i, c0:c1]
+        for t in range(shifts.shape[0]):
+            _axpy_row(oi, weights[t], Xhat[(i + shifts[t]) % n, c0:c1], t == 0)
+        xi, hi = Xh[i, c0:c1], Xhat[i, c0:c1]
+        for c in range(c1 - c0):
+            oi[c] = xi[c] + gamma * (oi[c] - hi[c])
+
+
+@njit(cache=True, parallel=True)
+def _choco_par(Xh, Xhat, Q, gamma, shifts, weights, out, block):
+    for b in prange((Xh.shape[1] + block - 1) // block):
+        _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b)
+    return out
+
+
+@njit(cache=True)
+def _choco_ser(Xh, Xhat, Q, gamma, shifts, weights, out, block):
+    for b in range((Xh.shape[1] + block - 1) // block):
+        _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b)
+    return out
+
+
+def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
+    r"""CHOCO public-copy update and consensus step with a 1-D circulant ``W``; see the numpy backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Xhat = np.zeros((2, 1))
+    >>> choco_shift_step(np.array([[0.0], [4.0]]), Xhat, np.array([[0.0], [4.0]]), 0.5, np.array([0, 1]),
+    ...                  np.array([0.5, 0.5]), np.empty((2, 1))).ravel(), Xhat.ravel()
+    (array([1., 3.]), array([0., 4.]))
+    """
+    n, d = Xh.shape
+    sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
+    w = np.asarray(weights, dtype=np.float64).astype(Xh.dtype)
+    if sh.size == 0:  # the empty sum: x = xh - gamma xhat, as in numpy
+        Xhat += Q
+        np.subtract(Xh, Xh.dtype.type(gamma) * Xhat, out=out)
+        return out
+    kernel = _choco_par if n * d >= _PARALLEL_MIN else _choco_ser
+    return kernel(Xh, Xhat, Q, Xh.dtype.type(gamma), sh, w, out, _col_block(n, d))
+
+
+# Gradient tracking: per column slab, the tracker's argument for every node into the scratch, the new
+# trackers from it, then (reusing the scratch) x - lr y_new for every node and the new iterates: X, Y, G,
+# G_prev read once, both outputs written once. Same terms and order as the numpy reference.
+@njit(cache=True, inline="always")
+def _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b):
+    n = X.shape[0]
+    c0 = b * block
+    c1 = min(X.shape[1], c0 + block)
+    T = scratch[numba.get_thread_id()]
+    for i in range(n):
+        yi, gi, pi, ti = Y[i, c0:c1], G[i, c0:c1], Gp[i, c0:c1], T[i]
+        for c in range(c1 - c0):
+            ti[c] = (yi[c] + gi[c]) - pi[c]
+    for i in range(n):
+        oi = yout[i, c0:c1]
+        for t in range(shifts.shape[0]):
+            _axpy_row(oi, weights[t], T[(i + shifts[t]) % n, : c1 - c0], t == 0)
+    for i in range(n):
+        xi, oi, ti = X[i, c0:c1], yout[i, c0:c1], T[i]
+        for c in range(c1 - c0):
+            ti[c] = xi[c] - lr * oi[c]
+    for i in range(n):
+        oi = xout[i, c0:c1]
+        for t in range(shifts.shape[0]):
+            _axpy_row(oi, weights[t], T[(i + shifts[t]) % n, : c1 - c0], t == 0)
+
+
+@njit(cache=True, parallel=True)
+def _gt_par(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch):
+    for b in prange((X.shape[1] + block - 1) // block):
+        _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b)
+    return xout
+
+
+@njit(cache=True)
+def _gt_ser(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch):
+    for b in range((X.shape[1] + block - 1) // block):
+        _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b)
+    return xout
+
+
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+    r"""One ATC gradient-tracking step with a 1-D circulant ``W``, column slabs; see the numpy backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.zeros((2, 1))
+    >>> x, y = gt_shift_step(z, z, np.array([[2.0], [0.0]]), z, 1.0, np.array([0, 1]), np.array([0.5, 0.5]),
+    ...                      np.empty((2, 1)), np.empty((2, 1)))
+    >>> x.ravel(), y.ravel()
+    (array([-1., -1.]), array([1., 1.]))
+    """
+    from simcomm.backends._numpy.dsgd import gt_shift_step as reference
+
+    n, d = X.shape
+    sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
+    if sh.size == 0:
+        return reference(X, Y, G, Gp, lr, shifts, weights, xout, yout)
+    w = np.asarray(weights, dtype=np.float64).astype(X.dtype)
+    kernel = _gt_par if n * d >= _PARALLEL_MIN else _gt_ser
+    blk = _col_block(n, d)
+    kernel(X, Y, G, Gp, X.dtype.type(lr), sh, w, xout, yout, blk, _scratch(n, blk, X.dtype))
+    return xout, yout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["shift_mix", "csr_mix", "node_shift_mix"]
+__all__ = ["shift_mix", "csr_mix", "node_shift_mix", "edge_mix"]
 
 # Below this many entries (n * d) the serial kernel is used: starting the parallel threads costs
 # tens of microseconds, more than the work itself (small simulations call the kernel every step).
@@ -195,3 +195,51 @@ def node_shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np
     w = np.ascontiguousarray(np.asarray(weights, dtype=np.float64).astype(X2.dtype)).reshape(sh.size, n)
     kernel = _node_shift_mix_serial if X2.size < PARALLEL_MIN else _node_shift_mix
     return kernel(X2, sh, w, out).reshape(X.shape)
+
+
+@njit(cache=True)
+def _edge_row(indptr, indices, eid, data, kept, X, out, i):
+    oi, xi = out[i], X[i]
+    deg = 0.0
+    first = True
+    for p in range(indptr[i], indptr[i + 1]):
+        if kept[eid[p]]:
+            deg += data[p]
+            _axpy_row(oi, data[p], X[indices[p]], first)
+            first = False
+    if first:  # no kept edge: A_t x_i is the empty sum
+        oi[:] = 0.0
+    for c in range(oi.shape[0]):
+        oi[c] = xi[c] + (oi[c] - deg * xi[c])
+
+
+@njit(cache=True, parallel=True)
+def _edge_mix(indptr, indices, eid, data, kept, X, out):
+    for i in prange(X.shape[0]):
+        _edge_row(indptr, indices, eid, data, kept, X, out, i)
+    return out
+
+
+@njit(cache=True)
+def _edge_mix_serial(indptr, indices, eid, data, kept, X, out):
+    for i in range(X.shape[0]):
+        _edge_row(indptr, indices, eid, data, kept, X, out, i)
+    return out
+
+
+def edge_mix(indptr, indices, eid, data, kept, X):
+    r"""Gossip over the kept edges only (row-parallel, no ``n x n`` array); see the numpy backend (same order).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ip, ix, e, w = np.array([0, 1, 2]), np.array([1, 0]), np.array([0, 0]), np.array([0.5, 0.5])
+    >>> edge_mix(ip, ix, e, w, np.array([True]), np.array([[0.0], [2.0]])).ravel()
+    array([1., 1.])
+    """
+    X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1))
+    out = np.empty_like(X2)
+    kernel = _edge_mix_serial if X2.size < PARALLEL_MIN else _edge_mix
+    kernel(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), np.asarray(eid, dtype=np.int64),
+           np.asarray(data, dtype=np.float64).astype(X2.dtype), np.asarray(kept, dtype=np.bool_), X2, out)
+    return out.reshape(X.shape)

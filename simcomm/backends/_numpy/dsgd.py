@@ -18,7 +18,7 @@ import numpy as np
 
 from simcomm.backends._numpy.gossip import csr_mix, shift_mix
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -122,3 +122,90 @@ def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
     out[...] = node_shift_mix(Y, shifts, weights)
     wout[...] = node_shift_mix(w, shifts, weights)
     return out, wout
+
+
+def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
+    r"""CHOCO's public-copy update and consensus step with a 1-D circulant ``W`` (Koloskova et al. 2019).
+
+    ::
+
+        xhat_i <- xhat_i + q_i                                       # in place: every copy of node i
+        x_i    <- xh_i + gamma * (sum_t w_t xhat_{i+h_t} - xhat_i)    # sum from 0.0 in shifts order
+
+    Parameters
+    ----------
+    Xh : ndarray, shape (n, d)
+        The adapted iterates :math:`x^{(t+1/2)} = x - lr\,g` (``x`` itself for CHOCO-Gossip).
+    Xhat : ndarray, shape (n, d)
+        Public copies, updated in place.
+    Q : ndarray, shape (n, d)
+        The compressed differences :math:`Q(x^{(t+1/2)} - \hat x)` every node sent.
+    gamma : float
+        Consensus step.
+    shifts : ndarray of int64, shape (m,)
+    weights : ndarray of float64, shape (m,)
+    out : ndarray, shape (n, d)
+        Receives the new iterates (must not alias the inputs).
+
+    Returns
+    -------
+    ndarray
+        ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Xhat = np.zeros((2, 1))
+    >>> choco_shift_step(np.array([[0.0], [4.0]]), Xhat, np.array([[0.0], [4.0]]), 0.5, np.array([0, 1]),
+    ...                  np.array([0.5, 0.5]), np.empty((2, 1))).ravel(), Xhat.ravel()
+    (array([1., 3.]), array([0., 4.]))
+    """
+    Xhat += Q
+    M = shift_mix(Xhat, shifts, weights)
+    M -= Xhat
+    M *= gamma
+    np.add(Xh, M, out=out)
+    return out
+
+
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+    r"""One ATC gradient-tracking step with a 1-D circulant ``W`` (:func:`simcomm.optim.gt_update`).
+
+    ::
+
+        y_i <- sum_t w_t ((y + g) - g_prev)_{i+h_t}       # tracker
+        x_i <- sum_t w_t (x - lr y_new)_{i+h_t}
+
+    each sum from 0.0 in the order of ``shifts`` (as :func:`shift_mix`).
+
+    Parameters
+    ----------
+    X, Y, G, Gp : ndarray, shape (n, d)
+        Iterates, trackers, gradients at ``X`` and the gradients of the previous step.
+    lr : float
+    shifts : ndarray of int64, shape (m,)
+    weights : ndarray of float64, shape (m,)
+    xout, yout : ndarray, shape (n, d)
+        Receive the new iterates and trackers (must not alias the inputs).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``xout, yout``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.zeros((2, 1))
+    >>> x, y = gt_shift_step(z, z, np.array([[2.0], [0.0]]), z, 1.0, np.array([0, 1]), np.array([0.5, 0.5]),
+    ...                      np.empty((2, 1)), np.empty((2, 1)))
+    >>> x.ravel(), y.ravel()
+    (array([-1., -1.]), array([1., 1.]))
+    """
+    T = Y + G
+    T -= Gp
+    yout[...] = shift_mix(T, shifts, weights)
+    S = np.multiply(yout, lr)
+    np.subtract(X, S, out=S)
+    xout[...] = shift_mix(S, shifts, weights)
+    return xout, yout

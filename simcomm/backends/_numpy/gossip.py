@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["shift_mix", "csr_mix", "node_shift_mix"]
+__all__ = ["shift_mix", "csr_mix", "node_shift_mix", "edge_mix"]
 
 
 def shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -105,3 +105,38 @@ def node_shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np
     for t, h in enumerate(np.mod(np.asarray(shifts, dtype=np.int64), n).tolist()):
         out += np.asarray(weights[t], dtype=X2.dtype)[:, None] * X2[(idx + h) % n]
     return out.reshape(X.shape)
+
+
+def edge_mix(indptr, indices, eid, data, kept, X):
+    r"""Gossip over the kept edges only: :math:`Y_i = x_i + \sum_{p:\ \mathrm{kept}[e_p]} w_p (x_{j_p} - x_i)`.
+
+    A dropped edge's weight stays with both endpoints (their self-weights grow), so every realised
+    ``W_t`` is symmetric and doubly stochastic when ``W`` is. ``indptr, indices, data`` are the CSR of
+    the off-diagonal part of ``W`` (both directions), ``eid[p]`` the undirected edge of entry ``p``.
+    Computed as ``X + (A_t X - deg_t X)`` with :math:`A_t` the kept entries (row sums from 0.0 in
+    index order, as :func:`csr_mix`); no ``n x n`` array.
+
+    Parameters
+    ----------
+    indptr, indices, eid : ndarray of int64
+    data : ndarray of float64
+    kept : ndarray of bool, shape (E,)
+    X : ndarray, shape (n, d)
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ip, ix, e, w = np.array([0, 1, 2]), np.array([1, 0]), np.array([0, 0]), np.array([0.5, 0.5])
+    >>> X = np.array([[0.0], [2.0]])
+    >>> edge_mix(ip, ix, e, w, np.array([True]), X).ravel(), edge_mix(ip, ix, e, w, np.array([False]), X).ravel()
+    (array([1., 1.]), array([0., 2.]))
+    """
+    d_t = np.where(np.asarray(kept, dtype=bool)[eid], np.asarray(data, dtype=X.dtype), 0.0)
+    M = csr_mix(indptr, indices, d_t, X)
+    deg = csr_mix(indptr, indices, d_t, np.ones((X.shape[0], 1), dtype=X.dtype))
+    M -= deg * X
+    return X + M
