@@ -169,7 +169,13 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
 
     mapper, executor = make_map(jobs, scheduler)
 
-    def run(batch):
+    # a progress bar that can name its passes (simcomm.cli._common.progress_bar.phase) is told which
+    # one starts: the count restarts for adaptive replicates and for the controls
+    phase = getattr(getattr(progress, "__self__", None), "phase", None)
+
+    def run(batch, name=None):
+        if name is not None and phase is not None:
+            phase(name)
         return run_many(batch, map=mapper, backend=backend, cache_dir=cache_dir, progress=progress,
                         executor=executor, threads_per_cell=threads_for(jobs, scheduler))
 
@@ -178,9 +184,9 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
     for spec, res in zip(specs, results):
         check_plot_columns(spec, res.table.columns)  # [plot] x/hue/labels name real columns
     trials = [_claim_trial(spec, res) for spec, res in zip(specs, results)]
-    _more_replicates(trials, run)
+    _more_replicates(trials, lambda batch: run(batch, "adaptive replicates"))
     if controls:
-        _run_controls(trials, run)
+        _run_controls(trials, lambda batch: run(batch, "negative controls"))
     figures = {t.spec.claim.id: bound_vs_empirical(t.judgement, t.spec.plot, _context(t.spec, t.results))
                for t in trials}
     return CheckOutcome([t.results for t in trials], [t.judgement for t in trials], figures)

@@ -116,3 +116,17 @@ def test_progress_line_names_what_it_counts(updates, words):
         bar.phase("adaptive replicates, batch 2")
         bar.update(0, 5)
         assert bar.status().startswith("checking, pass 2 (adaptive replicates, batch 2): 0/5 cells")
+
+
+def test_check_names_the_controls_pass(tmp_path):
+    # checking.evaluate tells a bar with phase() which pass starts; the controls pass is named
+    from simcomm import checking
+    from simcomm.cli._common import progress_bar
+
+    specs = checking.select_specs(("expgraph.rho_even",), quick=True)
+    with progress_bar("checking", enabled=False) as bar:
+        names = []
+        original = bar.phase
+        bar.phase = lambda name: (names.append(name), original(name))
+        checking.evaluate(specs, jobs=1, controls=True, cache_dir=tmp_path, progress=bar.update)
+    assert "negative controls" in names and "pass 2 (negative controls)" in bar.status()
