@@ -76,8 +76,8 @@ def _vector_cost(p):
         **_VECTOR,
         "r": Param("int", default=0, low=0, doc="rTop-k's top-set size (k <= r <= d; 0 means r = k)"),
         "r_over_k": Param("float", default=0.0, low=0.0, keyed_at_default=False,
-                          doc="rTop-k's top set as a ratio: r = round(r_over_k * k), capped at d (>= 1; 0: use r); for "
-                              "sweeps (a bound that takes r reads r)"),
+                          doc="rTop-k's top set as a ratio: r = round(r_over_k * k), capped at d (>= 1); added later, "
+                              "its default 0 changes nothing (r is used); for sweeps (a bound that takes r reads r)"),
         "nnz": Param("int", default=100, low=1, doc="nonzero coordinates of x (nnz <= d)"),
         "method": Param("str", default="rtop_k", choices=METHODS, doc="sparsifier"),
         "scale": Param("bool", default=True, doc="rand_k only: multiply kept entries by d/k (unbiased)"),

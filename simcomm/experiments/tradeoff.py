@@ -19,12 +19,13 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm.compress import COMPRESSORS, StochasticRound, compressor_from_label
+from simcomm.compress._compressor import _top_level_split
 from simcomm.experiments._registry import Param, experiment
 from simcomm.experiments.compressors import _vector
 
 #: the setting each family is swept over inside a cell (families absent here have no setting)
 _LADDER = {"top_k": "k", "rand_k": "k", "rtop_k": "k", "rand_k_replace": "k", "bernoulli": "p", "qsgd": "s",
-           "stochastic_round": "delta"}
+           "natural_dithering": "s", "stochastic_round": "delta"}
 _PLACEHOLDER = {"k": 1, "r": 1, "p": 0.5, "s": 1, "delta": 1.0}
 
 
@@ -39,7 +40,7 @@ def _parse(label: str) -> tuple[str, dict, float | None, int | None]:
                         f"use one of {', '.join(COMPRESSORS)}")
     fixed, r_over_k, r = {}, None, None
     body = rest.rstrip().removesuffix(")") if rest else ""
-    for part in filter(None, (p.strip() for p in body.split(","))):
+    for part in filter(None, (p.strip() for p in _top_level_split(body))):  # compose's settings are labels
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq:
@@ -59,9 +60,12 @@ def _parse(label: str) -> tuple[str, dict, float | None, int | None]:
     if name != "rtop_k" and (r_over_k is not None or r is not None):
         raise UserError(f"compressor '{label}': r_over_k and r are rtop_k settings")
     # the fixed settings are checked by building the compressor with placeholders for the swept ones
-    placeholders = {s.name: _PLACEHOLDER[s.name] for s in COMPRESSORS[name].settings() if s.required}
-    text = ", ".join([*(f"{k}={v}" for k, v in fixed.items()), *(f"{k}={v}" for k, v in placeholders.items()
-                                                                if k not in fixed)])
+    missing = [s.name for s in COMPRESSORS[name].settings() if s.required and s.name not in fixed]
+    unswept = [m for m in missing if m not in _PLACEHOLDER]
+    if unswept:
+        raise UserError(f"compressor '{label}' needs {', '.join(unswept)}: give it in the label, "
+                        f"e.g. {name}({unswept[0]}=...)")
+    text = ", ".join([*(f"{k}={v}" for k, v in fixed.items()), *(f"{m}={_PLACEHOLDER[m]}" for m in missing)])
     compressor_from_label(f"{name}({text})" if text else name)
     return name, fixed, r_over_k, r
 
