@@ -14,7 +14,7 @@ import pytest
 
 from simcomm.backends import get_backend
 from simcomm.topology import exponential, mixing_matrix, one_peer_exponential
-from tests.benchmarks._timing import copy_bandwidth
+from tests.benchmarks._timing import best_time, copy_bandwidth
 
 N, D = 256, 100_000
 GAMMA, BETA = 0.01, 0.9
@@ -71,3 +71,26 @@ def test_bench_dmsgd_step(benchmark, name):
                                       f"no step can beat dense/floor = {t_dense / floor:.1f}x here")
     print(f"\n{name}: fast {t_fast * 1e3:.1f} ms, dense {t_dense * 1e3:.1f} ms, ratio {t_dense / t_fast:.1f}x, "
           f"floor {floor * 1e3:.1f} ms (fast/floor {t_fast / floor:.2f})")
+
+
+def test_bench_dsgd_small_run(benchmark):
+    # A whole DmSGD run on a small problem (n = 64, d = 10: the transient experiments): the compiled loop
+    # (run_dsgd on numba, simcomm/backends/_numba/dsgd_run.py) against the per-step path a user would
+    # otherwise get (the numpy backend: one call per gradient, noise, step and measurement)
+    from simcomm.models import heterogeneous_least_squares
+    from simcomm.optim import run_dsgd
+
+    prob = heterogeneous_least_squares(64, 10, b=1.0, rng=0)
+    kw = dict(steps=4000, lr=0.08, beta=0.9, sigma=1.0, seed=1, schedule="inv_sqrt", k0=1.0, x0=prob.x_star)
+    fused = lambda: run_dsgd(prob, "torus", backend="numba", **kw)  # noqa: E731
+    fused()  # compile outside the timing
+    t_step, ref = best_time(lambda: run_dsgd(prob, "torus", backend="numpy", **kw), 2)
+    t_fused, got = best_time(fused, 3)
+    # the two paths differ in summation order only (tests/test_dsgd_fused.py): the records agree to rounding
+    np.testing.assert_allclose(got.node_grad_norm_sq, ref.node_grad_norm_sq, rtol=1e-9)
+    benchmark.pedantic(fused, rounds=1, iterations=1)
+    benchmark.extra_info["ratio"] = t_step / t_fused
+    benchmark.extra_info["baseline"] = "run_dsgd on the numpy backend (the per-step path), same run"
+    benchmark.extra_info["us_per_step"] = 1e6 * t_fused / kw["steps"]
+    print(f"\nsmall DmSGD run: compiled {t_fused * 1e3:.0f} ms, per-step {t_step * 1e3:.0f} ms, "
+          f"ratio {t_step / t_fused:.1f}x ({1e6 * t_fused / kw['steps']:.1f} us a step)")
