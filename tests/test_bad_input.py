@@ -137,3 +137,15 @@ def test_mix_of_integer_input_averages_in_floating_point():
     assert out.dtype == np.float64
     np.testing.assert_allclose(out.ravel(), [2.0, 1.0, 5 / 3, 4 / 3])
     np.testing.assert_allclose(mix(ring(4), np.array([1, 2, 0, 3])), out.ravel())
+
+
+def test_mix_of_a_matrix_names_the_fix():
+    import numpy as np
+
+    from simcomm.topology import from_matrix, mix, mixing_matrix, ring
+
+    W = mixing_matrix(ring(4))
+    with pytest.raises(UserError, match="from_matrix") as err:
+        mix(W, np.ones(4))
+    assert "\n" not in str(err.value)
+    np.testing.assert_allclose(mix(from_matrix(W), np.arange(4.0)), W @ np.arange(4.0))

@@ -126,6 +126,9 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     """
     from simcomm.backends._xp import array_namespace, backend_for
 
+    if not isinstance(topology, Topology):
+        raise UserError(f"mix: topology must be a Topology (e.g. ring(8)), got {type(topology).__name__}; "
+                        "for a mixing matrix W, build one with from_matrix(W)")
     layer = topology.layer(k)
     xp = array_namespace(X)
     X = xp.asarray(X)  # a device (CuPy) array stays on the device
