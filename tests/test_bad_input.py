@@ -142,6 +142,7 @@ def test_mix_of_integer_input_averages_in_floating_point():
 def test_mix_of_a_matrix_names_the_fix():
     import numpy as np
 
+    from simcomm import UserError
     from simcomm.topology import from_matrix, mix, mixing_matrix, ring
 
     W = mixing_matrix(ring(4))
