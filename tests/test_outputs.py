@@ -326,11 +326,9 @@ def test_committed_verdicts_hold_exactly_the_registered_claims():
 
     ids = {load(p, quick=True).claim.id for p in find_specs() if load(p, quick=True).claim is not None}
     committed = json.loads((Path(__file__).resolve().parents[1] / "figures" / "verdicts.json").read_text())["claims"]
-    # every committed verdict is a registered claim (no retired ids); a claim without a committed full-grid
-    # verdict is listed in figures/PENDING.md until `simcomm check --full` records it
-    assert set(committed) <= ids, f"retired: {sorted(set(committed) - ids)}"
-    pending = (Path(__file__).resolve().parents[1] / "figures" / "PENDING.md").read_text()
-    assert all(f"`{i}`" in pending for i in ids - set(committed)), sorted(ids - set(committed))
+    # exactly the registered claims: no retired ids, and every claim has a committed full-grid verdict
+    assert set(committed) == ids, (f"retired: {sorted(set(committed) - ids)}; "
+                                   f"without a full-grid verdict: {sorted(ids - set(committed))}")
 
 
 def test_a_partial_full_run_keeps_the_other_claims_rows_in_the_readme(tmp_path):
