@@ -227,3 +227,17 @@ def test_short_reason_cuts_at_a_word():
     short = _short_reason(text, 40)
     assert short.endswith(" ...") and len(short) <= 44 and text.startswith(short[:-4])
     assert _short_reason("short", 40) == "short"
+
+
+def test_help_imports_no_heavy_library():
+    # `simcomm --help` stays fast by importing lazily: numba, pandas, scipy and matplotlib load only when a
+    # command needs them (the start-up time itself is machine-dependent and never asserted)
+    import subprocess
+    import sys
+
+    code = ("import sys\nsys.argv = ['simcomm', '--help']\nfrom simcomm.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY=' + ','.join(m for m in ('numba', 'pandas', 'scipy', 'matplotlib', 'torch')\n"
+            "                          if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY=\n" in out, out[-200:]
