@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from simcomm._errors import SpecError, closest
-from simcomm.experiments._registry import get_experiment
 
 __all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir",
            "find_specs",
@@ -293,6 +292,8 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
         raise SpecError(f"{where}: [experiment] needs 'name' "
                         "(a registered experiment; see 'simcomm list --experiments')")
     try:
+        from simcomm.experiments._registry import get_experiment  # lazy: the experiments load the numerical stack
+
         experiment = get_experiment(exp["name"])
     except SpecError as exc:
         raise SpecError(f"{where} [experiment]: {exc}") from None
@@ -539,6 +540,8 @@ def check_plot_columns(spec: "Spec", columns) -> None:
     where = f"{spec.path} [plot]"
 
     def hint(name):
+        from simcomm.experiments._registry import get_experiment
+
         new = get_experiment(spec.experiment).renamed(name)
         return f" ('{name}' was renamed to '{new}')" if new else closest(name, columns)
 

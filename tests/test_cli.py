@@ -229,13 +229,14 @@ def test_short_reason_cuts_at_a_word():
     assert _short_reason("short", 40) == "short"
 
 
-def test_help_imports_no_heavy_library():
-    # `simcomm --help` stays fast by importing lazily: numba, pandas, scipy and matplotlib load only when a
-    # command needs them (the start-up time itself is machine-dependent and never asserted)
+@pytest.mark.parametrize("argv", [["--help"], ["list"]])
+def test_help_and_list_import_no_heavy_library(argv):
+    # `simcomm --help` and `simcomm list` stay fast by importing lazily: numba, pandas, scipy and matplotlib
+    # load only when a command needs them (the start-up time itself is machine-dependent and never asserted)
     import subprocess
     import sys
 
-    code = ("import sys\nsys.argv = ['simcomm', '--help']\nfrom simcomm.cli import main\n"
+    code = (f"import sys\nsys.argv = ['simcomm', *{argv!r}]\nfrom simcomm.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('HEAVY=' + ','.join(m for m in ('numba', 'pandas', 'scipy', 'matplotlib', 'torch')\n"
             "                          if m in sys.modules))")

@@ -27,7 +27,7 @@ def list_(experiments, topologies, specs_dir, paths):
       simcomm list --experiments
       simcomm list --topologies
     """
-    from simcomm.spec import find_specs, load, resolve, sims_dir
+    from simcomm.spec import find_specs, resolve, sims_dir
 
     if topologies:
         from simcomm.topology import TOPOLOGIES
@@ -52,12 +52,36 @@ def list_(experiments, topologies, specs_dir, paths):
     if paths:
         click.echo(f"spec folder: {Path(specs_dir or sims_dir()).resolve()}")
     for path in find_specs(specs_dir):
-        spec = load(path)
-        if spec.claim is None:
+        c = _claim_table(path)
+        if c is None:
             continue
-        c = spec.claim
         if paths:
-            click.echo(f"{c.id:<32} {path.resolve()}")
+            click.echo(f"{c['id']:<32} {path.resolve()}")
             continue
-        prov = c.provenance or resolve(c.bound).info.provenance
-        click.echo(f"{c.id:<32} {c.paper:<9} {c.kind:<6} [{prov}] {c.statement}")
+        prov = c.get("provenance") or resolve(c["bound"]).info.provenance
+        click.echo(f"{c['id']:<32} {c['paper']:<9} {c['kind']:<6} [{prov}] {c['statement']}")
+
+
+def _claim_table(path: Path) -> dict | None:
+    """A spec's ``[claim]`` table read from its TOML (None for a sweep), without loading its experiment.
+
+    Listing reads what it prints: validating a spec imports its experiment and the numerical stack, which
+    made ``simcomm list`` take seconds. A spec that does not parse, or a claim without the fields listed,
+    is loaded in full so that its one-line error is the one ``run`` and ``check`` give.
+    """
+    import tomllib
+
+    from simcomm.spec import load
+
+    try:
+        claim = tomllib.loads(path.read_text()).get("claim")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        claim = {}
+    if claim is None:
+        return None
+    if not isinstance(claim, dict) or not all(isinstance(claim.get(k), str)
+                                              for k in ("id", "paper", "kind", "statement")):
+        c = load(path).claim
+        return None if c is None else {"id": c.id, "paper": c.paper, "kind": c.kind, "statement": c.statement,
+                                       "provenance": c.provenance, "bound": c.bound}
+    return claim
