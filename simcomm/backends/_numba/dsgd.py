@@ -48,13 +48,19 @@ def _adapted_slab(X, M, G, lr, beta, block, scratch, b):
 # The combine is the gossip kernels' row update (_axpy_row: first term written as 0.0 + w y, then
 # accumulated in the listed order), applied to the cache-resident adapted slab instead of X.
 @njit(cache=True, inline="always")
-def _shift_block(X, M, G, lr, beta, shifts, weights, out, block, scratch, b):
-    n = X.shape[0]
-    c0, c1, Y = _adapted_slab(X, M, G, lr, beta, block, scratch, b)
+def _shift_slab(src, s0, shifts, weights, out, c0, c1):
+    """``out[i, c0:c1] = sum_t w_t src[(i + shift_t) % n, s0:s0 + c1 - c0]``, from 0.0 in the listed order."""
+    n = out.shape[0]
     for i in range(n):
         oi = out[i, c0:c1]
         for t in range(shifts.shape[0]):
-            _axpy_row(oi, weights[t], Y[(i + shifts[t]) % n, : c1 - c0], t == 0)
+            _axpy_row(oi, weights[t], src[(i + shifts[t]) % n, s0 : s0 + c1 - c0], t == 0)
+
+
+@njit(cache=True, inline="always")
+def _shift_block(X, M, G, lr, beta, shifts, weights, out, block, scratch, b):
+    c0, c1, Y = _adapted_slab(X, M, G, lr, beta, block, scratch, b)
+    _shift_slab(Y, 0, shifts, weights, out, c0, c1)
 
 
 @njit(cache=True, inline="always")
@@ -216,11 +222,9 @@ def _choco_block(Xh, Xhat, Q, gamma, shifts, weights, out, block, b):
         hi, qi = Xhat[i, c0:c1], Q[i, c0:c1]
         for c in range(c1 - c0):
             hi[c] += qi[c]
+    _shift_slab(Xhat, c0, shifts, weights, out, c0, c1)
     for i in range(n):
-        oi = out[i, c0:c1]
-        for t in range(shifts.shape[0]):
-            _axpy_row(oi, weights[t], Xhat[(i + shifts[t]) % n, c0:c1], t == 0)
-        xi, hi = Xh[i, c0:c1], Xhat[i, c0:c1]
+        oi, xi, hi = out[i, c0:c1], Xh[i, c0:c1], Xhat[i, c0:c1]
         for c in range(c1 - c0):
             oi[c] = xi[c] + gamma * (oi[c] - hi[c])
 
@@ -274,18 +278,12 @@ def _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b):
         yi, gi, pi, ti = Y[i, c0:c1], G[i, c0:c1], Gp[i, c0:c1], T[i]
         for c in range(c1 - c0):
             ti[c] = (yi[c] + gi[c]) - pi[c]
-    for i in range(n):
-        oi = yout[i, c0:c1]
-        for t in range(shifts.shape[0]):
-            _axpy_row(oi, weights[t], T[(i + shifts[t]) % n, : c1 - c0], t == 0)
+    _shift_slab(T, 0, shifts, weights, yout, c0, c1)
     for i in range(n):
         xi, oi, ti = X[i, c0:c1], yout[i, c0:c1], T[i]
         for c in range(c1 - c0):
             ti[c] = xi[c] - lr * oi[c]
-    for i in range(n):
-        oi = xout[i, c0:c1]
-        for t in range(shifts.shape[0]):
-            _axpy_row(oi, weights[t], T[(i + shifts[t]) % n, : c1 - c0], t == 0)
+    _shift_slab(T, 0, shifts, weights, xout, c0, c1)
 
 
 @njit(cache=True, parallel=True)
