@@ -86,14 +86,15 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
                                     cache_dir=cache, progress=bar.update, controls=controls)
     figures = out / "figures" if not quick else out / "results" / "quick"
     committed = committed_verdicts(out) if quick else None
-    extra, whole = {}, None
+    extra, whole, specs_all = {}, None, specs
     if not quick:
         path = figures / "verdicts.json"
         extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known)
-        if claim_ids:  # a partial full run: the gallery's REPORT.md keeps every registered claim
-            whole = _with_committed_rows(outcome.judgements, specs_dir, path)[0]
+        if claim_ids or readme is not None:  # claims this run did not judge keep their committed full-grid rows
+            whole, specs_all = _with_committed_rows(outcome.judgements, specs_dir, path)
+    # a partial full run: the gallery's REPORT.md keeps every registered claim
     write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed,
-                  extra=extra, report_judgements=whole)
+                  extra=extra, report_judgements=whole if claim_ids else None)
     title = "simcomm check " + ("--quick" if quick else "--full") + "".join(f" {c}" for c in claim_ids)
     _print_table(outcome.judgements, title=title, committed=committed, wide=wide)
     click.echo(f"report: {outcome.report_path}")
@@ -105,9 +106,7 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
         from simcomm.report import update_readme
         from simcomm.results import atomic_write_text
 
-        judgements, specs_all = outcome.judgements, specs
-        if not quick:  # claims this run did not judge keep their committed full-grid rows
-            judgements, specs_all = _with_committed_rows(outcome.judgements, specs_dir, figures / "verdicts.json")
+        judgements = outcome.judgements if whole is None else whole
         names = {j.claim.id: f"{j.claim.id.replace('.', '_')}.png" for j in judgements}
         titles = {s.claim.id: s.plot.get("title", "") for s in specs_all}
         atomic_write_text(readme, update_readme(Path(readme).read_text(), judgements, names, titles))
