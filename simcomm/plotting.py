@@ -403,6 +403,9 @@ def _draw_order_lines(ax, j: Judgement, plot: dict, x: str, series) -> None:
             flagged = _flag(ax, xs_o, g["mean"], (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
             ys.append(g["other_mean"].to_numpy(float))
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    xs_all = np.concatenate([grp[x].to_numpy() for _, grp in series]) if series else np.array([])
+    if np.issubdtype(xs_all.dtype, np.number):
+        _numeric_ticks(ax, xs_all)  # p = 4, 5, 6: not 4.25, 4.5 ...
     for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
         if scale == "log":
             _plain_log_ticks(axis)
