@@ -1,5 +1,12 @@
 """Simulated distributed optimisers: parameter server, IAG, error feedback, importance sampling, decentralized.
 
+What a method is (:mod:`simcomm.optim._algebra`): a composition of small pure ``(init, update)``
+transformations (:class:`Transform`, :func:`chain`; the blocks: gradient oracles, :func:`compress`,
+:func:`error_feedback`, :func:`aggregate`, :func:`downlink`, :func:`momentum`, :func:`delayed`,
+:func:`clocked`, :func:`iag_memory`, :func:`scale_by_lr`), made a :class:`Method` by :func:`descend` and
+stepped by the one loop :func:`run`. Named methods live in the registry :data:`METHODS`
+(:func:`method`, :func:`get_method`, :func:`build_method`; one file each in :mod:`simcomm.optim.methods`).
+
 Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion, push-sum SGD and CHOCO-SGD.
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``),
@@ -8,7 +15,21 @@ Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, 
 ``resolve_topology``, ``BLOWUP``) stay importable from their private modules.
 """
 
+from simcomm.optim._algebra import Ctx, Method, Transform, chain, descend, stateless
 from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, clock_schedules, largest_stable_step
+from simcomm.optim._blocks import (
+    aggregate,
+    clocked,
+    compress,
+    delayed,
+    downlink,
+    error_feedback,
+    full_gradient,
+    iag_memory,
+    local_gradients,
+    momentum,
+    scale_by_lr,
+)
 from simcomm.optim._choco import (
     ChocoState,
     choco_delta,
@@ -23,13 +44,15 @@ from simcomm.optim._decentralized import DSGDState, dsgd_init, dsgd_update, mess
 from simcomm.optim._ef_sgd import EFState, EFStepInfo, ef_init, ef_sgd, ef_update
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
 from simcomm.optim._importance import PROPOSALS, bytes_per_example, importance_sgd
+from simcomm.optim._loop import run
+from simcomm.optim._registry import METHODS, MethodInfo, build_method, get_method, method
 from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, step_size
 from simcomm.optim._server import compressed_gd
 from simcomm.optim._trace import Trace
 from simcomm.optim._tracking import (
     DIGRAPHS,
-    METHODS,
     TRACKER_STARTS,
+    TRACKING_METHODS,
     EDState,
     GTState,
     PushSumState,
@@ -47,6 +70,29 @@ from simcomm.optim._tracking import (
 from simcomm.optim._unreliable import run_unreliable_gossip
 
 __all__ = [
+    "aggregate",
+    "build_method",
+    "chain",
+    "clocked",
+    "compress",
+    "Ctx",
+    "delayed",
+    "descend",
+    "downlink",
+    "error_feedback",
+    "full_gradient",
+    "get_method",
+    "iag_memory",
+    "Method",
+    "method",
+    "MethodInfo",
+    "METHODS",
+    "momentum",
+    "run",
+    "scale_by_lr",
+    "stateless",
+    "Transform",
+    "local_gradients",
     "choco_delta",
     "choco_gamma",
     "choco_scale",
@@ -80,7 +126,6 @@ __all__ = [
     "importance_sgd",
     "largest_stable_step",
     "messages_per_step",
-    "METHODS",
     "PROPOSALS",
     "pushsum_init",
     "pushsum_update",
@@ -96,5 +141,8 @@ __all__ = [
     "step_size",
     "Trace",
     "TRACKER_STARTS",
+    "TRACKING_METHODS",
     "uneven_digraph",
 ]
+
+import simcomm.optim.methods  # noqa: E402,F401  (registers the named methods)

@@ -35,44 +35,19 @@ import math
 
 import numpy as np
 
-from simcomm._errors import UserError, closest
-from simcomm.optim._server import Monitor, check_compressor, check_lr, check_steps, start
+from simcomm._errors import UserError
+from simcomm.optim._blocks import DELAY_MODELS, check_delay, clock_schedules
+from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
+from simcomm.optim._watch import check_compressor, check_lr, check_steps
 
 __all__ = ["async_compressed_gd", "clock_schedules", "largest_stable_step", "stable_step_bracket", "DELAY_MODELS"]
-
-#: delay models accepted by :func:`async_compressed_gd`
-DELAY_MODELS = ("constant", "uniform", "adversarial")
-
 
 def check_tau(tau) -> int:
     """Validate a delay bound (integer ``tau >= 0``)."""
     if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 0:
         raise UserError(f"tau = {tau!r} is not allowed; use an integer delay bound tau >= 0")
     return int(tau)
-
-
-def check_delay(delay: str) -> str:
-    """Validate a delay model name."""
-    if delay not in DELAY_MODELS:
-        raise UserError(f"unknown delay model '{delay}'{closest(delay, DELAY_MODELS)}; "
-                        f"choose one of {', '.join(DELAY_MODELS)}")
-    return delay
-
-
-def delays(delay: str, k: int, tau: int, R: int, n: int, buf: np.ndarray, slot: int, rng) -> np.ndarray:
-    r"""Delays :math:`\tau_i(k)` of shape ``(R, n)`` for step ``k`` (``buf[:, slot]`` holds ``x_k``)."""
-    cap = min(tau, k)
-    if delay == "constant":
-        return np.full((R, n), cap)
-    if delay == "uniform":
-        return rng.integers(0, cap + 1, size=(R, n))
-    # adversarial: farthest buffered iterate among x_{k-cap}..x_k, ties to the larger delay
-    t = np.arange(cap + 1)
-    slots = (slot - t) % buf.shape[1]
-    dist = ((buf[:, slots, :] - buf[:, slot : slot + 1, :]) ** 2).sum(axis=2)  # (R, cap+1)
-    worst = cap - dist[:, ::-1].argmax(axis=1)
-    return np.repeat(worst[:, None], n, axis=1)
 
 
 def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int | None = None,
@@ -119,6 +94,8 @@ def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int 
     >>> async_compressed_gd(p, Identity(), lr=1.5, steps=200, tau=1).notes()   # 1.5 > 1 = threshold
     ['diverged at step 46']
     """
+    from simcomm.optim._registry import build_method
+
     compressor = check_compressor(compressor)
     lr = check_lr(lr)
     steps = check_steps(steps)
@@ -126,87 +103,20 @@ def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int 
         if tau is not None or delay is not None:
             raise UserError("async_compressed_gd: with a clock the delays come from the workers' clocks; "
                             "drop tau and delay (or drop clock to draw delays from a delay model)")
-        return _clocked(problem, compressor, lr, steps, clock, x0, replicates, record_every, track_grad, stop_gap,
-                        np.random.default_rng(rng), backend)
+        from simcomm.optim.methods.async_gd import build_clocked
+
+        n = problem.n
+        return run(problem, build_clocked(compressor=compressor, lr=lr, clock=clock, n=n), steps, rng=rng, x0=x0,
+                   replicates=replicates, record_every=record_every, track_grad=track_grad, stop_gap=stop_gap,
+                   backend=backend)
     if tau is None:
         raise UserError("async_compressed_gd: give the delay bound tau (an integer >= 0) or a clock "
                         "(simcomm.network.Clock)")
     tau = check_tau(tau)
     delay = check_delay("constant" if delay is None else delay)
-    rng = np.random.default_rng(rng)
-    x = start(problem, x0, replicates)
-    R, n, d = x.shape[0], problem.n, problem.d
-    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    per_step = n * compressor.bits(d)
-    idx = np.tile(np.arange(n), R)
-    rows = np.arange(R)[:, None]
-    B = tau + 1
-    buf = np.empty((R, B, d))  # ring buffer: slot k % B holds x_k
-    x = mon.check(0, x, 0.0)
-    buf[:, 0] = x
-    for k in range(steps):
-        slot = k % B
-        t = delays(delay, k, tau, R, n, buf, slot, rng)
-        X = buf[rows, (slot - t) % B]  # (R, n, d): worker i sees x_{k - tau_i(k)}
-        G = problem.grad(X.reshape(R * n, d), idx)
-        U = compressor.apply(G, rng=rng, backend=backend).reshape(R, n, d).mean(axis=1)
-        x = x - lr * mon.alive[:, None] * U
-        x = mon.check(k + 1, x, (k + 1) * per_step)
-        if mon.done:
-            break
-        fresh = x.copy()
-        if not mon.alive.all():  # a frozen replicate restarts its history from x0
-            buf[~mon.alive] = x[~mon.alive, None, :]
-        buf[:, (k + 1) % B] = fresh
-    return mon.trace(x)
-
-
-def clock_schedules(clock, n: int, steps: int, replicates: int, rng=None):
-    """Per replicate, the worker and delay of each server update: two int arrays of shape ``(R, steps)``.
-
-    Replicate ``r`` draws its schedule from the ``r``-th of ``replicates`` streams spawned off a first
-    stream spawned from ``rng`` (so the compressor's draws that follow do not depend on the schedule's);
-    ``rng`` is anything :func:`numpy.random.default_rng` accepts (a Generator is used as it is).
-    """
-    from simcomm.network import Clock
-
-    if not isinstance(clock, Clock):
-        raise UserError(f"clock = {clock!r} is not a simcomm.network.Clock; pass e.g. "
-                        "Clock(Straggler('shifted_exp', shift=1e-3, scale=5e-4))")
-    (sched_rng,) = np.random.default_rng(rng).spawn(1)
-    W = np.empty((replicates, steps), dtype=np.int64)
-    T = np.empty((replicates, steps), dtype=np.int64)
-    for r, sub in enumerate(sched_rng.spawn(replicates)):
-        W[r], T[r], _ = clock.schedule(n, steps, rng=sub)
-    return W, T
-
-
-def _clocked(problem, compressor, lr, steps, clock, x0, replicates, record_every, track_grad, stop_gap, rng,
-             backend) -> Trace:
-    """One worker's update per server step, with the clock's delays (module docstring)."""
-    x = start(problem, x0, replicates)
-    R, n, d = x.shape[0], problem.n, problem.d
-    worker, tau = clock_schedules(clock, n, steps, R, rng)
-    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    per_step = compressor.bits(d)  # one worker's message per server update
-    B = int(tau.max(initial=0)) + 1
-    buf = np.empty((R, B, d))  # ring buffer: slot k % B holds x_k
-    rows = np.arange(R)
-    x = mon.check(0, x, 0.0)
-    buf[:, 0] = x
-    for k in range(steps):
-        slot = k % B
-        X = buf[rows, (slot - tau[:, k]) % B]  # (R, d): replicate r's worker read x_{k - tau_k}
-        G = problem.grad(X, worker[:, k])
-        U = compressor.apply(G, rng=rng, backend=backend)
-        x = x - (lr / n) * mon.alive[:, None] * U
-        x = mon.check(k + 1, x, (k + 1) * per_step)
-        if mon.done:
-            break
-        if not mon.alive.all():  # a frozen replicate restarts its history from x0
-            buf[~mon.alive] = x[~mon.alive, None, :]
-        buf[:, (k + 1) % B] = x
-    return mon.trace(x)
+    m = build_method("async_gd", compressor=compressor, lr=lr, tau=tau, delay=delay)
+    return run(problem, m, steps, rng=rng, x0=x0, replicates=replicates, record_every=record_every,
+               track_grad=track_grad, stop_gap=stop_gap, backend=backend)
 
 
 def stable_step_bracket(stable, lo: float, hi: float, iters: int) -> tuple[float, float]:

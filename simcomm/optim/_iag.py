@@ -8,20 +8,19 @@ The master keeps the last quantized gradient of every worker, :math:`u_i`, initi
 with :math:`i_k = k \bmod n` (``order="cyclic"``, staleness at most :math:`n-1`) or uniform at random
 (``order="random"``, unbounded staleness). The sum :math:`\sum_i u_i` is updated in place
 (:math:`O(d)` per step) and recomputed from the table every ``n`` steps so rounding does not drift.
+It is the named method ``"iag"`` (:mod:`simcomm.optim.methods.iag`) run by :func:`simcomm.optim.run`.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from simcomm._errors import UserError
-from simcomm.optim._server import Monitor, check_compressor, check_lr, check_steps, start
+from simcomm.optim._blocks import IAG_ORDERS
+from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
+from simcomm.optim._watch import check_compressor, check_lr, check_steps
 
 __all__ = ["compressed_iag", "IAG_ORDERS"]
 
-#: worker orders accepted by :func:`compressed_iag`
-IAG_ORDERS = ("cyclic", "random")
 
 
 def compressed_iag(problem, compressor, *, lr: float, steps: int, order: str = "cyclic", x0=None,
@@ -57,34 +56,13 @@ def compressed_iag(problem, compressor, *, lr: float, steps: int, order: str = "
     >>> bool(tr.dist2[0, -1] < 1e-10)
     True
     """
+    from simcomm.optim._registry import build_method
+
     compressor = check_compressor(compressor)
     lr = check_lr(lr)
     steps = check_steps(steps)
     if order not in IAG_ORDERS:
         raise UserError(f"order = {order!r} is not allowed; use 'cyclic' or 'random'")
-    rng = np.random.default_rng(rng)
-    x = start(problem, x0, replicates)
-    R, n, d = x.shape[0], problem.n, problem.d
-    mon = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
-    b = compressor.bits(d)
-    rows = np.arange(R)
-    # table of the last quantized gradient of every worker, all computed at x0
-    U = compressor.apply(problem.grad(np.repeat(x, n, axis=0), np.tile(np.arange(n), R)), rng=rng,
-                        backend=backend).reshape(R, n, d).astype(np.float64)
-    S = U.sum(axis=1)
-    x = mon.check(0, x, n * b)
-    for k in range(steps):
-        i = np.full(R, k % n) if order == "cyclic" else rng.integers(0, n, size=R)
-        q = np.asarray(compressor.apply(problem.grad(x, i), rng=rng, backend=backend), dtype=np.float64)
-        S += q - U[rows, i]
-        U[rows, i] = q
-        if (k + 1) % n == 0:
-            S = U.sum(axis=1)
-        x = x - lr * mon.alive[:, None] * (S / n)
-        x = mon.check(k + 1, x, (n + k + 1) * b)
-        if mon.done:
-            break
-        if not mon.alive.all():  # frozen replicates: keep their table finite
-            U[~mon.alive] = 0.0
-            S[~mon.alive] = 0.0
-    return mon.trace(x)
+    return run(problem, build_method("iag", compressor=compressor, lr=lr, order=order), steps, rng=rng, x0=x0,
+               replicates=replicates, record_every=record_every, track_grad=track_grad, stop_gap=stop_gap,
+               backend=backend)

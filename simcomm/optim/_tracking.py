@@ -49,7 +49,7 @@ from simcomm.optim._trace import Trace, diverged_at_step
 from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = [
-    "METHODS",
+    "TRACKING_METHODS",
     "TRACKER_STARTS",
     "GTState",
     "gt_init",
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Methods of :func:`run_tracking`: gradient tracking and exact diffusion.
-METHODS = ("gradient_tracking", "exact_diffusion")
+TRACKING_METHODS = ("gradient_tracking", "exact_diffusion")
 #: Starts of the gradient tracker (module doc).
 TRACKER_STARTS = ("gradient", "zero")
 
@@ -547,7 +547,7 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     """
     from simcomm.models._decentralized import node_gradients, suboptimality
 
-    one_of(method, METHODS, "method")
+    one_of(method, TRACKING_METHODS, "method")
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
     steps = int(steps)

@@ -1,0 +1,96 @@
+r"""The one training loop: :func:`run` steps a :class:`~simcomm.optim.Method` and records it.
+
+The loop owns what every method shares: the start (every replicate at ``x0``), the record schedule,
+the one divergence rule (:func:`simcomm.optim._driver.diverged`) and what a diverged replicate holds,
+early stopping at a target, progress (``on_step``), and the :class:`~simcomm.optim.Trace`. A method
+owns only its maths (:mod:`simcomm.optim._algebra`).
+
+What is recorded depends on the problem: a *watch* (the parameter server's :class:`Monitor` by
+default: ``f_gap``, ``dist2``, ``grad2``, ``bits``) checks each iterate, freezes a replicate that has
+diverged, says when to stop, and builds the trace. A problem of another kind brings its own watch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcomm._validate import positive_int
+from simcomm.optim._algebra import Ctx, Method
+from simcomm.optim._driver import drive
+from simcomm.optim._trace import Trace
+from simcomm.optim._watch import Monitor, start
+
+__all__ = ["run"]
+
+
+def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: int = 1, record_every: int = 1,
+        track_grad: bool = False, stop_gap: float | None = None, backend=None, on_step=None,
+        watch=None) -> Trace:
+    r"""Run ``method`` on ``problem`` for ``steps`` updates: the one training loop.
+
+    Parameters
+    ----------
+    problem : simcomm.models.Problem
+        :math:`f = \frac1n\sum_i f_i` with known :math:`x^\star`, :math:`f^\star` (or any problem its
+        ``watch`` knows).
+    method : Method
+        A composition (:func:`simcomm.optim.descend` of a :func:`simcomm.optim.chain`), or a named
+        method built by :func:`simcomm.optim.methods.build`.
+    steps : int
+        Updates to make, ``>= 1``.
+    rng : numpy.random.Generator or seed, optional
+        The run's one stream (every draw of the method, in chain order).
+    x0 : array_like, optional
+        Start (default ``problem.x0``), broadcast to every replicate.
+    replicates : int
+        Independent runs simulated together (the leading axis of the iterate).
+    record_every : int
+        Record every this many steps (and at 0 and ``steps``).
+    track_grad : bool
+        Accumulate :math:`\|\nabla f(x_k)\|^2` at every step (``info["grad2_mean"]``).
+    stop_gap : float, optional
+        Stop once every replicate has :math:`f(x_k) - f^\star \le` ``stop_gap`` (or has diverged).
+    backend : str or module, optional
+        Where the compressor kernels run.
+    on_step : callable, optional
+        ``on_step(k)`` after update ``k`` (a progress bar, an observer).
+    watch : object, optional
+        What records and watches the run (default: the parameter server's :class:`Monitor`); it has
+        ``alive``, ``done``, ``check(k, x, bits) -> x`` and ``trace(x)``. With a watch, ``x0`` is the
+        start as the method expects it.
+
+    Returns
+    -------
+    Trace
+
+    Examples
+    --------
+    >>> from simcomm.compress import Identity
+    >>> from simcomm.models import quadratic
+    >>> from simcomm.optim import aggregate, chain, compress, descend, scale_by_lr, local_gradients
+    >>> gd = descend(chain(local_gradients(), compress(Identity()), aggregate("mean"), scale_by_lr(1.0)))
+    >>> tr = run(quadratic(4, 10, L=1.0, mu=0.5, rng=0), gd, 30)
+    >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0])
+    True
+    """
+    steps = positive_int(steps, "steps")
+    rng = np.random.default_rng(rng)
+    if watch is None:
+        x = start(problem, x0, replicates)
+        watch = Monitor(problem, x, steps, record_every, track_grad, stop_gap)
+    else:
+        x = x0
+    ctx = Ctx(problem, 0, steps, rng, backend, watch.alive)
+    state = method.init(x, ctx)
+
+    def advance(k):
+        nonlocal x, state
+        x, state = method.step(x, state, ctx._replace(k=k, alive=watch.alive))
+
+    def check(k):
+        nonlocal x
+        x = watch.check(k, x, method.bits(k, problem))
+        return watch.done
+
+    drive(steps, advance, check, on_step=on_step)
+    return watch.trace(x)

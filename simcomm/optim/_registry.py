@@ -1,0 +1,113 @@
+"""The registry of named training methods: every method a composition, declared with its parameters.
+
+A named method is a function ``build(**settings) -> Method`` (:mod:`simcomm.optim._algebra`) registered
+with :func:`method` and the :class:`~simcomm._params.Param` schema of its settings, the schema
+experiments use. A spec names it (the ``train`` experiment), ``simcomm list --methods`` lists it, and
+the contract tests run every registered method. Settings that name a component (a compressor label
+such as ``"qsgd(s=4)"``, an error-feedback variant, a topology) are strings in a spec and objects or
+strings from Python.
+
+Examples
+--------
+>>> "compressed_gd" in METHODS
+True
+>>> get_method("compresed_gd")   # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+simcomm._errors.UserError: unknown method 'compresed_gd' (did you mean 'compressed_gd'?); ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from simcomm._errors import UserError, closest
+
+__all__ = ["METHODS", "MethodInfo", "method", "get_method", "build_method"]
+
+#: name -> :class:`MethodInfo`, in registration order
+METHODS: dict[str, "MethodInfo"] = {}
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """A registered method: its name, builder, declared settings and what it runs on.
+
+    Attributes
+    ----------
+    name : str
+    build : callable
+        ``build(**settings) -> Method``.
+    params : dict of str to Param
+        The settings a spec may give (their defaults fill what it leaves out).
+    family : str
+        The problems it runs on: ``"server"`` (a :class:`simcomm.models.Problem` of ``n`` workers and a
+        server), ``"nodes"`` (a :class:`simcomm.models.NodeProblem`, decentralized) or ``"model"`` (a
+        neural network and data).
+    doc : str
+        The first line of the builder's docstring.
+    """
+
+    name: str
+    build: Callable
+    params: dict = field(default_factory=dict)
+    family: str = "server"
+    doc: str = ""
+
+    def settings(self, given: dict, where: str | None = None) -> dict:
+        """``given`` checked against :attr:`params` (spec values) with the defaults filled in.
+
+        A value that is not a plain spec value (an object built in Python, e.g. a compressor) is passed on
+        unchecked: the builder takes objects and names alike.
+        """
+        where = where or f"method '{self.name}'"
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            raise UserError(f"{where}: unknown setting '{unknown[0]}'{closest(unknown[0], self.params)}; "
+                            f"'{self.name}' takes {', '.join(self.params) or 'no settings'}")
+        out = {}
+        for key, p in self.params.items():
+            if key in given and given[key] is not None:
+                v = given[key]
+                out[key] = p.check(key, v, where) if isinstance(v, (bool, int, float, str)) else v
+            elif p.default is None:
+                raise UserError(f"{where}: setting '{key}' is required ({p.doc}); give {key} = ...")
+            else:
+                out[key] = p.default
+        return out
+
+    def __call__(self, **settings):
+        """The method built from ``settings`` (checked, defaults filled)."""
+        return self.build(**self.settings(settings))
+
+
+def method(name: str, *, params: dict, family: str = "server"):
+    """Register ``build(**settings) -> Method`` as the named method ``name`` with its declared ``params``."""
+
+    def deco(fn):
+        if name in METHODS and METHODS[name].build is not fn:
+            raise ValueError(f"method name '{name}' is already registered by {METHODS[name].build.__qualname__}")
+        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        METHODS[name] = MethodInfo(name, fn, dict(params), family, doc)
+        return fn
+
+    return deco
+
+
+def get_method(name: str) -> MethodInfo:
+    """The registered method ``name``, or a one-line error that lists the names."""
+    _load()
+    info = METHODS.get(name)
+    if info is None:
+        raise UserError(f"unknown method '{name}'{closest(name, METHODS)}; use one of {', '.join(METHODS)}")
+    return info
+
+
+def build_method(name: str, **settings):
+    """Build the named method from its settings (spec values or objects)."""
+    return get_method(name)(**settings)
+
+
+def _load() -> None:
+    import simcomm.optim.methods  # noqa: F401  (registers the shipped methods)
