@@ -45,7 +45,7 @@ from simcomm.optim._ef_sgd import EFState, EFStepInfo, ef_init, ef_sgd, ef_updat
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
 from simcomm.optim._importance import PROPOSALS, bytes_per_example, importance_sgd
 from simcomm.optim._loop import run
-from simcomm.optim._registry import METHODS, MethodInfo, build_method, get_method, method
+from simcomm.optim._registry import ACCELERATIONS, METHODS, MethodInfo, accelerate, build_method, get_method, method
 from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, step_size
 from simcomm.optim._server import compressed_gd
 from simcomm.optim._trace import Trace
@@ -70,6 +70,8 @@ from simcomm.optim._tracking import (
 from simcomm.optim._unreliable import run_unreliable_gossip
 
 __all__ = [
+    "accelerate",
+    "ACCELERATIONS",
     "aggregate",
     "build_method",
     "chain",

@@ -87,13 +87,17 @@ class Method(NamedTuple):
         ``bits(k, problem) -> float``: the uplink bits all workers have sent before iterate ``k`` was
         formed (per replicate).
     name : str
-        What the method is called in records and messages.
+        What the method is called in records and messages (a registered method's name).
+    settings : dict
+        The settings it was built from (a registered method's, checked): what a registered
+        acceleration of this composition reads (:func:`simcomm.optim.accelerate`).
     """
 
     init: Callable
     step: Callable
     bits: Callable = lambda k, problem: 0.0
     name: str = "method"
+    settings: dict = {}
 
 
 def stateless(fn: Callable) -> Transform:

@@ -17,6 +17,7 @@ import numpy as np
 from simcomm._validate import positive_int
 from simcomm.optim._algebra import Ctx, Method
 from simcomm.optim._driver import drive
+from simcomm.optim._registry import ACCELERATIONS
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch import Monitor, start
 
@@ -63,6 +64,11 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
     -------
     Trace
 
+    Notes
+    -----
+    A registered acceleration of the method (:func:`simcomm.optim.accelerate`: a compiled path of this
+    composition) runs instead of the step-by-step loop where it applies; it gives the same trace.
+
     Examples
     --------
     >>> from simcomm.compress import Identity
@@ -75,6 +81,11 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
     """
     steps = positive_int(steps, "steps")
     rng = np.random.default_rng(rng)
+    for fast in ACCELERATIONS.get(method.name, ()):
+        trace = fast(problem, method, steps, rng=rng, x0=x0, replicates=replicates, record_every=record_every,
+                     track_grad=track_grad, stop_gap=stop_gap, backend=backend, on_step=on_step, watch=watch)
+        if trace is not None:
+            return trace
     if watch is None:
         x = start(problem, x0, replicates)
         watch = Monitor(problem, x, steps, record_every, track_grad, stop_gap)

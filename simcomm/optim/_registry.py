@@ -24,10 +24,12 @@ from typing import Callable
 
 from simcomm._errors import UserError, closest
 
-__all__ = ["METHODS", "MethodInfo", "method", "get_method", "build_method"]
+__all__ = ["METHODS", "ACCELERATIONS", "MethodInfo", "method", "accelerate", "get_method", "build_method"]
 
 #: name -> :class:`MethodInfo`, in registration order
 METHODS: dict[str, "MethodInfo"] = {}
+#: method name -> its registered accelerations, tried in order by :func:`simcomm.optim.run`
+ACCELERATIONS: dict[str, list] = {}
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ class MethodInfo:
 
     def __call__(self, **settings):
         """The method built from ``settings`` (checked, defaults filled)."""
-        return self.build(**self.settings(settings))
+        checked = self.settings(settings)
+        return self.build(**checked)._replace(name=self.name, settings=checked)
 
 
 def method(name: str, *, params: dict, family: str = "server"):
@@ -90,6 +93,25 @@ def method(name: str, *, params: dict, family: str = "server"):
             raise ValueError(f"method name '{name}' is already registered by {METHODS[name].build.__qualname__}")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
         METHODS[name] = MethodInfo(name, fn, dict(params), family, doc)
+        return fn
+
+    return deco
+
+
+def accelerate(name: str):
+    """Register ``fast(problem, method, steps, **run_options) -> Trace | None`` as an acceleration of ``name``.
+
+    A compiled path of one particular composition (a fused kernel, a whole run in one compiled loop):
+    :func:`simcomm.optim.run` tries the registered accelerations of a method in order and uses the first
+    that returns a trace; one returns ``None`` where it does not apply (another backend, an observer, a
+    problem it does not know), and the composition runs step by step. A parity test compares every
+    acceleration with the composition it replaces.
+    """
+
+    def deco(fn):
+        ACCELERATIONS.setdefault(name, [])
+        if fn not in ACCELERATIONS[name]:
+            ACCELERATIONS[name].append(fn)
         return fn
 
     return deco
