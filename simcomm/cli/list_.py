@@ -12,10 +12,11 @@ from simcomm.cli import cli
 @cli.command("list")
 @click.option("--experiments", is_flag=True, help="List the registered experiments and their parameters instead.")
 @click.option("--topologies", is_flag=True, help="List the topology constructors (simcomm topology NAME) instead.")
+@click.option("--methods", is_flag=True, help="List the named training methods and their settings instead.")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
 @click.option("--paths", is_flag=True, help="Show each claim's spec file (where the shipped specs live) instead.")
-def list_(experiments, topologies, specs_dir, paths):
+def list_(experiments, topologies, methods, specs_dir, paths):
     """List every claim: id, paper, kind, provenance tag and statement in one line.
 
     A claim id works wherever a spec file does: 'simcomm run expgraph.rho_even'.
@@ -26,9 +27,22 @@ def list_(experiments, topologies, specs_dir, paths):
       simcomm list --paths
       simcomm list --experiments
       simcomm list --topologies
+      simcomm list --methods
     """
     from simcomm.spec import find_specs, resolve, sims_dir
 
+    if sum(map(bool, (experiments, topologies, methods, paths))) > 1:
+        raise click.UsageError("give at most one of --experiments, --topologies, --methods and --paths")
+    if methods:
+        from simcomm.optim import METHODS
+
+        for name, info in METHODS.items():
+            run_as = f"spec experiment train_{name}" if info.family == "server" else f"family {info.family}"
+            click.echo(f"{name}: {info.doc} ({run_as})")
+            for key, p in info.params.items():
+                default = "required" if p.default is None else f"default {p.default!r}"
+                click.echo(f"    {key}: {p.allowed()}, {default}. {p.doc}")
+        return
     if topologies:
         from simcomm.topology import TOPOLOGIES
 
