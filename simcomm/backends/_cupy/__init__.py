@@ -27,6 +27,9 @@ from simcomm.backends._cupy.gossip import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.noise import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.quant import *  # noqa: F401,F403,E402
 from simcomm.backends._cupy.select import *  # noqa: F401,F403,E402
+from simcomm.backends._kernels import KERNELS  # noqa: E402
+
+__all__ = [*KERNELS, "NAME", "xp", "NONFINITE_SAFE_SELECTION"]  # the kernel table, simcomm.backends._kernels
 
 NAME = "cupy"
 #: callers check finiteness before the EF selection kernels (see simcomm.backends)
