@@ -173,3 +173,11 @@ def test_a_new_method_registers_and_runs(tmp_path):
         assert tr.f_gap[0, -1] < tr.f_gap[0, 0]
     finally:
         REG.pop("test_sign_descent")
+
+
+def test_the_methods_page_runs():
+    import doctest
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "methods.md"
+    result = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 5 and result.failed == 0
