@@ -55,6 +55,10 @@ SERVER_ROWS = {
     "iag": (dict(compressor="qsgd(s=4)", lr=0.1, order="random"),
             lambda **kw: compressed_iag(PROBLEM, QSGD(4), lr=0.1, order="random", **kw)),
     "ef21_hb_delayed": (dict(compressor="top_k(k=4)", lr=0.05, beta=0.5, tau=2, delay="adversarial"), None),
+    # local-update methods (tests/test_local_updates.py: identities and the definition written out)
+    "local_sgd": (dict(lr=0.1, H=4, compressor="qsgd(s=4)", feedback="ef"), None),
+    "diloco": (dict(lr=0.1, H=4, inner="momentum", inner_beta=0.5, compressor="top_k(k=6)", feedback="ef"), None),
+    "streaming_diloco": (dict(lr=0.1, H=4, fragments=2, overlap=1, alpha=0.5), None),
 }
 
 

@@ -33,7 +33,7 @@ from simcomm._errors import UserError, closest
 from simcomm.optim._algebra import Transform, stateless
 
 __all__ = ["local_gradients", "full_gradient", "delayed", "clocked", "iag_memory", "compress",
-           "error_feedback", "aggregate", "downlink", "momentum", "scale_by_lr", "DELAY_MODELS", "IAG_ORDERS",
+           "error_feedback", "aggregate", "downlink", "momentum", "adam", "scale_by_lr", "DELAY_MODELS", "IAG_ORDERS",
            "delays", "clock_schedules"]
 
 #: delay models of :func:`delayed`
@@ -252,7 +252,7 @@ def error_feedback(variant, lr: float | Callable[[int], float] | None = None) ->
         raise UserError(f"error feedback '{variant.name}' rescales its memory by the step size; pass lr=")
 
     def init(x, ctx):
-        return variant.init((x.shape[0], ctx.problem.n, ctx.problem.d))
+        return variant.init((x.shape[0], ctx.problem.n, x.shape[-1]))
 
     def update(u, state, x, ctx):
         kw = {"lr": lr(ctx.k) if callable(lr) else lr} if takes_lr else {}
@@ -321,6 +321,38 @@ def momentum(beta: float, nesterov: bool = False) -> Transform:
     return Transform(init, update)
 
 
+class AdamState(NamedTuple):
+    """Adam's first and second moment estimates and the number of updates made."""
+
+    m: np.ndarray | None
+    v: np.ndarray | None
+    count: int
+
+
+def adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Transform:
+    r"""Adam's direction (Kingma and Ba 2015): :math:`\hat m / (\sqrt{\hat v} + \epsilon)` with bias correction.
+
+    :math:`m' = b_1 m + (1 - b_1) u`, :math:`v' = b_2 v + (1 - b_2) u^2`, :math:`\hat m = m'/(1 - b_1^t)`,
+    :math:`\hat v = v'/(1 - b_2^t)` at the ``t``-th update; followed by :func:`scale_by_lr` it is
+    ``torch.optim.Adam`` without weight decay.
+    """
+    for name, b in (("b1", b1), ("b2", b2)):
+        if not 0.0 <= b < 1.0:
+            raise UserError(f"adam: {name} = {b!r} is not allowed; use a number in [0, 1)")
+
+    def init(x, ctx):
+        return AdamState(None, None, 0)
+
+    def update(u, state, x, ctx):
+        t = state.count + 1
+        m = (1.0 - b1) * u if state.m is None else b1 * state.m + (1.0 - b1) * u
+        v = (1.0 - b2) * u * u if state.v is None else b2 * state.v + (1.0 - b2) * u * u
+        out = (m / (1.0 - b1**t)) / (np.sqrt(v / (1.0 - b2**t)) + eps)
+        return out, AdamState(m, v, t)
+
+    return Transform(init, update)
+
+
 def scale_by_lr(lr: float | Callable[[int], float]) -> Transform:
     r"""Direction to displacement, :math:`-\gamma_k u`; a frozen (diverged) replicate moves by 0.
 
@@ -331,6 +363,6 @@ def scale_by_lr(lr: float | Callable[[int], float]) -> Transform:
         g = lr(ctx.k) if callable(lr) else lr
         if ctx.alive is None:
             return -(g * u)
-        return -(g * ctx.alive[:, None] * u)
+        return -(g * ctx.alive.reshape(-1, *(1,) * (u.ndim - 1)) * u)
 
     return stateless(scale)
