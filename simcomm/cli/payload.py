@@ -7,25 +7,55 @@ import json
 import click
 
 from simcomm.cli import cli
+from simcomm.cli._common import PluginCommand, plugin_option
+
+
+def _setting_params(classes, taken=()) -> list:
+    """One ``--NAME`` option per setting the compressor ``classes`` declare (``taken``: names already options)."""
+    seen = {}
+    for cls in classes:
+        for st in cls.settings():
+            if st.name not in taken:
+                seen.setdefault(st.name, (st, []))[1].append(cls.name or cls.__name__)
+    types = {"int": int, "float": float, "str": str}
+    out = []
+    for key, (st, users) in seen.items():
+        help_ = f"{st.doc} ({', '.join(users)})."
+        if st.kind == "bool":
+            out.append(click.Option([f"--{key}/--no-{key}", key], default=None, help=help_))
+        else:
+            out.append(click.Option([f"--{key}", key], type=types.get(st.kind, str), default=None, help=help_))
+    return out
 
 
 def _setting_options(func):
     """One ``--NAME`` option per setting any registered compressor declares (from the registry)."""
     from simcomm.compress import COMPRESSORS
 
-    seen = {}
-    for name, cls in COMPRESSORS.items():
-        for st in cls.settings():
-            seen.setdefault(st.name, (st, []))[1].append(name)
-    types = {"int": int, "float": float, "str": str}
-    for key, (st, users) in reversed(list(seen.items())):
-        help_ = f"{st.doc} ({', '.join(users)})."
-        if st.kind == "bool":
-            opt = click.option(f"--{key}/--no-{key}", key, default=None, help=help_)
-        else:
-            opt = click.option(f"--{key}", key, type=types.get(st.kind, str), default=None, help=help_)
-        func = opt(func)
+    func.__click_params__ = getattr(func, "__click_params__", []) + _setting_params(COMPRESSORS.values())[::-1]
     return func
+
+
+def _plugin_settings(ctx, args) -> None:
+    """After the plugins load: options for the settings of compressors they registered, or of a MODULE:Class."""
+    import dataclasses
+    import inspect
+
+    from simcomm.compress import COMPRESSORS, Compressor
+
+    classes = list(COMPRESSORS.values())
+    for a in args:
+        if ":" in a and not a.startswith("-"):
+            try:
+                from simcomm.spec import resolve
+
+                obj = resolve(a, "payload")
+            except Exception:  # noqa: BLE001 - not a reference (or a bad one): the command reports it later
+                continue
+            if inspect.isclass(obj) and issubclass(obj, Compressor) and dataclasses.is_dataclass(obj):
+                classes.append(obj)
+    taken = {p.name for p in payload.params}
+    payload.params[-1:-1] = _setting_params(classes, taken)  # before --help
 
 
 def _names() -> str:
@@ -34,8 +64,9 @@ def _names() -> str:
     return ", ".join(COMPRESSORS)
 
 
-@cli.command(help=None)
+@cli.command(help=None, cls=PluginCommand)
 @click.argument("compressor")
+@plugin_option
 @click.option("-d", "d", type=int, required=True, help="Length of the random Gaussian vector.")
 @_setting_options
 @click.option("--coding", default=None, help="Index/level coding (default: the one the bit formula counts).")
@@ -150,5 +181,6 @@ def _declares_fields(cls) -> bool:
     return dataclasses.is_dataclass(cls) and "__dataclass_fields__" in vars(cls)
 
 
+payload.after_plugins = _plugin_settings
 payload.help = payload.callback.__doc__.replace("(simcomm.compress.COMPRESSORS; see the list below)",
                                                 f"({_names()})")

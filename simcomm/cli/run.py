@@ -9,6 +9,7 @@ import click
 
 from simcomm.cli import cli
 from simcomm.cli._common import (
+    PluginCommand,
     backend_option,
     ensure_writable,
     headless,
@@ -16,6 +17,7 @@ from simcomm.cli._common import (
     max_cells_option,
     max_hours_option,
     plan,
+    plugin_option,
     progress_bar,
     scheduler_option,
     seed_option,
@@ -23,8 +25,9 @@ from simcomm.cli._common import (
 )
 
 
-@cli.command()
+@cli.command(cls=PluginCommand)
 @click.argument("spec_path", metavar="SPEC")
+@plugin_option
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a parameter, grid axis, 'replicates' or 'seed' (TOML value). Repeatable.")
 @click.option("--quick/--full", default=False, show_default=True, help="Apply the spec's [quick] table.")
@@ -48,6 +51,7 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
       simcomm run expgraph.rho_even
       simcomm run sims/expgraph_rho_even.toml
       simcomm run sims/expgraph_noisy_consensus.toml --set "n=[8,16,32]" --set replicates=20
+      simcomm run my_sweep.toml --plugin mine.py     # your experiment, compressor or bound in mine.py
     """
     headless()
     import dataclasses
