@@ -19,11 +19,14 @@ def headless() -> None:
     """Draw with matplotlib's Agg backend (the CLI saves figures, it never shows them).
 
     Called by the commands that draw, before anything imports pyplot: a process-wide choice the CLI may
-    make, which ``simcomm.plotting`` (used from a user's notebook too) never makes at import.
+    make, which ``simcomm.plotting`` (used from a user's notebook too) never makes at import. The
+    fonts of every PDF and PostScript file are embedded as TrueType (Type 42), never Type 3.
     """
     import matplotlib
 
     matplotlib.use("Agg")
+    # every PDF/PS the CLI writes embeds TrueType (Type 42) fonts: IEEE and ACM reject Type 3
+    matplotlib.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})
 
 
 def ensure_writable(folder: str | Path, option: str = "--out DIR") -> Path:
