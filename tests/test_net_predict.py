@@ -131,7 +131,8 @@ def test_bandwidth_takes_units(text, bytes_per_s, capsys):
 
 def test_a_bare_bandwidth_is_gigabytes_and_the_line_says_so(capsys):
     # a bare 10 meant as 10 Gbit/s would be 8x off: the reading is printed, never silent
-    code, cap = _run(["-d", "1e6", "-n", "8", "--alpha", "1e-5", "--bandwidth", "10", "-c", "ternary", "--json"], capsys)
+    code, cap = _run(["-d", "1e6", "-n", "8", "--alpha", "1e-5", "--bandwidth", "10", "-c", "ternary", "--json"],
+                     capsys)
     assert code == 0 and json.loads(cap.out)["beta"] == pytest.approx(1e-10)
     assert cap.err.count("\n") == 1 and "read as 10 GB/s (bytes) = 80 Gbit/s" in cap.err and "10GB/s" in cap.err
 
