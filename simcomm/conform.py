@@ -14,7 +14,11 @@ What the user's object declares (attributes, or methods of the dimension ``d``; 
                  the shape of ``x``; ``unbiased`` (bool), ``beta`` (:math:`\mathbb{E}\|C(x)-x\|^2\le\beta\|x\|^2`,
                  unbiased) or ``delta`` (:math:`\le(1-\delta)\|x\|^2`, biased), optional ``bits`` with
                  ``encode(x, rng=...) -> bytes`` (and ``decode(payload) -> C(x)``), optional
-                 ``array = "torch"`` to be fed torch tensors.
+                 ``array = "torch"`` to be fed torch tensors. A simcomm
+                 :class:`~simcomm.compress.Compressor` (a shipped one or a user's subclass) is read in its own
+                 terms: ``error_factor(d)`` is :math:`1-\delta` (``None``: no worst case stated, the check is
+                 skipped), and its wire form ``to_message`` encoded by :func:`simcomm.network.encode`
+                 (header excluded) is the payload. A class is built with its defaults where it has them.
 ``feedback``     ``init(g) -> state`` and ``apply(g, state, rng=...) -> (message, state)``, the state's
                  residual readable as ``state.residual`` (or the state is the residual array).
 ``hook``         a zero-argument factory returning ``(state, hook)`` for ``DistributedDataParallel
@@ -77,7 +81,7 @@ class _Bad(Exception):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's outcome.
+    r"""One check's outcome.
 
     Attributes
     ----------
@@ -95,6 +99,12 @@ class CheckResult:
         The judge's tightest ratio (empirical/bound; NaN where undefined).
     confidence : float
         Family-wise confidence over the check's cells (Holm; Bonferroni over adaptive looks).
+    measured, declared : float
+        The measured quantity and what the object declares for it, on one scale (NaN where the check
+        has none): the error factor :math:`\mathbb{E}\|C(x)-x\|^2/\|x\|^2` (largest over the test
+        vectors) against ``beta`` or :math:`1-\delta`; the largest bias over the noise level
+        :math:`\sqrt\beta` against ``tolerance``; the mean payload bits against ``bits(d)``; the
+        largest relative defect against 0.
     """
 
     check: str
@@ -104,6 +114,8 @@ class CheckResult:
     draws: int = 0
     ratio: float = math.nan
     confidence: float = 0.99
+    measured: float = math.nan
+    declared: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -138,10 +150,12 @@ class ConformReport:
         head = (f"conform {self.target} (--kind {self.kind}): {where}, seed {s.get('seed')}, "
                 f"confidence {s.get('confidence')} per check (Holm over its cells), tolerance {s.get('tolerance')}")
         w = max([len(r.check) for r in self.results] + [5])
-        lines = [head, f"{'check':<{w}}  {'verdict':<12}  {'draws':>6}  statement -- reason"]
+        lines = [head, f"{'check':<{w}}  {'verdict':<12}  {'draws':>6}  {'measured':>9}  {'declared':>9}  "
+                       "statement -- reason"]
         for r in self.results:
             why = f" -- {r.reason}" if r.reason else ""
-            lines.append(f"{r.check:<{w}}  {r.verdict:<12}  {r.draws:>6}  {r.statement}{why}")
+            lines.append(f"{r.check:<{w}}  {r.verdict:<12}  {r.draws:>6}  {_num(r.measured):>9}  "
+                         f"{_num(r.declared):>9}  {r.statement}{why}")
         return "\n".join(lines)
 
     def summary(self) -> dict:
@@ -150,7 +164,15 @@ class ConformReport:
                 "errors": self.errors,
                 "checks": [{"check": r.check, "verdict": r.verdict, "statement": r.statement, "reason": r.reason,
                             "draws": r.draws, "confidence": r.confidence,
-                            "ratio": None if not math.isfinite(r.ratio) else r.ratio} for r in self.results]}
+                            "ratio": None if not math.isfinite(r.ratio) else r.ratio,
+                            "measured": None if not math.isfinite(r.measured) else r.measured,
+                            "declared": None if not math.isfinite(r.declared) else r.declared}
+                           for r in self.results]}
+
+
+def _num(v: float) -> str:
+    """A table cell: ``-`` for NaN, else 4 significant digits."""
+    return "-" if not math.isfinite(v) else f"{v:.4g}"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -245,7 +267,7 @@ def _claim(check: str, kind: str, observable: str, bound: str, confidence: float
 
 
 def _verdict(check: str, claim: ClaimSpec, table: pd.DataFrame, design, statement: str, draws: int,
-             looks: int = 1) -> tuple[CheckResult, bool]:
+             looks: int = 1, measured: float = math.nan, declared: float = math.nan) -> tuple[CheckResult, bool]:
     """Judge ``table``; return the result and whether every cell is decided (no inconclusive one)."""
     j = judge(claim, table, cell_params=design, looks=looks)
     undecided = bool((j.cells["verdict"] == "inconclusive").any()) if len(j.cells) else True
@@ -254,7 +276,8 @@ def _verdict(check: str, claim: ClaimSpec, table: pd.DataFrame, design, statemen
         reason += f" (largest relative defect {float(j.cells['mean'].max()):.3g})"
     if j.verdict.value == "holds":
         reason = f"{len(j.cells)} of {len(j.cells)} cells hold" + (f"; {reason}" if reason else "")
-    return CheckResult(check, j.verdict.value, statement, reason, draws, j.ratio, claim.confidence), not undecided
+    res = CheckResult(check, j.verdict.value, statement, reason, draws, j.ratio, claim.confidence, measured, declared)
+    return res, not undecided
 
 
 def _adaptive(sample, judge_at, start: int, most: int):
@@ -304,7 +327,8 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
                 gap = float(np.nanmax(diff)) if not np.array_equal(a, b, equal_nan=True) else 0.0
                 rows.append(dict(vector=name, replicate=r, metric="defect", value=gap if math.isfinite(gap) else 1.0))
         claim = _claim("determinism", "upper", "defect", "zero_defect", confidence, atol=1e-300)
-        res, _ = _verdict("determinism", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows))
+        res, _ = _verdict("determinism", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows),
+                          measured=max(r["value"] for r in rows), declared=0.0)
         if res.verdict != "holds":
             res = CheckResult("determinism", "error", st, "not deterministic under a fixed seed: two calls with "
                               "rng=default_rng(SeedSequence(seed, ...)) differ; draw every random number from the rng "
@@ -318,6 +342,12 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
     try:
         beta = _declared(obj, "beta", d)
         delta = _declared(obj, "delta", d)
+        stated = True  # whether the object states a worst case at all (a Compressor may say None: not stated)
+        if delta is None and not unbiased and callable(getattr(obj, "error_factor", None)):
+            # the library's protocol: error_factor(d) = E||C(x)-x||^2/||x||^2 at worst = 1 - delta
+            factor = _declared(obj, "error_factor", d)
+            stated = factor is not None
+            delta = None if factor is None else 1.0 - factor
     except _Bad as bad:
         return out + [_error("variance", "declared constants", bad)]
 
@@ -344,23 +374,28 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
     if unbiased is True:
         st = (f"E C(x)_j = x_j for every coordinate of {len(flat)} test vectors (||x||^2 = d), within "
               f"{tolerance:g} sqrt(beta) = the declared noise level times {tolerance:g}")
-        if beta is None or not math.isfinite(beta):
+        if beta == math.inf:
+            out.append(CheckResult("unbiased", "skipped", st, "beta(d) = inf: no relative variance bound, so no noise "
+                                   "level to state the margin in"))
+        elif beta is None or not math.isfinite(beta):
             out.append(_error("unbiased", st, _Bad(f"declares unbiased but beta = {beta}: the margin is a fraction of "
                                                    "the declared noise sqrt(beta); declare a finite beta")))
         else:
             margin = tolerance * math.sqrt(beta)
 
             def judge_unbiased(n, looks):
-                rows = []
+                rows, bias = [], 0.0
                 for name in flat:
                     b = batches(name, n).mean(axis=1)  # (replicates, d) batch means
                     x = xs[name].astype(np.float64)
+                    bias = max(bias, float(np.max(np.abs(b.mean(axis=0) - x))))
                     for j in range(d):
                         rows.append(pd.DataFrame(dict(vector=name, j=j, x=x[j], replicate=np.arange(len(b)),
                                                       metric="coordinate", value=b[:, j])))
                 claim = _claim("unbiased", "equal", "coordinate", "unbiased_coordinate", confidence,
                                margin_abs=margin if margin > 0 else 1e-12)
-                return _verdict("unbiased", claim, pd.concat(rows), {"vector", "j"}, st, n * len(flat), looks)
+                return _verdict("unbiased", claim, pd.concat(rows), {"vector", "j"}, st, n * len(flat), looks,
+                                measured=bias / math.sqrt(beta) if beta > 0 else bias, declared=tolerance)
 
             try:
                 out.append(_adaptive(sample, judge_unbiased, 20 * _BATCH, max_draws))
@@ -381,6 +416,10 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
         st = f"E||C(x) - x||^2 <= (1 - delta) ||x||^2 (to {tolerance:g}) on {len(names)} test vectors"
     if mc_error is not None:
         out.append(_error(check, st, mc_error))
+    elif not unbiased and not stated:
+        out.append(CheckResult(check, "skipped", st, "states no worst case (error_factor(d) is None)"))
+    elif unbiased and const == math.inf:
+        out.append(CheckResult(check, "skipped", st, "beta(d) = inf: states no relative variance bound"))
     elif const is None or not math.isfinite(const):
         need = "beta (E||C(x)-x||^2 <= beta ||x||^2)" if unbiased else "delta (E||C(x)-x||^2 <= (1-delta)||x||^2)"
         out.append(_error(check, st, _Bad(f"declares no finite {need}; declare it as an attribute or a function "
@@ -389,54 +428,111 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
         bound_value = (const if unbiased else 1.0 - const) * d
 
         def judge_var(n, looks):
-            rows = []
+            rows, factor = [], 0.0
             for name in names:
                 e = ((batches(name, n) - xs[name].astype(np.float64)) ** 2).sum(axis=2).mean(axis=1)
+                factor = max(factor, float(e.mean()) / d)  # ||x||^2 = d
                 rows.append(pd.DataFrame(dict(vector=name, norm2=float(d), replicate=np.arange(len(e)),
                                               metric="sq_error", value=e)))
             # the stated slack: the declared constant is taken to `tolerance` (a tight bound, e.g. scaled rand-k's
             # (d/k - 1), holds once its CI is narrower than that, instead of straddling the line forever)
             claim = _claim(check, "upper", "sq_error", bound, confidence, bound_args={arg: const},
                            atol=max(tolerance * bound_value, 1e-12))
-            return _verdict(check, claim, pd.concat(rows), {"vector"}, st, n * len(names), looks)
+            return _verdict(check, claim, pd.concat(rows), {"vector"}, st, n * len(names), looks,
+                            measured=factor, declared=bound_value / d)
 
         try:
             out.append(_adaptive(sample, judge_var, 20 * _BATCH, max_draws))
         except _Bad as bad:
             out.append(_error(check, st, bad))
 
-    out += _payload_checks(obj, comp, xs, names, d=d, seed=seed, confidence=confidence)
+    out += _payload_checks(obj, comp, xs, names, d=d, seed=seed, confidence=confidence, tolerance=tolerance)
     return out
 
 
-def _payload_checks(obj, comp, xs, names, *, d, seed, confidence) -> list[CheckResult]:
+def _wire(obj):
+    """``(encode, decode, header_bits, exact, why_skipped)`` of the object's wire form, or ``None`` if it has none.
+
+    A simcomm :class:`~simcomm.compress.Compressor` is encoded through its own message
+    (``to_message`` then :func:`simcomm.network.encode`, whose fixed header is not counted); another
+    object through its ``encode``/``decode``.
+    """
+    from simcomm.compress import Compressor
+
+    if isinstance(obj, Compressor):
+        from simcomm import network
+
+        def enc(x, rng):
+            return network.encode(obj.to_message(x, rng=rng))
+
+        def dec(blob):
+            return obj.decode(network.decode(blob))
+
+        cls = type(obj)
+        skip = None
+        if cls._message is Compressor._message and cls.bits is not Compressor.bits:
+            skip = (f"{obj.label} declares bits(d) = {obj.bits(16)} at d = 16 but sends the default dense wire form "
+                    "(32 bits a value): its bits are what it reports, not what it sends; define _message for a real "
+                    "wire form")
+        return enc, dec, 8 * network.HEADER_BYTES, bool(obj.bits_exact), skip
     enc = getattr(obj, "encode", None)
-    st = "8 * len(encode(x)) equals the declared bits(d), up to the last byte's 7 padding bits"
     if enc is None:
+        return None
+    return enc, getattr(obj, "decode", None), 0, True, None
+
+
+def _payload_checks(obj, comp, xs, names, *, d, seed, confidence, tolerance=0.1) -> list[CheckResult]:
+    from simcomm.compress import Compressor
+
+    wire = _wire(obj)
+    st = "8 * len(encode(x)) equals the declared bits(d), up to the last byte's 7 padding bits"
+    if wire is None:
         return [CheckResult("payload", "skipped", st, "declares no encode(x, rng=...)")]
+    enc, dec, header, exact, skip = wire
+    library = isinstance(obj, Compressor)
+    if library:
+        st = "8 * len(encode(to_message(x))) without the header equals bits(d), up to the last byte's 7 padding bits"
+        if not exact:
+            st = (f"mean 8 * len(encode(to_message(x))) without the header <= bits(d) (to {tolerance:g}): bits is an "
+                  "expectation or a bound (bits_exact = False)")
     out = []
-    try:
-        bits = _declared(obj, "bits", d)
-        if bits is None:
-            raise _Bad("declares encode but no bits (a number or a function of d): nothing to compare the payload to")
-        rows = []
-        for i, name in enumerate(names):
-            for r in range(10):
-                blob = _call(enc, "encode(x, rng=...)", _to_kind(xs[name], comp.array), rng=_rng(seed, i, r))
-                try:
-                    size = len(memoryview(blob).cast("B"))
-                except TypeError:
-                    size = int(_as_numpy(blob, "encode(x)").nbytes)
-                rows.append(dict(vector=name, replicate=r, metric="payload_bits", value=8.0 * size))
-        claim = _claim("payload", "equal", "payload_bits", "declared_bits", confidence, bound_args={"bits": bits},
-                       margin_abs=7.0)
-        out.append(_verdict("payload", claim, pd.DataFrame(rows), {"vector"}, st, len(rows))[0])
-    except _Bad as bad:
-        out.append(_error("payload", st, bad))
-    dec = getattr(obj, "decode", None)
+    if skip is not None:
+        out.append(CheckResult("payload", "skipped", st, skip))
+    else:
+        try:
+            bits = _declared(obj, "bits", d)
+            if bits is None:
+                raise _Bad("declares encode but no bits (a number or a function of d): nothing to compare the payload "
+                           "to")
+            rows = []
+            reps = 10 if exact else 200  # an expectation needs the mean of many messages
+            for i, name in enumerate(names):
+                for r in range(reps):
+                    blob = _call(enc, "encode(x, rng=...)", _to_kind(xs[name], comp.array), rng=_rng(seed, i, r))
+                    try:
+                        size = len(memoryview(blob).cast("B"))
+                    except TypeError:
+                        size = int(_as_numpy(blob, "encode(x)").nbytes)
+                    rows.append(dict(vector=name, replicate=r, metric="payload_bits", value=8.0 * size - header))
+            if exact:
+                claim = _claim("payload", "equal", "payload_bits", "declared_bits", confidence,
+                               bound_args={"bits": bits}, margin_abs=7.0)
+            else:
+                claim = _claim("payload", "upper", "payload_bits", "declared_bits", confidence,
+                               bound_args={"bits": bits}, atol=max(tolerance * bits, 7.0))
+            table = pd.DataFrame(rows)
+            measured = float(table.groupby("vector")["value"].mean().max())
+            out.append(_verdict("payload", claim, table, {"vector"}, st, len(rows), measured=measured,
+                                declared=bits)[0])
+        except _Bad as bad:
+            out.append(_error("payload", st, bad))
     if dec is None:
         return out
-    st = "decode(encode(x)) equals C(x) on the same seed, exactly"
+    # a Compressor's message carries float32 values and scales: exact up to float32 rounding (2^-24 relative,
+    # with room for a scale times a level); another object's own encoding is taken at its word: exact
+    atol = 4e-7 if library else 1e-12
+    st = ("decode(encode(x)) equals C(x) on the same seed, " + ("to float32 rounding (4e-7 relative)" if library
+                                                               else "exactly"))
     try:
         rows = []
         for i, name in enumerate(names):
@@ -446,8 +542,9 @@ def _payload_checks(obj, comp, xs, names, *, d, seed, confidence) -> list[CheckR
                 got = _as_numpy(_call(dec, "decode(payload)", blob), "decode(payload)").reshape(want.shape)
                 gap = float(np.max(np.abs(got.astype(np.float64) - want))) / max(float(np.max(np.abs(want))), 1e-300)
                 rows.append(dict(vector=name, replicate=r, metric="defect", value=gap if math.isfinite(gap) else 1.0))
-        claim = _claim("roundtrip", "upper", "defect", "zero_defect", confidence, atol=1e-12)
-        out.append(_verdict("roundtrip", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows))[0])
+        claim = _claim("roundtrip", "upper", "defect", "zero_defect", confidence, atol=atol)
+        out.append(_verdict("roundtrip", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows),
+                            measured=max(r["value"] for r in rows), declared=0.0)[0])
     except _Bad as bad:
         out.append(_error("roundtrip", st, bad))
     return out
@@ -707,4 +804,35 @@ def conform_all(targets, kind: str, *, d: int = 16, seed: int = 0, confidence: f
                 for n, t in zip(names, targets)]
     objs = [resolve(t, f"conform {t}") if isinstance(t, str) else t for t in targets]
     run = {"compressor": _compressor_checks, "feedback": _feedback_checks, "outer": _outer_checks}[kind]
-    return [ConformReport(n, kind, tuple(run(o, **kw)), settings) for n, o in zip(names, objs)]
+    reports = []
+    for n, o in zip(names, objs):
+        try:
+            o = _instance(o, kind)
+        except _Bad as bad:
+            reports.append(ConformReport(n, kind, (_error("call", "an instance to run the checks on", bad),), settings))
+            continue
+        reports.append(ConformReport(n, kind, tuple(run(o, **kw)), settings))
+    return reports
+
+
+def _instance(obj, kind: str):
+    """``obj``, or an instance of it built with its defaults when it is a class (a one-line error if it cannot be)."""
+    import inspect
+
+    if not inspect.isclass(obj):
+        return obj
+    try:
+        sig = inspect.signature(obj)
+        missing = [p.name for p in sig.parameters.values()
+                   if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        missing = []
+    if missing:
+        args = ", ".join(f"{m}=..." for m in missing)
+        raise _Bad(f"is the class {obj.__name__}, not an instance, and {obj.__name__}() needs {', '.join(missing)}; "
+                   f"pass an instance: put e.g. 'c = {obj.__name__}({args})' in your module and name MODULE:c")
+    try:
+        return obj()
+    except Exception as exc:  # noqa: BLE001 - the user's constructor may raise anything
+        raise _Bad(f"is the class {obj.__name__}; building it with its defaults raised {type(exc).__name__}: {exc}; "
+                   f"pass an instance (MODULE:name of e.g. 'c = {obj.__name__}(...)')") from None

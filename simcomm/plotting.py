@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 
 from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict
 
-__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "PAPER_COLORS"]
+__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "PAPER_COLORS",
+           "PAPER_SIZES", "EMBED_TRUETYPE"]
 
 _VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
 
@@ -469,6 +470,26 @@ _WORDS = {"method", "dataset", "topology", "quantizer", "problem", "proposal", "
           "direction", "vector", "nodes", "compressor", "scheme"}
 
 
+#: figure widths (inches) of a paper figure: one column or the full page of a two-column layout (IEEE, ACM)
+PAPER_SIZES = {"single": 3.5, "double": 7.16}
+#: the fonts of a paper figure: the size of a caption's text at a column's width
+_PAPER_RC = {"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
+             "legend.fontsize": 7, "lines.markersize": 4, "lines.linewidth": 1.0, "errorbar.capsize": 2,
+             "pdf.fonttype": 42, "ps.fonttype": 42}
+#: what a file written from any simcomm figure embeds: TrueType (Type 42) fonts, never Type 3 (IEEE, ACM)
+EMBED_TRUETYPE = {"pdf.fonttype": 42, "ps.fonttype": 42}
+
+
+def _paper_size(size: str | None) -> float:
+    from simcomm._errors import UserError
+
+    size = size or "single"
+    if size not in PAPER_SIZES:
+        raise UserError(f"size '{size}' is unknown; use one of {', '.join(PAPER_SIZES)} "
+                        f"({', '.join(f'{k}: {v} in' for k, v in PAPER_SIZES.items())})")
+    return PAPER_SIZES[size]
+
+
 def _sym(col: str, plot: dict) -> str:
     lab = plot.get("labels", {}).get(col)
     if isinstance(lab, str):
@@ -570,23 +591,28 @@ def _finish_paper_axes(ax, plot: dict, x: str | None, ylabel: str) -> None:
         ax.spines[side].set_visible(False)
 
 
-def paper_figure(j: Judgement, plot: dict | None = None):
+def paper_figure(j: Judgement, plot: dict | None = None, *, size: str | None = None):
     r"""The data of :func:`bound_vs_empirical` drawn for a publication.
 
     No verdict or claim id in the title (the spec's ``title`` only, when given); axis labels from the
     spec's ``xlabel``/``ylabel`` (the paper's symbols), legend labels from ``[plot] labels`` or
     default symbols (``sigma2`` -> :math:`\sigma^2`); Okabe-Ito colours with a line style AND a
     marker per series, so the figure reads in greyscale; log axes clipped to the informative range;
-    several groups of an order claim drawn as one panel each, so no curve hides another.
+    several groups of an order claim drawn as one panel each, so no curve hides another. The figure
+    is ``size`` wide (:data:`PAPER_SIZES`: ``"single"`` column, 3.5 in, the default, or ``"double"``,
+    7.16 in; a several-panel order figure takes the double width) with 7-8 pt fonts. Save it with
+    ``matplotlib.rc_context(EMBED_TRUETYPE)`` (the command line does) for TrueType fonts in a PDF.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     plot = dict(plot or {})
-    fig = _drawing(j)[1](j, plot)
-    if plot.get("title"):
-        fig.suptitle(_wrap(plot["title"]), fontsize=9.5)
+    width = _paper_size(size)
+    with matplotlib.rc_context(_PAPER_RC):
+        fig = _drawing(j)[1](j, {**plot, "_width": width})
+        if plot.get("title"):
+            fig.suptitle(_wrap(plot["title"], 45 if width < 5 else 70), fontsize=8.5)
     return fig
 
 
@@ -692,7 +718,12 @@ def _paper_order(j: Judgement, plot: dict):
         groups = list(_series(j.cells, first))
     subkeys = [k for k, _ in _series(j.cells, rest)] if rest else [{}]
     ncols = len(groups)
-    fig = Figure(figsize=(min(3.4 * ncols + 1.6, 12), 3.5), layout="constrained")
+    width = plot.get("_width")
+    if width is None:
+        fig = Figure(figsize=(min(3.4 * ncols + 1.6, 12), 3.5), layout="constrained")
+    else:  # a paper figure: one column for one panel, the page width for several
+        width = width if ncols == 1 else PAPER_SIZES["double"]
+        fig = Figure(figsize=(width, 2.6 if ncols > 1 else width * 0.72), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, ncols, sharey=True, squeeze=False)[0])
     methods = [j.claim.lower, *j.claim.higher]
     handles = {}
@@ -847,9 +878,10 @@ def trace_figure(table: pd.DataFrame, metric: str, *, x: str = "step", plot: dic
 
 
 def _one_panel(draw):
-    """A paper drawing of one panel: ``draw(ax, fig, j, plot)`` on a fresh figure."""
+    """A paper drawing of one panel: ``draw(ax, fig, j, plot)`` on a fresh figure ``plot["_width"]`` wide."""
     def paper(j: Judgement, plot: dict):
-        fig = Figure(figsize=(5.2, 3.6), layout="constrained")
+        width = plot.get("_width", 5.2)
+        fig = Figure(figsize=(width, width * 0.72), layout="constrained")
         draw(fig.subplots(), fig, j, plot)
         return fig
     return paper
@@ -969,7 +1001,8 @@ def _plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
-def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot: dict | None = None):
+def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot: dict | None = None, *,
+                 style: str = "annotated", size: str | None = None, subtitle: bool = True):
     """A sweep without a claim: the mean of ``metric`` over replicates against ``x``, one series per ``hue``.
 
     Error bars are 95% Student-t intervals of the mean over replicates. A categorical ``x`` gets
@@ -988,15 +1021,60 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
         As resolved by :func:`sweep_axes`.
     plot : dict, optional
         ``logx``, ``logy``, ``xlabel``, ``ylabel``, ``title``, ``col`` (a spec's ``[plot]`` table).
+    style : {"annotated", "paper"}
+        ``paper``: ``size`` wide (:data:`PAPER_SIZES`, one column by default) with 7-8 pt fonts.
+    size : {"single", "double"}, optional
+        Width of a ``paper`` figure.
+    subtitle : bool
+        Say under the title what the points and bars are ("mean and 95% CI of R replicates").
+
+    Series whose means coincide at an ``x`` are drawn side by side there (a small offset along x,
+    each with its own marker), so none hides another.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    if style not in ("annotated", "paper"):
+        from simcomm._errors import UserError
+
+        raise UserError(f"style '{style}' is unknown; use annotated or paper")
+    if style == "paper":
+        with matplotlib.rc_context(_PAPER_RC):
+            return _sweep_figure(table, metric, x, hue, plot, width=_paper_size(size), subtitle=subtitle)
+    if size is not None:
+        from simcomm._errors import UserError
+
+        raise UserError("a size (single or double column) applies to the paper style only; add style='paper'")
+    return _sweep_figure(table, metric, x, hue, plot, width=None, subtitle=subtitle)
+
+
+def _coincident_offsets(drawn, log: bool, span: tuple[float, float]) -> None:
+    """Shift the points of series whose means coincide at one x apart along x (in place), centred on x."""
+    groups: dict = {}
+    for k, (_i, xs, mean, _half, _st) in enumerate(drawn):
+        for t, (xv, mv) in enumerate(zip(xs, mean)):
+            if np.isfinite(mv):
+                groups.setdefault((float(xv), float(np.float32(mv))), []).append((k, t))
+    lo, hi = span
+    width = (math.log10(hi) - math.log10(lo)) if log and lo > 0 else (hi - lo)
+    step = 0.012 * (width if width > 0 else 1.0)
+    for members in groups.values():
+        m = len(members)
+        if m < 2:
+            continue
+        for j, (k, t) in enumerate(members):
+            shift = (j - (m - 1) / 2) * step
+            xs = drawn[k][1]
+            xs[t] = xs[t] * 10 ** shift if log and xs[t] > 0 else xs[t] + shift
+
+
+def _sweep_figure(table, metric, x, hue, plot, *, width, subtitle):
     from matplotlib.lines import Line2D
     from scipy import stats
 
     plot = dict(plot or {})
+    paper = width is not None
     rows = table[table["metric"] == metric]
     if "step" in rows:
         rows = rows[rows["step"].isna()]
@@ -1015,7 +1093,11 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
     keys = [k for k, _ in _series(rows, hue)]
     n_series = len(keys)
     ncols = len(panels)
-    fig = Figure(figsize=(7.2 if ncols == 1 else min(4.2 * ncols, 12.0), 4.4), layout="constrained")
+    if paper:
+        width = width if ncols == 1 else max(width, PAPER_SIZES["double"])
+        fig = Figure(figsize=(width, max(2.2, min(width * 0.72, 3.2))), layout="constrained")
+    else:
+        fig = Figure(figsize=(7.2 if ncols == 1 else min(4.2 * ncols, 12.0), 4.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, ncols, sharey=True, squeeze=False)[0])
     values = rows["value"].to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
@@ -1044,6 +1126,13 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
         bottom = None
         if logy and pos_means:
             bottom = 10 ** (math.floor(math.log10(min(pos_means))) - 0.3)
+        if not categorical and len(drawn) > 1:
+            xv = prow[x].to_numpy(dtype=float)
+            xv = xv[np.isfinite(xv)]
+            log_x = bool(plot.get("logx")) or (xv.size and xv.min() > 0 and xv.max() / xv.min() >= 8)
+            if xv.size:
+                _coincident_offsets(drawn, log_x, (float(xv.min()), float(xv.max())))
+        ms = 3.5 if paper else 5
         for i, xs, mean, half, st in drawn:
             line = "none" if categorical or len(xs) == 1 else st["ls"]
             zero = logy & (mean <= 0)
@@ -1052,10 +1141,11 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
             if logy:  # a CI reaching below zero is cut at the axis (log scale)
                 lo = np.minimum(lo, np.where(mean > 0, mean * (1 - 1e-9), 0))
             ax.errorbar(xs[ok], mean[ok], yerr=np.vstack([lo[ok], half[ok]]), color=st["color"], marker=st["marker"],
-                        ls=line, capsize=2.5, lw=1.2, ms=5, mfc="white" if i % 2 else st["color"], mew=1.1)
+                        ls=line, capsize=2 if paper else 2.5, lw=1.0 if paper else 1.2, ms=ms,
+                        mfc="white" if i % 2 else st["color"], mew=0.9 if paper else 1.1)
             if zero.any() and bottom is not None:
                 has_zero = True
-                ax.plot(xs[zero], np.full(zero.sum(), bottom * 1.6), ls="none", marker=st["marker"], ms=5,
+                ax.plot(xs[zero], np.full(zero.sum(), bottom * 1.6), ls="none", marker=st["marker"], ms=ms,
                         color=st["color"], mfc="none", mew=1.1, clip_on=False)
             handles.setdefault(i, Line2D([], [], color=st["color"], marker=st["marker"], ls=line if len(xs) > 1
                                          and not categorical else "none", mfc="white" if i % 2 else st["color"],
@@ -1076,7 +1166,7 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
             if bottom is not None:
                 ax.set_ylim(bottom=bottom)
         if pkey:
-            ax.set_title(_paper_label(pkey, plot), fontsize=9.5)
+            ax.set_title(_paper_label(pkey, plot), fontsize=8 if paper else 9.5)
         ax.set_xlabel(plot.get("xlabel", x.replace("_", " ")))
         ax.grid(True, which="major", alpha=0.3)
         for side in ("top", "right"):
@@ -1087,8 +1177,13 @@ def sweep_figure(table: pd.DataFrame, metric: str, x: str, hue: list[str], plot:
     if has_zero:
         note += "; open markers on the bottom edge: exactly 0"
     title = plot.get("title", f"{metric.replace('_', ' ')} against {x.replace('_', ' ')}")
-    fig.suptitle(f"{title}\n({note})", fontsize=10)
+    if paper:
+        title = _wrap(title, 48 if fig.get_size_inches()[0] < 5 else 90)
+    text = f"{title}\n({note})" if subtitle else title
+    if text:
+        fig.suptitle(text, fontsize=8.5 if paper else 10)
     if hue:
         order = sorted(handles)
-        _legend_below(fig, [handles[i] for i in order], [_paper_label(keys[i], plot) for i in order])
+        _legend_below(fig, [handles[i] for i in order], [_paper_label(keys[i], plot) for i in order],
+                      fontsize=7 if paper else 8)
     return fig

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from simcomm._errors import UserError
+from simcomm._plugins import import_plugins, loaded_plugins, plugin_files
 from simcomm.experiments._registry import get_experiment
 from simcomm.results import Results, atomic_write_bytes, git_commit, versions
 from simcomm.spec import Spec, content_hash
@@ -58,7 +59,8 @@ def code_version(module: str | None = None) -> str:
 
     The library (every simcomm module that computes), plus the experiment's own module; the other
     experiment modules are left out, so editing one paper's experiments keeps the other papers'
-    cached cells. An experiment defined outside simcomm (a user's script) adds its own file.
+    cached cells. An experiment defined outside simcomm (a user's script) adds its own file, and each
+    loaded plugin (``--plugin``, a spec's ``plugins``) its file.
     """
     root = Path(__file__).resolve().parent
     own = None
@@ -75,16 +77,22 @@ def code_version(module: str | None = None) -> str:
         digest.update(path.read_bytes())
     if own is not None and root not in own.parents:
         digest.update(own.read_bytes())
+    for path in plugin_files():  # a user's plugin may change what a shipped experiment computes
+        if own is None or Path(path).resolve() != own:
+            digest.update(Path(path).read_bytes())
     return digest.hexdigest()[:16]
 
 
 def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend: str,
              module: str | None = None, threads: int | None = None, first: int = 0,
-             network: dict | None = None, memory: int | None = None) -> list[dict]:
+             network: dict | None = None, memory: int | None = None, plugins: tuple = ()) -> list[dict]:
     """Run every replicate of one cell; pure apart from the experiment's own computation.
 
     ``module`` is where the experiment is defined; a worker process imports it first, so experiments
     registered outside :mod:`simcomm.experiments` (a user's script, a test) run on any executor.
+    ``plugins`` (``(module, folder)`` pairs, :func:`simcomm._plugins.loaded_plugins`) are imported before
+    it: what a user's plugin registers (a compressor a shipped experiment builds by name) is known in the
+    worker too, even one started before the plugin was loaded.
     ``threads`` caps numba's threads inside the cell (several cells running at once would otherwise
     oversubscribe the cores, and numba's parallel kernels collapse under oversubscription).
 
@@ -104,6 +112,7 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
 
     from simcomm.backends import get_backend
 
+    import_plugins(plugins)  # a user's plugins (--plugin, a spec's plugins): their compressors, topologies, ...
     if module is not None:
         importlib.import_module(module)
     from threadpoolctl import threadpool_limits
@@ -413,6 +422,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
     cached: dict[tuple[int, int], list[dict]] = {}
     pending_of: dict[int, list[int]] = {}
     cells_of = [spec.cells() for spec in specs]  # built once: cells() expands the grid on each call
+    plugins = loaded_plugins()
     for s, spec in enumerate(specs):
         module = get_experiment(spec.experiment).func.__module__
         version = code_version(module)
@@ -453,7 +463,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                         progress(done, total)
                     continue
             tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
-                          first, spec.network, budget))
+                          first, spec.network, budget, plugins))
             keys.append(_key(spec, params, backend, version))
             owners.append((s, c))
     # No map call without tasks: an executor given nothing to do still starts (and joblib warns

@@ -52,7 +52,7 @@ PLOT_STYLES = ("annotated", "paper")
 #: grids up to this many cells are validated cell by cell; larger ones per axis value plus a sample
 _VALIDATE_ALL = 10_000
 _VALIDATE_SAMPLE = 2_000
-_TOP_KEYS = ("claim", "experiment", "params", "grid", "quick", "plot", "control", "network")
+_TOP_KEYS = ("plugins", "claim", "experiment", "params", "grid", "quick", "plot", "control", "network")
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,8 @@ class Spec:
     # Planned looks at the data, fixed when the spec is loaded (from replicates = {min, max}) and never
     # recomputed from the replicates reached so far: every look is judged at alpha / looks.
     planned_looks: int = 1
+    # the folder the spec was read from (its relative plugin paths are read from there); not hashed
+    base: str | None = None
 
     @property
     def looks(self) -> int:
@@ -274,8 +276,12 @@ def _parse_override(text: str) -> tuple[str, Any]:
 
 
 def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: bool = False,
-          overrides: tuple[str, ...] = ()) -> Spec:
-    """Parse and validate a spec from TOML text. See :func:`load`."""
+          overrides: tuple[str, ...] = (), base: str | Path | None = None) -> Spec:
+    """Parse and validate a spec from TOML text. See :func:`load`.
+
+    ``base`` is the folder the spec's relative ``plugins`` paths are read from (default: the working
+    directory); the shipped folder (:func:`sims_dir`) also holds its claims to the shipped papers' keys.
+    """
     where = path
     try:
         raw = tomllib.loads(text)
@@ -284,6 +290,17 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     for key in raw:
         if key not in _TOP_KEYS:
             raise SpecError(f"{where}: unknown table [{key}]{closest(key, _TOP_KEYS)}; allowed: {', '.join(_TOP_KEYS)}")
+    if "plugins" in raw:
+        # a user's modules register their experiments, compressors, bounds before anything below reads a registry
+        plugins = raw["plugins"]
+        if isinstance(plugins, str):
+            plugins = [plugins]
+        if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+            raise SpecError(f"{where}: 'plugins' must be a list of .py paths or module names, e.g. "
+                            "plugins = [\"mine.py\"] (before the first [table])")
+        from simcomm._plugins import load_plugins
+
+        load_plugins(plugins, base=base, where=f"{where}: plugins")
     exp = dict(_check_table(raw.get("experiment", {}), _EXPERIMENT_KEYS, f"{where} [experiment]"))
     params = dict(_check_table(raw.get("params", {}), {k: object for k in raw.get("params", {})}, f"{where} [params]"))
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
@@ -362,11 +379,13 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     claim = None
     if "claim" in raw:
         controls = _controls(raw.get("control", []), f"{where} [[control]]", experiment, set(grid) | set(params))
-        claim = _claim(raw["claim"], f"{where} [claim]", set(grid), controls)
+        shipped = base is not None and Path(base).resolve() == sims_dir().resolve()
+        claim = _claim(raw["claim"], f"{where} [claim]", set(grid), controls, shipped=shipped)
     elif "control" in raw:
         raise SpecError(f"{where}: [[control]] needs a [claim] to control")
     spec = Spec(name, path, exp["name"], replicates, seed, params, grid, claim, plot, quick, max_replicates,
-                text, tuple(overrides), network=network, planned_looks=looks(replicates, max_replicates))
+                text, tuple(overrides), network=network, planned_looks=looks(replicates, max_replicates),
+                base=None if base is None else str(base))
     if claim is not None:
         _check_decidable(spec, experiment, where)
         overridden = {(o if isinstance(o, tuple) else _parse_override(o))[0] for o in overrides}
@@ -588,7 +607,7 @@ def locate(ref: str | Path) -> Path:
                     "'simcomm list --paths' shows the shipped specs")
 
 
-def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> ClaimSpec:
+def _claim(table: dict, where: str, grid_axes: set, controls: tuple = (), shipped: bool = True) -> ClaimSpec:
     for key, why in _REPLACED.items():
         if key in table:
             raise SpecError(f"{where}: {why}")
@@ -601,7 +620,7 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
     if table["kind"] not in KINDS:
         raise SpecError(f"{where}: kind '{table['kind']}' is unknown{closest(table['kind'], KINDS)}; "
                         f"use one of {', '.join(KINDS)}")
-    if table["paper"] not in PAPERS:
+    if shipped and table["paper"] not in PAPERS:  # a user's own spec names its own paper
         raise SpecError(f"{where}: paper '{table['paper']}' is unknown{closest(table['paper'], PAPERS)}; "
                         f"use one of {', '.join(PAPERS)}")
     kind = KINDS[table["kind"]]
@@ -656,7 +675,7 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = ()) -> Cla
 def with_control(spec: Spec, control: ControlSpec) -> Spec:
     """The spec re-loaded with a control's ``set`` overrides (after the spec's own)."""
     return loads(spec.source, name=spec.name, path=spec.path, quick=spec.quick,
-                 overrides=spec.overrides + tuple(control.set.items()))
+                 overrides=spec.overrides + tuple(control.set.items()), base=spec.base)
 
 
 def load(path: str | Path, *, quick: bool = False, overrides: tuple[str, ...] = ()) -> Spec:
@@ -683,5 +702,5 @@ def load(path: str | Path, *, quick: bool = False, overrides: tuple[str, ...] = 
         raise SpecError(f"spec file '{path}' does not exist; 'simcomm list' shows the shipped specs") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot read spec file '{path}': {exc}") from None
-    return loads(text, name=path.stem, path=str(path.name), quick=quick, overrides=tuple(overrides))
+    return loads(text, name=path.stem, path=str(path.name), quick=quick, overrides=tuple(overrides), base=path.parent)
 

@@ -151,3 +151,44 @@ def test_conform_report_json():
     s = r.summary()
     assert s["exit_code"] == 0 and s["checks"][0]["verdict"] == "holds"
     assert math.isclose(s["checks"][0]["confidence"], 0.99)
+
+
+def test_library_protocol_topk_holds_and_shows_measured_next_to_declared():
+    # TopK states error_factor(d) = 1 - k/d (not delta) and a wire form to_message (not encode): both are read
+    from simcomm.compress import TopK
+
+    r = conform(TopK(4), "compressor")
+    assert r.verdicts() == {"determinism": "holds", "unbiased": "skipped", "contraction": "holds",
+                            "payload": "holds", "roundtrip": "holds"}, r.text()
+    res = {x.check: x for x in r.results}
+    # the equal-magnitude test vector loses exactly 1 - k/d = 0.75 of its energy: measured = declared
+    assert math.isclose(res["contraction"].declared, 0.75) and math.isclose(res["contraction"].measured, 0.75)
+    assert res["payload"].measured == res["payload"].declared == TopK(4).bits(16)
+    head, *rows = r.text().splitlines()[1:]
+    assert "measured" in head and "declared" in head
+    assert any(line.split()[:5] == ["contraction", "holds", "3000", "0.75", "0.75"] for line in rows), r.text()
+    assert r.summary()["checks"][2]["measured"] == 0.75
+
+
+def test_library_compressors_without_a_stated_constant_are_skipped_not_errors():
+    from simcomm.compress import NaturalDithering, Sign, StochasticRound
+
+    v = conform(StochasticRound(0.3), "compressor").verdicts()  # beta = inf: no relative bound
+    assert v["unbiased"] == v["variance"] == "skipped" and v["payload"] == "holds"
+    v = conform(Sign(), "compressor").verdicts()  # error_factor(d) is None
+    assert v["contraction"] == "skipped" and v["payload"] == "holds"
+    # the wire form recovers every level: apply's float32 norm can put |q|/||x|| a rounding below 2^-j
+    r = conform(NaturalDithering(3), "compressor", d=48, max_draws=1000)
+    assert r.verdicts()["roundtrip"] == "holds", r.text()
+
+
+def test_a_class_is_built_with_its_defaults_or_refused_in_one_line(capsys):
+    from simcomm.cli import main
+    from simcomm.compress import Identity
+
+    assert conform(Identity, "compressor").exit_code == 0
+    with pytest.raises(SystemExit) as e:
+        main(["conform", "simcomm.compress:TopK", "--kind", "compressor"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is the class TopK, not an instance" in err and "TopK(k=...)" in err

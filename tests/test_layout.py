@@ -66,7 +66,7 @@ def test_every_bound_has_provenance_and_docstring():
 # "did you mean" hint once imported every experiment module to print one line). The root package imports only
 # _errors eagerly and loads the subpackages lazily by name, so it sits at the bottom.
 LAYERS = [
-    {"_errors", "_validate", "_params", "results", "__init__", "_proc"},
+    {"_errors", "_validate", "_params", "results", "__init__", "_proc", "_plugins"},
     {"backends", "_dask"},
     {"compress", "topology", "sampling", "estimate"},
     {"models", "network", "torch"},

@@ -117,3 +117,28 @@ def test_cli_simulate_gives_a_verdict(capsys):
     row = next(ln for ln in cap.out.splitlines() if ln.startswith("top_k"))
     assert row.split()[-1] in ("pays", "pay", "(censored)")
     assert "measured" in cap.out.splitlines()[1]
+
+
+@pytest.mark.parametrize("text, bytes_per_s", [
+    ("10Gb/s", 1.25e9), ("10Gbit/s", 1.25e9), ("10Gbps", 1.25e9), ("1.25GB/s", 1.25e9), ("100Mb/s", 12.5e6),
+    ("1GiB/s", 2.0**30), ("800 kbit/s", 1e5),
+])
+def test_bandwidth_takes_units(text, bytes_per_s, capsys):
+    code, cap = _run(["-d", "1e6", "-n", "8", "--alpha", "1e-5", "--bandwidth", text, "-c", "ternary", "--json"],
+                     capsys)
+    assert code == 0 and json.loads(cap.out)["beta"] == pytest.approx(1 / bytes_per_s) and cap.err == ""
+
+
+def test_a_bare_bandwidth_is_gigabytes_and_the_line_says_so(capsys):
+    # a bare 10 meant as 10 Gbit/s would be 8x off: the reading is printed, never silent
+    code, cap = _run(["-d", "1e6", "-n", "8", "--alpha", "1e-5", "--bandwidth", "10", "-c", "ternary", "--json"],
+                     capsys)
+    assert code == 0 and json.loads(cap.out)["beta"] == pytest.approx(1e-10)
+    assert cap.err.count("\n") == 1 and "read as 10 GB/s (bytes) = 80 Gbit/s" in cap.err and "10GB/s" in cap.err
+
+
+@pytest.mark.parametrize("text, msg", [("fast", "is not a bandwidth"), ("10G", "is not a bandwidth"),
+                                       ("-1Gb/s", "is not allowed"), ("10Gb/h", "is not a bandwidth")])
+def test_bad_bandwidth_is_one_line(text, msg, capsys):
+    code, cap = _run(["-d", "1e6", "-n", "8", "--alpha", "0", "--bandwidth", text], capsys)
+    assert code == 2 and msg in cap.err and "10Gb/s" in cap.err and cap.err.count("\n") == 1, cap.err

@@ -10,7 +10,8 @@ import click
 
 from simcomm._errors import UserError
 
-__all__ = ["headless", "ensure_writable", "backend_option", "jobs_option", "seed_option", "scheduler_option",
+__all__ = ["PluginCommand", "plugin_option",
+           "headless", "ensure_writable", "backend_option", "jobs_option", "seed_option", "scheduler_option",
            "progress_bar", "max_cells_option", "max_hours_option", "yes_option", "plan", "Interrupted"]
 
 
@@ -18,11 +19,14 @@ def headless() -> None:
     """Draw with matplotlib's Agg backend (the CLI saves figures, it never shows them).
 
     Called by the commands that draw, before anything imports pyplot: a process-wide choice the CLI may
-    make, which ``simcomm.plotting`` (used from a user's notebook too) never makes at import.
+    make, which ``simcomm.plotting`` (used from a user's notebook too) never makes at import. The
+    fonts of every PDF and PostScript file are embedded as TrueType (Type 42), never Type 3.
     """
     import matplotlib
 
     matplotlib.use("Agg")
+    # every PDF/PS the CLI writes embeds TrueType (Type 42) fonts: IEEE and ACM reject Type 3
+    matplotlib.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})
 
 
 def ensure_writable(folder: str | Path, option: str = "--out DIR") -> Path:
@@ -200,3 +204,54 @@ class progress_bar:
         if self._p is not None:
             self._p.__exit__(*exc)
         return False
+
+
+def _plugin_refs(args) -> list[str]:
+    """The values of ``--plugin X`` / ``--plugin=X`` in raw command-line ``args`` (up to ``--``)."""
+    refs, it = [], iter(args)
+    for a in it:
+        if a == "--":
+            break
+        if a == "--plugin":
+            value = next(it, None)
+            if value is None:
+                raise click.UsageError("--plugin needs a value: the path of a .py file or a module name")
+            refs.append(value)
+        elif a.startswith("--plugin="):
+            refs.append(a.split("=", 1)[1])
+    return refs
+
+
+class PluginCommand(click.Command):
+    """A command whose ``--plugin`` modules are imported before anything else is parsed.
+
+    A plugin registers experiments, compressors, bounds, topologies or claim kinds; importing it before
+    the arguments are parsed makes those names (and a plugin compressor's settings, as options of
+    ``simcomm payload``) known to every step that follows. ``after_plugins(ctx, args)``, where a
+    command defines it, adds what depends on them.
+    """
+
+    after_plugins = None
+
+    def parse_args(self, ctx, args):  # noqa: D102
+        from simcomm._plugins import load_plugins
+
+        load_plugins(_plugin_refs(args))
+        if self.after_plugins is not None:
+            self.after_plugins(ctx, args)
+        return super().parse_args(ctx, args)
+
+
+def _load_plugin_values(ctx, param, value):
+    from simcomm._plugins import load_plugins
+
+    load_plugins(value)  # already imported by PluginCommand.parse_args: a no-op that keeps the order explicit
+    return value
+
+
+def plugin_option(func):
+    """``--plugin FILE.py|MODULE`` (repeatable): a user's module, imported before the registries are read."""
+    return click.option("--plugin", "plugins", multiple=True, metavar="FILE.py|MODULE", expose_value=False,
+                        is_eager=True, callback=_load_plugin_values,
+                        help="Import your own module first (a .py file or a module name; repeatable): the "
+                             "experiments, compressors, bounds and topologies it registers become usable here.")(func)

@@ -13,6 +13,7 @@ from simcomm._errors import UserError
 from simcomm.cli import cli
 from simcomm.cli._common import (
     Interrupted,
+    PluginCommand,
     backend_option,
     ensure_writable,
     headless,
@@ -20,6 +21,7 @@ from simcomm.cli._common import (
     max_cells_option,
     max_hours_option,
     plan,
+    plugin_option,
     progress_bar,
     scheduler_option,
     seed_option,
@@ -27,8 +29,9 @@ from simcomm.cli._common import (
 )
 
 
-@cli.command()
+@cli.command(cls=PluginCommand)
 @click.argument("claim_ids", nargs=-1, metavar="[CLAIM_ID]...")
+@plugin_option
 @click.option("--quick/--full", default=True, show_default=True,
               help="Small grids (minutes) or the grids the committed gallery was made with.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any claim is violated.")
@@ -68,6 +71,7 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
       simcomm check --quick
       simcomm check expgraph.rho_even expgraph.one_peer_exact --full --jobs 2
       simcomm check --json verdicts.json --strict
+      simcomm check --specs my_claims/ --plugin mine.py    # your own claims, judged like the shipped ones
     """
     headless()
     from simcomm import checking

@@ -8,10 +8,12 @@ import sys
 import click
 
 from simcomm.cli import cli
+from simcomm.cli._common import PluginCommand, plugin_option
 
 
-@cli.command()
+@cli.command(cls=PluginCommand)
 @click.argument("targets", metavar="MODULE:CALLABLE...", nargs=-1, required=True)
+@plugin_option
 @click.option("--kind", required=True, help="What the callable is: compressor, feedback, hook or outer.")
 @click.option("-d", "d", type=int, default=16, show_default=True, help="Dimension of the test vectors.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Root seed of every draw.")
@@ -42,6 +44,7 @@ def conform(targets, kind, d, seed, confidence, tolerance, max_draws, workers, a
       simcomm conform simcomm.conform_fixtures:ef_top_k --kind feedback
       simcomm conform simcomm.conform_fixtures:fp16_sum_overflow simcomm.conform_fixtures:fp16_hook --kind hook
       simcomm conform mypkg.comp:my_topk --kind compressor -d 64 --json
+      simcomm conform mine:threshold --kind compressor --plugin ./mine.py
     """
     import os
 

@@ -7,9 +7,11 @@ from pathlib import Path
 import click
 
 from simcomm.cli import cli
+from simcomm.cli._common import PluginCommand, plugin_option
 
 
-@cli.command("list")
+@cli.command("list", cls=PluginCommand)
+@plugin_option
 @click.option("--experiments", is_flag=True, help="List the registered experiments and their parameters instead.")
 @click.option("--topologies", is_flag=True, help="List the topology constructors (simcomm topology NAME) instead.")
 @click.option("--methods", is_flag=True, help="List the named training methods and their settings instead.")

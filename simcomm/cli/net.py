@@ -109,8 +109,9 @@ def _fmt_bytes(b: float) -> str:
               help="Model size: parameters (float32 values), e.g. 25e6.")
 @click.option("-n", "--nodes", "n", type=int, required=True, metavar="N", help="Nodes (workers), >= 2.")
 @click.option("--alpha", type=float, default=None, metavar="S", help="Latency, seconds per message (e.g. 1e-5).")
-@click.option("--bandwidth", type=float, default=None, metavar="GB/S",
-              help="Link bandwidth in GB/s (beta = 1 / (1e9 x GB/s) seconds per byte).")
+@click.option("--bandwidth", default=None, metavar="RATE",
+              help="Link bandwidth with its unit: 10Gb/s, 10Gbit/s or 10Gbps (bits), 1.25GB/s (bytes), 100Mb/s, "
+                   "25GiB/s. A bare number is read as GB/s (bytes), and the line says so.")
 @click.option("--beta", type=float, default=None, metavar="S/B", help="Inverse bandwidth, seconds per byte "
               "(instead of --bandwidth).")
 @click.option("--network", "network", default=None, metavar="FILE",
@@ -132,7 +133,7 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--seed", type=int, default=0, show_default=True, help="--simulate: root seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compressors, simulate, steps,
-            replicates, seed, as_json):
+            replicates, seed, as_json):  # noqa: C901
     """Does compression pay on this cluster? Time per step of each compressor and its break-even step inflation.
 
     SGD (and the fp16/bf16 casts) run a ring allreduce; every other compressor's messages do not sum
@@ -144,7 +145,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
 
     \b
     Examples:
-      simcomm net predict -d 25e6 -n 64 --bandwidth 1.25 --alpha 5e-6 --compute 0.05
+      simcomm net predict -d 25e6 -n 64 --bandwidth 10Gb/s --alpha 5e-6 --compute 0.05
       simcomm net predict -d 1e6 -n 8 --network net.toml -c 'top_k(k=0.1%)' -c 'qsgd(s=4)' --simulate
     """
     import math
@@ -166,9 +167,12 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
         if bandwidth is not None and beta is not None:
             raise UserError("--bandwidth and --beta say the same thing; pass one")
         if bandwidth is not None:
-            if not math.isfinite(bandwidth) or bandwidth <= 0:
-                raise UserError(f"--bandwidth {bandwidth:g} is not allowed; use GB/s > 0, e.g. 1.25 (10 Gbit/s)")
-            beta = 1.0 / (bandwidth * 1e9)
+            rate, bare = parse_bandwidth(bandwidth)
+            beta = 1.0 / rate
+            if bare:  # a bare number is ambiguous (bits or bytes: 8x apart): say how it was read
+                click.echo(f"note: --bandwidth {bandwidth} read as {bandwidth} GB/s (bytes) = {rate * 8 / 1e9:.4g} "
+                           f"Gbit/s; write the unit to be explicit, e.g. --bandwidth {rate * 8 / 1e9:.4g}Gb/s or "
+                           f"{bandwidth}GB/s", err=True)
         if beta is None or alpha is None:
             raise UserError("the network is missing: pass --alpha and --bandwidth (or --beta), or --network FILE "
                             "from 'simcomm net calibrate'")
@@ -196,7 +200,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
         return
     bw = 1.0 / float(net_model.beta) / 1e9 if float(net_model.beta) > 0 else math.inf
     click.echo(f"D = {int(d):,} parameters, n = {n}, alpha = {_fmt_s(float(net_model.alpha))}, "
-               f"{bw:.3g} GB/s, compute {_fmt_s(compute)} per step"
+               f"{bw:.3g} GB/s ({8 * bw:.3g} Gbit/s), compute {_fmt_s(compute)} per step"
                + (f" + Exp({_fmt_s(compute_scale)}) stragglers" if compute_scale else ""))
     head = f"{'compressor':<30} {'pattern':<14} {'message':>9} {'comm':>9} {'step':>9} {'break-even':>10}"
     if simulate:
@@ -220,3 +224,46 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
                + ("; measured: steps to the stand-in's target / SGD's (mean of "
                   f"{replicates} replicates; the stand-in is a 650-parameter logistic regression, not your model)"
                   if simulate else "; add --simulate to measure it on a stand-in problem"))
+
+
+#: bandwidth units: the prefix's factor and whether the unit counts bits (b, bit, bps) or bytes (B)
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30,
+           "Ti": 2.0**40}
+
+
+def parse_bandwidth(text: str) -> tuple[float, bool]:
+    """``(bytes per second, bare)`` of a bandwidth such as ``10Gb/s``, ``1.25GB/s``, ``100Mbit/s``, ``10Gbps``.
+
+    ``b``, ``bit`` and ``bps`` count bits, ``B`` bytes; prefixes k, M, G, T are powers of 1000, Ki, Mi, Gi,
+    Ti of 1024. A bare number is GB/s (``bare`` is then True, so the caller can say how it read it).
+
+    Examples
+    --------
+    >>> parse_bandwidth("10Gb/s"), parse_bandwidth("1.25GB/s"), parse_bandwidth("100 Mbit/s")
+    ((1250000000.0, False), (1250000000.0, False), (12500000.0, False))
+    >>> parse_bandwidth("1.25")
+    (1250000000.0, True)
+    """
+    import math
+    import re
+
+    from simcomm._errors import UserError
+
+    raw = str(text).strip()
+    m = re.fullmatch(r"([0-9.eE+-]+)\s*(?:(Ki|Mi|Gi|Ti|[kKMGT])?(bit/s|bits/s|bps|b/s|B/s|Bps))?", raw)
+    hint = "write the rate with its unit, e.g. 10Gb/s, 10Gbit/s, 1.25GB/s or 100Mb/s"
+    if m is None:
+        raise UserError(f"--bandwidth {raw!r} is not a bandwidth; {hint}")
+    try:
+        value = float(m.group(1))
+    except ValueError:
+        raise UserError(f"--bandwidth {raw!r} is not a bandwidth; {hint}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise UserError(f"--bandwidth {raw} is not allowed; use a rate > 0, {hint.removeprefix('write the rate ')}")
+    if m.group(3) is None:
+        if m.group(2):
+            raise UserError(f"--bandwidth {raw!r} has a prefix but no unit; {hint}")
+        return value * 1e9, True
+    bits = m.group(3) in ("bit/s", "bits/s", "bps", "b/s")
+    rate = value * _PREFIX[m.group(2) or ""]
+    return (rate / 8.0 if bits else rate), False

@@ -36,11 +36,17 @@ FORMATS = ("png", "pdf", "svg")
 @click.option("--metric", "metric", default=None, metavar="METRIC",
               help="For a sweep without a claim: the metric to draw (default: the table's only one).")
 @click.option("--logx", is_flag=True, help="A log x axis (times spanning decades).")
-def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
+@click.option("--size", type=click.Choice(("single", "double")), default=None,
+              help="With --style paper: one column (3.5 in wide, the default) or the page width of a two-column "
+                   "layout (7.16 in).")
+@click.option("--no-subtitle", "no_subtitle", is_flag=True,
+              help="For a sweep: leave out the '(mean and 95% CI of R replicates)' line under the title.")
+def plot(folder, output, style, fmt, trace, x, hue, metric, logx, size, no_subtitle):
     """Judge and draw the claim of a results folder (table.csv + meta.json) again, draw a trace, or a sweep.
 
     A sweep without a claim is drawn as its metric (mean and 95% CI over replicates) against --x, one
-    series per --hue.
+    series per --hue. --style paper draws a one-column figure (3.5 in, 7-8 pt fonts; --size double for
+    the page width); every PDF embeds TrueType fonts.
 
     \b
     Examples:
@@ -48,6 +54,7 @@ def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
       simcomm plot results/expgraph_rho_even/<hash> --style paper --format pdf -o rho.pdf
       simcomm plot results/net_compression_pays/<hash> --trace train_loss --x time --logx
       simcomm plot results/my/<hash> --x n --hue topology
+      simcomm plot results/my/<hash> --style paper --no-subtitle -o sweep.pdf
     """
     headless()
     from simcomm.claims import judge
@@ -70,7 +77,11 @@ def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
 
         raise UserError(f"--x '{x}' is not a column of '{folder}/table.csv'{closest(x, columns)}; "
                         f"columns: {', '.join(columns)}")
+    if size is not None and style != "paper" and not (style is None and _spec_style(res) == "paper"):
+        raise UserError("--size applies to --style paper only; add --style paper (or leave --size out)")
     if trace is not None:
+        if style is not None or size is not None or no_subtitle:
+            raise UserError("--style, --size and --no-subtitle do not apply to --trace; leave them out")
         from simcomm.plotting import trace_figure
 
         _save(trace_figure(res.table, trace, x=x or "step", plot={"logx": logx}), target, fmt, 110)
@@ -86,8 +97,13 @@ def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
         options = {k: v for k, v in options.items() if k in ("logx", "logy", "xlabel", "ylabel", "title")}
         if logx:
             options["logx"] = True
-        _save(sweep_figure(res.table, m, xcol, hues, options), target, fmt, 110)
+        style = style or _spec_style(res) or "annotated"
+        fig = sweep_figure(res.table, m, xcol, hues, options, style=style, size=size, subtitle=not no_subtitle)
+        _save(fig, target, fmt, 200 if style == "paper" else 110)
         return
+    if no_subtitle:
+        raise UserError("--no-subtitle applies to a sweep's figure only (a claim's paper figure has no subtitle); "
+                        "leave it out")
     try:
         claim = ClaimSpec(**{**spec["claim"], "higher": tuple(spec["claim"].get("higher", ())),
                              "controls": tuple(ControlSpec(**c) for c in spec["claim"].get("controls", ()))})
@@ -105,7 +121,20 @@ def plot(folder, output, style, fmt, trace, x, hue, metric, logx):
                   looks=looks(spec.get("replicates", 1), spec.get("max_replicates")))
     except (KeyError, ValueError) as exc:  # a table that does not match its metadata
         raise UserError(f"'{folder}/table.csv' does not match its meta.json ({exc}); re-run the spec") from None
-    _save(bound_vs_empirical(j, options, style=style), target, fmt, 200 if style == "paper" else 110)
+    if style == "paper":
+        from simcomm.plotting import paper_figure
+
+        fig = paper_figure(j, options, size=size)
+    else:
+        fig = bound_vs_empirical(j, options)
+    _save(fig, target, fmt, 200 if style == "paper" else 110)
+
+
+def _spec_style(res) -> str | None:
+    """The ``[plot] style`` recorded with the results (None when there is none)."""
+    spec = res.meta.get("spec")
+    options = spec.get("plot") if isinstance(spec, dict) else None
+    return options.get("style") if isinstance(options, dict) else None
 
 
 def _save(fig, target: Path, fmt: str, dpi: int) -> None:

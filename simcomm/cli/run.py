@@ -9,6 +9,7 @@ import click
 
 from simcomm.cli import cli
 from simcomm.cli._common import (
+    PluginCommand,
     backend_option,
     ensure_writable,
     headless,
@@ -16,6 +17,7 @@ from simcomm.cli._common import (
     max_cells_option,
     max_hours_option,
     plan,
+    plugin_option,
     progress_bar,
     scheduler_option,
     seed_option,
@@ -23,8 +25,9 @@ from simcomm.cli._common import (
 )
 
 
-@cli.command()
+@cli.command(cls=PluginCommand)
 @click.argument("spec_path", metavar="SPEC")
+@plugin_option
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a parameter, grid axis, 'replicates' or 'seed' (TOML value). Repeatable.")
 @click.option("--quick/--full", default=False, show_default=True, help="Apply the spec's [quick] table.")
@@ -48,6 +51,7 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
       simcomm run expgraph.rho_even
       simcomm run sims/expgraph_rho_even.toml
       simcomm run sims/expgraph_noisy_consensus.toml --set "n=[8,16,32]" --set replicates=20
+      simcomm run my_sweep.toml --plugin mine.py     # your experiment, compressor or bound in mine.py
     """
     headless()
     import dataclasses
@@ -77,6 +81,14 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
                                         cache_dir=cache, progress=bar.update)
     if spec.claim is None:
         res.write(folder)
+        if spec.plot.get("style") == "paper":  # the spec asks for a publication figure of the sweep (PDF + PNG)
+            from simcomm.results import atomic_write_bytes
+
+            files = _sweep_paper_figures(res, spec, folder)
+            for path, blob in files.items():
+                atomic_write_bytes(path, blob)
+            click.echo(f"results: {folder} (figures {', '.join(p.name for p in files)})")
+            return
         click.echo(f"results: {folder}")
         return
     extra = {}
@@ -105,4 +117,32 @@ def _paper_figures(judgement, spec, folder) -> dict:
         fig.savefig(buf, format=fmt, dpi=200)
         files[folder / f"{spec.name}_paper.{fmt}"] = buf.getvalue()
     plt.close(fig)
+    return files
+
+
+def _sweep_paper_figures(res, spec, folder) -> dict:
+    """``<spec>_paper.pdf`` and ``.png`` of a sweep (path -> bytes), drawn as ``simcomm plot`` does.
+
+    A table with several metrics gets one pair per metric, ``<spec>_paper_<metric>.pdf``.
+    """
+    import io
+
+    from simcomm.plotting import sweep_axes, sweep_figure
+
+    plot = {k: v for k, v in spec.plot.items() if k in ("x", "hue", "logx", "logy", "xlabel", "ylabel", "title",
+                                                        "labels")}
+    hue = plot.pop("hue", None)
+    hue = None if hue is None else [h.strip() for h in hue.split(",") if h.strip()]
+    x = plot.pop("x", None)
+    rows = res.table[res.table["step"].isna()] if "step" in res.table else res.table
+    metrics = sorted(map(str, rows["metric"].unique()))
+    files = {}
+    for metric in metrics:
+        m, xcol, hues = sweep_axes(res.table, spec.grid, metric=metric, x=x, hue=hue)
+        fig = sweep_figure(res.table, m, xcol, hues, plot, style="paper")
+        stem = f"{spec.name}_paper" if len(metrics) == 1 else f"{spec.name}_paper_{metric}"
+        for fmt in ("pdf", "png"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=200)
+            files[folder / f"{stem}.{fmt}"] = buf.getvalue()
     return files

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simcomm._errors import UserError, closest
-from simcomm.backends._xp import array_namespace, framework_arrays
+from simcomm.backends._xp import array_namespace, framework_arrays, from_framework, is_framework_array
 from simcomm.compress._quantize import (
     _bern_variance,
     _check_delta,
@@ -162,9 +162,30 @@ def _checking_d(method):
 class Compressor(abc.ABC):
     """Base class of every compressor: the settings are the dataclass fields.
 
-    Subclasses define :meth:`apply`, :meth:`bits` and :meth:`_message` (the wire form of one vector);
-    unbiased ones also :meth:`beta` and :meth:`variance`, biased ones :meth:`error_factor` where a
-    worst case is known. Register a subclass with :func:`register_compressor`.
+    A subclass needs only :meth:`apply`. By default a message is dense: ``C(x)`` as ``d`` values of
+    ``value_dtype`` (:meth:`bits` is ``32 d``, float32 values). A subclass that sends less defines
+    :meth:`bits` (what it reports) and, for a real wire form, :meth:`_message`; unbiased ones set
+    ``unbiased = True`` and define :meth:`beta` (and :meth:`variance` where a closed form is known),
+    biased ones :meth:`error_factor` where a worst case is known. Register a subclass with
+    :func:`register_compressor` to name it in specs and on the command line.
+
+    Examples
+    --------
+    A user's compressor with ``apply`` only (the shipped optimisers, ``simcomm payload`` and
+    ``simcomm conform`` take it as it is):
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Threshold(Compressor):
+    ...     tau: float = 0.5
+    ...     def apply(self, x, *, rng, backend=None):
+    ...         x = np.asarray(x, dtype=np.float64)
+    ...         return np.where(np.abs(x) >= self.tau, x, 0.0)
+    >>> c = Threshold()
+    >>> c.apply([1.0, 0.1, -2.0], rng=0).tolist(), c.bits(3), c.label
+    ([1.0, 0.0, -2.0], 96, 'Threshold(tau=0.5)')
+    >>> c.to_message([1.0, 0.1, -2.0]).kind
+    'dense'
     """
 
     #: name in specs and in :func:`compressor_from_name` (set by :func:`register_compressor`)
@@ -204,9 +225,10 @@ class Compressor(abc.ABC):
     def apply(self, x, *, rng, backend=None) -> np.ndarray:
         """Compress each row of ``x`` (the last axis holds the ``d`` coordinates)."""
 
-    @abc.abstractmethod
+    @_checking_d
     def bits(self, d: int) -> float:
-        """Bits of one message of ``d`` coordinates."""
+        """Bits of one message of ``d`` coordinates (default: the dense wire form, ``32 d``)."""
+        return 32 * d
 
     def beta(self, d: int) -> float | None:
         r"""Worst-case :math:`\mathbb{E}\|C(v)-v\|^2/\|v\|^2` over ``v`` in dimension ``d`` (``None`` if biased)."""
@@ -252,12 +274,21 @@ class Compressor(abc.ABC):
         """
         if value_dtype not in VALUE_DTYPES:
             raise UserError(f"unknown value dtype '{value_dtype}'; choose one of {', '.join(VALUE_DTYPES)}")
-        x = _wire_vector(x, self.name)
+        x = _wire_vector(x, self.name or type(self).__name__)
         return self._message(x, np.random.default_rng(rng), backend, value_dtype)
 
-    @abc.abstractmethod
     def _message(self, x: np.ndarray, rng: np.random.Generator, backend, value_dtype: str) -> Message:
-        """Wire form of the checked vector ``x`` (see :meth:`to_message`)."""
+        """Wire form of the checked vector ``x`` (see :meth:`to_message`); default: ``C(x)`` sent dense."""
+        y = self.apply(x, rng=rng, backend=backend)
+        try:
+            y = np.asarray(from_framework(y)[0] if is_framework_array(y) else y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"{self.label}.apply returned {type(y).__name__}, not an array of numbers ({exc}); "
+                            "return C(x) as an array shaped like x") from None
+        if y.shape != x.shape:
+            raise UserError(f"{self.label}.apply returned shape {y.shape} for a vector of shape {x.shape}; "
+                            "return C(x) shaped like x")
+        return Message("dense", x.size, value_dtype, values=_cast(y, value_dtype))
 
     def decode(self, msg: Message) -> np.ndarray:
         """The vector (float64, length ``msg.d``) that a message of this compressor stands for."""
@@ -267,7 +298,8 @@ class Compressor(abc.ABC):
     def label(self) -> str:
         """Short label with the settings, e.g. ``qsgd(s=4)``."""
         fields = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in vars(self).items())
-        return f"{self.name}({fields})" if fields else self.name
+        name = self.name or type(self).__name__  # an unregistered (user's) class goes by its class name
+        return f"{name}({fields})" if fields else name
 
 
 @register_compressor("none")

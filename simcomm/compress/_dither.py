@@ -88,10 +88,10 @@ class NaturalDithering(Compressor):
     def _message(self, x, rng, backend, value_dtype):
         q = np.asarray(self.apply(x, rng=rng, backend=backend), dtype=np.float64)
         norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
-        # |q_i| = norm 2^(idx - s) (idx >= 1) or 0: the level index back from the value
+        # |q_i| = norm 2^(idx - s) (idx >= 1) or 0: the level index back from the value, rounded to the nearest
+        # power of two (apply's float32 norm may put t a rounding below 2^(idx - s), where frexp drops a level)
         t = np.abs(q) / (norm if norm > 0 else 1.0)
-        _, ex = np.frexp(t)
-        idx = np.where(t > 0, ex - 1 + self.s, 0).astype(np.int64)
+        idx = np.where(t > 0, np.rint(np.log2(np.where(t > 0, t, 1.0))) + self.s, 0).astype(np.int64)
         codes = (np.signbit(q).astype(np.int64) << (self._width() - 1)) | idx
         return Message("coded", x.size, value_dtype, levels=codes, scales=np.array([norm], np.float32),
                        width=self._width())

@@ -116,5 +116,6 @@ def get_experiment(name: str) -> Experiment:
         return EXPERIMENTS[name]
     except KeyError:
         raise SpecError(
-            f"unknown experiment '{name}'{closest(name, EXPERIMENTS)}; registered: {', '.join(sorted(EXPERIMENTS))}"
+            f"unknown experiment '{name}'{closest(name, EXPERIMENTS)}; registered: {', '.join(sorted(EXPERIMENTS))} "
+            "(your own: load its module with --plugin FILE.py or plugins = [\"FILE.py\"] at the top of the spec)"
         ) from None
