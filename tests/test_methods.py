@@ -185,3 +185,61 @@ def test_the_methods_page_runs():
     path = Path(__file__).resolve().parents[1] / "docs" / "methods.md"
     result = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 5 and result.failed == 0
+
+
+USER_METHOD = '''
+import numpy as np
+from simcomm._params import Param
+from simcomm.optim import chain, descend, full_gradient, method, scale_by_lr, stateless
+
+
+@method("{name}", params={{"lr": Param("float", low=0.0, low_open=True, doc="step")}})
+def build(*, lr):
+    """Sign of the full gradient, a user's method."""
+    return descend(chain(full_gradient(), stateless(lambda u, x, c: np.sign(u)), scale_by_lr(lr)))
+'''
+
+USER_SPEC = '''plugins = ["{module}.py"]
+[experiment]
+name = "train_{name}"
+replicates = 2
+seed = 1
+[params]
+steps = 60
+record_every = 30
+[grid]
+lr = [0.001, 0.01]
+'''
+
+
+def test_a_users_method_runs_from_a_spec_and_the_cli(tmp_path, monkeypatch, capsys):
+    # a plugin file registers a method; the spec names its training experiment; list shows it
+    import sys
+
+    from simcomm.cli import main
+    from simcomm.optim._registry import METHODS as REG
+
+    module, name = "user_sign_method", "user_sign_gd"
+    (tmp_path / f"{module}.py").write_text(USER_METHOD.format(name=name))
+    (tmp_path / "sign.toml").write_text(USER_SPEC.format(module=module, name=name))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "sign.toml", "--jobs", "1", "--out", "out"])
+        assert exc.value.code == 0, capsys.readouterr().err
+        table = next(Path("out/results/sign").iterdir()) / "table.csv"
+        import pandas as pd
+
+        t = pd.read_csv(table)
+        final = t[t.metric == "final_f_gap"].groupby("lr").value.mean()
+        first = t[(t.metric == "f_gap") & (t.step == 0)].value.mean()
+        assert set(final.index) == {0.001, 0.01} and (final < first).all()
+        with pytest.raises(SystemExit):
+            main(["list", "--methods", "--plugin", f"{module}.py"])
+        assert f"{name}: Sign of the full gradient" in capsys.readouterr().out
+    finally:
+        REG.pop(name, None)
+        from simcomm.experiments import EXPERIMENTS
+
+        EXPERIMENTS.pop(f"train_{name}", None)

@@ -112,6 +112,10 @@ def get_experiment(name: str) -> Experiment:
     """Look up a registered experiment (importing the experiment modules on first use)."""
     import simcomm.experiments  # noqa: F401  (registers everything)
 
+    if name not in EXPERIMENTS and name.startswith("train_"):
+        from simcomm.experiments.train import register_all
+
+        register_all()  # a method registered after the experiments were imported (a user's plugin)
     try:
         return EXPERIMENTS[name]
     except KeyError:

@@ -4,7 +4,7 @@ A spec names a method by its experiment, ``[experiment] name = "train_ef21_hb_de
 method's declared settings (a compressor as a label, ``compressor = "top_k(k=5)"``), the problem and the
 run in ``[params]`` or ``[grid]``: the experiment's parameters are the method's, plus the problem's and
 the run's below, derived from the registry (nothing is typed twice). A method registered later (a
-user's plugin) gets its experiment when this module is imported after it.
+user's plugin) gets its experiment when a spec first names it.
 
 Rows: per recorded step, every record of the trace (``f_gap``, ``dist2``, ``grad2``, ``bits``) as
 ``metric``/``value`` with the ``step`` (a design column: a claim selects a step with ``where``); once
@@ -20,7 +20,7 @@ from simcomm.experiments._registry import EXPERIMENTS, Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import METHODS, run
 
-__all__ = ["register_training", "PROBLEM_PARAMS", "RUN_PARAMS"]
+__all__ = ["register_training", "register_all", "PROBLEM_PARAMS", "RUN_PARAMS"]
 
 #: the problem a parameter-server method trains on (:func:`simcomm.models.make_problem`)
 PROBLEM_PARAMS = {
@@ -84,5 +84,10 @@ def register_training(name: str) -> None:
                columns=("step",))(train)
 
 
-for _name in list(METHODS):
-    register_training(_name)
+def register_all() -> None:
+    """Register ``train_<name>`` for every parameter-server method registered so far."""
+    for name in list(METHODS):
+        register_training(name)
+
+
+register_all()
