@@ -1,8 +1,9 @@
-"""A named, typed, bounded parameter: the one schema of experiments and training methods.
+"""A named, typed, bounded parameter: the one schema of everything a spec or the command line can set.
 
-An experiment (:mod:`simcomm.experiments`) and a training method (:mod:`simcomm.optim.methods`) declare
-what they accept as :class:`Param` objects, so a spec or a command line is validated (unknown key, wrong
-type, out of domain) before anything runs.
+Experiments (:mod:`simcomm.experiments`), training methods (:mod:`simcomm.optim.methods`), compressors
+(:meth:`simcomm.compress.Compressor.settings`) and topology constructors (:mod:`simcomm.topology`)
+declare what they accept as :class:`Param` objects, so a spec or a command line is validated (unknown
+key, wrong type, out of domain) before anything runs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class Param:
         (:func:`simcomm.runner.cell_id`) under their former names, so a rename changes no draw and
         results computed before it are reproduced bit for bit; a spec, ``--set`` or control that still
         uses the former name gets a one-line error naming the new one.
+    name : str
+        The parameter's name where the schema is a list (a compressor's settings); empty in a dict.
     keyed_at_default : bool
         ``False`` for a parameter added to an experiment that already has published results (a
         negative-control switch): while it has its default value it is left out of the cell's
@@ -54,6 +57,12 @@ class Param:
     doc: str = ""
     former: str | None = None
     keyed_at_default: bool = True
+    name: str = ""
+
+    @property
+    def required(self) -> bool:
+        """Whether a value must be given (no default)."""
+        return self.default is None
 
     def allowed(self) -> str:
         """Describe the allowed values in words."""
@@ -63,7 +72,7 @@ class Param:
         hi = "" if self.high is None else f"{'<' if self.high_open else '<='} {self.high:g}"
         rng = " and ".join(s for s in (lo, hi) if s)
         words = {"float": "a number", "int": "an integer", "str": "a string", "bool": "true or false"}
-        return words[self.kind] + (f" {rng}" if rng else "")
+        return words.get(self.kind, f"a {self.kind}") + (f" {rng}" if rng else "")
 
     def check(self, key: str, value: Any, where: str) -> Any:
         """Return ``value`` coerced to the declared kind, or raise :class:`SpecError`."""

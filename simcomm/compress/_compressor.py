@@ -38,11 +38,12 @@ import abc
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm._params import Param
 from simcomm.backends._xp import array_namespace, framework_arrays, from_framework, is_framework_array
 from simcomm.compress._quantize import (
     _bern_variance,
@@ -64,7 +65,7 @@ from simcomm.compress._wire import Message, to_bfloat16
 __all__ = [
     "Compressor", "Sparsifier", "Identity", "TopK", "RandK", "RTopK", "QSGD", "Ternary", "StochasticRound", "Bernoulli",
     "compressor_from_name", "compressor_from_label", "compressor_from_settings", "compressor_names", "COMPRESSORS",
-    "Setting", "setting",
+    "setting",
     "register_compressor", "VALUE_DTYPES",
 ]
 
@@ -92,27 +93,6 @@ def register_compressor(name: str):
         return cls
 
     return deco
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One declared setting of a compressor (a dataclass field): what specs and the CLI may pass.
-
-    ``kind`` is ``"int"``, ``"float"``, ``"bool"`` or ``"str"``; ``default`` is ``None`` when required.
-    """
-
-    name: str
-    kind: str
-    default: Any = None
-    doc: str = ""
-    low: float | None = None
-    high: float | None = None
-    choices: tuple | None = None
-
-    @property
-    def required(self) -> bool:
-        """Whether a value must be given."""
-        return self.default is None
 
 
 def setting(doc: str, *, default=dataclasses.MISSING, low=None, high=None, choices=None):
@@ -202,15 +182,15 @@ class Compressor(abc.ABC):
     deterministic: ClassVar[bool] = False
 
     @classmethod
-    def settings(cls) -> tuple[Setting, ...]:
-        """The declared settings (dataclass fields), in order."""
+    def settings(cls) -> tuple[Param, ...]:
+        """The declared settings (dataclass fields), in order, as :class:`~simcomm._params.Param` with their names."""
         out = []
         for f in dataclasses.fields(cls):
             kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
             default = None if f.default is dataclasses.MISSING else f.default
             md = f.metadata
-            out.append(Setting(f.name, kind, default, md.get("doc", ""), md.get("low"), md.get("high"),
-                               md.get("choices")))
+            out.append(Param(kind, default, low=md.get("low"), high=md.get("high"), choices=md.get("choices"),
+                             doc=md.get("doc", ""), name=f.name))
         return tuple(out)
 
     def __init_subclass__(cls, **kw):

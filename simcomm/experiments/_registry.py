@@ -108,14 +108,17 @@ def experiment(name: str, *, params: dict | None = None, check: Callable | None 
     return register
 
 
+#: callables that may register more experiments, called when a name is not found
+ON_MISS: list[Callable[[], None]] = []
+
+
 def get_experiment(name: str) -> Experiment:
     """Look up a registered experiment (importing the experiment modules on first use)."""
     import simcomm.experiments  # noqa: F401  (registers everything)
 
-    if name not in EXPERIMENTS and name.startswith("train_"):
-        from simcomm.experiments.train import register_all
-
-        register_all()  # a method registered after the experiments were imported (a user's plugin)
+    if name not in EXPERIMENTS:
+        for late in ON_MISS:  # registries that derive experiments (a method a user's plugin registered later)
+            late()
     try:
         return EXPERIMENTS[name]
     except KeyError:

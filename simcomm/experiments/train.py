@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcomm.experiments._registry import EXPERIMENTS, Param, experiment
+from simcomm.experiments._registry import EXPERIMENTS, ON_MISS, Param, experiment
 from simcomm.models import make_problem
 from simcomm.optim import METHODS, run
 
@@ -91,3 +91,4 @@ def register_all() -> None:
 
 
 register_all()
+ON_MISS.append(register_all)

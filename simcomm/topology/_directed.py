@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from simcomm._errors import UserError
+from simcomm._params import Param
 from simcomm._validate import generator
 from simcomm.topology._graphs import Topology, _check_n, _readonly
 from simcomm.topology._registry import topology
@@ -202,7 +203,8 @@ def _distinct_targets(n: int, s: int, rng: np.random.Generator) -> np.ndarray:
     return out + (out >= i)  # skip node i itself
 
 
-@topology("s_out", params={"s": "targets per node, 1 <= s <= n - 1", "rng": "", "weighting": "pull or push"},
+@topology("s_out", params={"s": Param("int", low=1, doc="targets per node, 1 <= s <= n - 1"), "rng": None,
+                            "weighting": Param("str", choices=WEIGHTINGS, doc="pull or push")},
           stochasticity="row", symmetric=False, random=True)
 def s_out(n: int, s: int = 1, *, rng, weighting: str = "pull") -> Topology:
     r"""One Epidemic Learning s-out round: every node sends to ``s`` distinct uniform others (module doc).

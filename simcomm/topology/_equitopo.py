@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._params import Param
 from simcomm._validate import generator, one_of
 from simcomm.topology._graphs import Topology, _check_n, _circulant
 from simcomm.topology._registry import topology
@@ -30,6 +31,7 @@ __all__ = ["d_equistatic", "u_equistatic", "one_peer_equidyn", "equistatic_offse
 
 #: How the offsets are drawn: uniform over 1..n-1 (EquiTopo), or from a window 1..max(1, M // 4) (the control).
 OFFSET_LAWS = ("uniform", "local")
+_LAW = Param("str", choices=OFFSET_LAWS, doc="offset law: uniform (EquiTopo) or local")
 
 
 def _default_M(n: int) -> int:
@@ -57,8 +59,8 @@ def _check_M(M, n) -> int:
     return int(M)
 
 
-@topology("d_equistatic", params={"M": "offsets (out-edges per node), >= 1; default ceil(log2 n)", "rng": "",
-                                   "law": "offset law: uniform (EquiTopo) or local"},
+@topology("d_equistatic", params={"M": Param("int", low=1, doc="offsets (out-edges per node); default ceil(log2 n)"),
+                                   "rng": None, "law": _LAW},
           symmetric=False, random=True)
 def d_equistatic(n: int, M: int | None = None, *, rng, law: str = "uniform") -> Topology:
     r"""D-EquiStatic: :math:`W = (I + \sum_{m=1}^M P^{u_m})/(M+1)`, offsets uniform on ``1..n-1`` (module doc).
@@ -87,8 +89,8 @@ def d_equistatic(n: int, M: int | None = None, *, rng, law: str = "uniform") -> 
     return _circulant("d_equistatic", (n,), offs, np.full(M + 1, 1.0 / (M + 1)), "uniform")
 
 
-@topology("u_equistatic", params={"M": "offsets (2M peers per node), >= 1; default ceil(log2 n)", "rng": "",
-                                   "law": "offset law: uniform (EquiTopo) or local"},
+@topology("u_equistatic", params={"M": Param("int", low=1, doc="offsets (2M peers per node); default ceil(log2 n)"),
+                                   "rng": None, "law": _LAW},
           random=True)
 def u_equistatic(n: int, M: int | None = None, *, rng, law: str = "uniform") -> Topology:
     r"""U-EquiStatic: the symmetrised D-EquiStatic, :math:`(W + W^\top)/2` (module doc).

@@ -31,16 +31,18 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from simcomm._errors import UserError, closest
+from simcomm._params import Param
 
-__all__ = ["topology", "TopologyInfo", "TOPOLOGIES", "get_topology", "topology_names", "PARAM_DOCS", "AMBIENT"]
+__all__ = ["topology", "TopologyInfo", "TOPOLOGIES", "get_topology", "topology_names", "SHARED_PARAMS", "AMBIENT"]
 
-#: Keywords shared by several constructors, with the help text the CLI and ``simcomm list`` show.
-PARAM_DOCS = {
-    "shape": "grid/torus shape RxC (default: the most square factorisation of n)",
-    "p": "edge probability in (0, 1]",
-    "rule": "weights of undirected graphs: metropolis or max_degree",
-    "rng": "seed or numpy Generator of the one draw",
-    "k": "maximum number of peers per step",
+#: Keywords shared by several constructors: kind, domain and the help text the CLI and ``simcomm list`` show.
+SHARED_PARAMS = {
+    "shape": Param("str", doc="grid/torus shape RxC (default: the most square factorisation of n)"),
+    "p": Param("float", low=0.0, low_open=True, high=1.0, doc="edge probability in (0, 1]"),
+    "rule": Param("str", choices=("metropolis", "max_degree"), doc="weights of undirected graphs: metropolis or "
+                                                                  "max_degree"),
+    "rng": Param("int", low=0, doc="seed or numpy Generator of the one draw"),
+    "k": Param("int", low=1, doc="maximum number of peers per step"),
 }
 #: Keywords every name accepts and only the constructors that declare them receive.
 AMBIENT = ("rule", "rng")
@@ -56,8 +58,8 @@ class TopologyInfo:
     name : str
     make : callable
         ``make(n, **params) -> Topology``.
-    params : dict of str to str
-        Declared keywords and their help text.
+    params : dict of str to Param
+        Declared keywords: kind, domain and help text (defaults are the constructor's own, :meth:`defaults`).
     stochasticity : {"doubly", "row", "column"}
     symmetric : bool
     time_varying : bool
@@ -108,9 +110,9 @@ def topology(name: str, *, params=(), stochasticity: str = "doubly", symmetric: 
     ----------
     name : str
         What :func:`~simcomm.topology.build`, specs and the CLI call it.
-    params : sequence of str, or dict of str to str
-        Keywords the constructor takes besides ``n``; a dict gives the help text of keywords that
-        :data:`PARAM_DOCS` does not know (an empty text takes the shared one).
+    params : sequence of str, or dict of str to Param
+        Keywords the constructor takes besides ``n``: names of :data:`SHARED_PARAMS`, or a dict that
+        declares the others (``None`` takes the shared declaration).
     stochasticity, symmetric, time_varying, random, exact
         Declared properties (module doc); the contract test holds every constructor to them.
     aliases : sequence of str
@@ -129,10 +131,10 @@ def topology(name: str, *, params=(), stochasticity: str = "doubly", symmetric: 
     """
     if stochasticity not in _STOCHASTICITIES:
         raise ValueError(f"topology {name!r}: stochasticity must be one of {_STOCHASTICITIES}, got {stochasticity!r}")
-    docs = {k: (params[k] if isinstance(params, dict) else "") or PARAM_DOCS.get(k, "") for k in params}
-    missing = [k for k, v in docs.items() if not v]
+    docs = {k: (params[k] if isinstance(params, dict) else None) or SHARED_PARAMS.get(k) for k in params}
+    missing = [k for k, v in docs.items() if not isinstance(v, Param)]
     if missing:
-        raise ValueError(f"topology {name!r}: give the help text of {missing} (params={{name: help}})")
+        raise ValueError(f"topology {name!r}: declare {missing} (params={{name: Param(kind, ..., doc=...)}})")
 
     def register(make):
         # a name or alias of ANOTHER entry may not be taken (re-registering a name replaces it)
