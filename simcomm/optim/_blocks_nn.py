@@ -322,8 +322,9 @@ def fused_ef(compressor: Compressor, lr: Callable[[int, int], float], *, reuse: 
 
     The composition it stands for is ``minibatch_gradients``, ``worker_feedback(ErrorFeedback(C))``,
     ``aggregate("mean")``, ``scale_by_schedule(lr)``: the same selections on the same uniforms
-    (:func:`ef_fused_step`), the same memory; the server's sum runs in another order (to rounding). ``reuse``: the step writes the gradients and :math:`p` into the previous step's
-    buffers (nothing outside may keep an old state).
+    (:func:`ef_fused_step`), the same memory; the server's sum runs in another order (to rounding).
+    ``reuse``: the step writes the gradients and :math:`p` into the previous step's buffers (nothing
+    outside may keep an old state).
     """
     from simcomm.backends import get_backend
 
