@@ -13,9 +13,17 @@ import pytest
 
 from simcomm.compress import FEEDBACKS, compressor_from_label
 from simcomm.models import init_params, load_dataset, mlp, split_workers
-from simcomm.optim import ACCELERATIONS, METHODS, build_method, ef_sgd, importance_sgd, run
-from simcomm.optim._blocks_nn import ModelProblem
-from simcomm.optim._watch_nn import EFWatch, ImportanceWatch
+from simcomm.optim import (
+    ACCELERATIONS,
+    METHODS,
+    EFWatch,
+    ImportanceWatch,
+    ModelProblem,
+    build_method,
+    ef_sgd,
+    importance_sgd,
+    run,
+)
 from simcomm.sampling import staleness
 
 STEPS, EVERY = 12, 4
