@@ -4,7 +4,9 @@ What a method is (:mod:`simcomm.optim._algebra`): a composition of small pure ``
 transformations (:class:`Transform`, :func:`chain`; the blocks: gradient oracles, :func:`compress`,
 :func:`error_feedback`, :func:`aggregate`, :func:`downlink`, :func:`momentum`, :func:`delayed`,
 :func:`clocked`, :func:`iag_memory`, :func:`scale_by_lr`), made a :class:`Method` by :func:`descend` and
-stepped by the one loop :func:`run`. Named methods live in the registry :data:`METHODS`
+stepped by the one loop :func:`run`. A model trained on data (:class:`ModelProblem`) has its own blocks
+(:func:`minibatch_gradients`, :func:`worker_feedback`; :mod:`simcomm.optim._blocks_nn`) and watches
+(:class:`EFWatch`, :class:`ImportanceWatch`). Named methods live in the registry :data:`METHODS`
 (:func:`method`, :func:`get_method`, :func:`build_method`; one file each in :mod:`simcomm.optim.methods`).
 
 Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion, push-sum SGD and CHOCO-SGD.
@@ -30,6 +32,7 @@ from simcomm.optim._blocks import (
     momentum,
     scale_by_lr,
 )
+from simcomm.optim._blocks_nn import ModelProblem, minibatch_gradients, worker_feedback
 from simcomm.optim._choco import (
     ChocoState,
     choco_delta,
@@ -68,6 +71,7 @@ from simcomm.optim._tracking import (
     uneven_digraph,
 )
 from simcomm.optim._unreliable import run_unreliable_gossip
+from simcomm.optim._watch_nn import EFWatch, ImportanceWatch
 
 __all__ = [
     "accelerate",
@@ -90,6 +94,11 @@ __all__ = [
     "MethodInfo",
     "METHODS",
     "momentum",
+    "minibatch_gradients",
+    "ModelProblem",
+    "EFWatch",
+    "ImportanceWatch",
+    "worker_feedback",
     "run",
     "scale_by_lr",
     "stateless",

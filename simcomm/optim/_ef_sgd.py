@@ -14,11 +14,16 @@ with :math:`C` any compressor of :mod:`simcomm.compress`. The notes' algorithm u
 entries unscaled (``sends_entries``) runs the fused path below; every other one the generic path
 :math:`\hat g_i = C(p_i)`, :math:`m_i \leftarrow p_i - \hat g_i` (``lossless`` ones keep no memory).
 
+:func:`ef_sgd` is the named method ``"ef_sgd"`` (:mod:`simcomm.optim.methods.ef_sgd`: minibatch gradients,
+error feedback through :func:`simcomm.optim.error_feedback`, the server's mean, a schedule) run by
+:func:`simcomm.optim.run` with the model family's watch; ``feedback=`` runs any variant of
+:data:`simcomm.compress.FEEDBACKS` instead of plain EF.
+
 Vectorised over workers: the ``n`` minibatch gradients come from one batched forward/backward pass
 (``worker_gradients`` of :mod:`simcomm.models`' MLP module, an ``(n, B, d)`` batch, batched matmuls),
-on the fused path the compressor's row-batch selection (``select_rows``, fused with :math:`p = g + m` for
-the top-set sparsifiers) runs over the ``n`` rows of :math:`P` at once, the residual is :math:`P` with the
-sent entries zeroed (so
+on the fused path (the method's registered acceleration) the compressor's row-batch selection
+(``select_rows``, fused with :math:`p = g + m` for the top-set sparsifiers) runs over the ``n`` rows of
+:math:`P` at once, the residual is :math:`P` with the sent entries zeroed (so
 :math:`p = C(p) + m'` holds exactly: every coordinate lands in exactly one of the two), and the server
 sums the ``n k`` sent values with one ``bincount``. The selections are the ones the
 compressors' ``apply`` makes on the same generator state (same uniforms, same kernels; a test checks it).
@@ -34,65 +39,36 @@ machine without downloads; this module reproduces the comparison on scikit-learn
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from simcomm._errors import UserError
 from simcomm.backends import get_backend
 from simcomm.backends._xp import array_namespace, backend_for
-from simcomm.compress import Compressor
+from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
 from simcomm.models._data import split_workers
-from simcomm.models._nn import MLP, accuracy, init_params, loss, worker_gradients
+from simcomm.models._nn import MLP, init_params
+from simcomm.optim._algebra import Ctx
+from simcomm.optim._blocks_nn import (
+    EFState,
+    EFStepInfo,
+    FeedbackState,
+    ModelProblem,
+    diverged_info,
+    ef_fused_step,
+    worker_feedback,
+)
+from simcomm.optim._driver import progress as progress_bar
+from simcomm.optim._loop import run
+from simcomm.optim._registry import build_method
 from simcomm.optim._schedules import EF_SCHEDULES, ef_learning_rate
-from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.optim._trace import Trace
+from simcomm.optim._watch_nn import EFWatch
 
 __all__ = [
     "EF_SCHEDULES", "EFState", "EFStepInfo",
     "ef_init", "ef_update", "ef_sgd", "ef_learning_rate",
 ]
-
-
-
-class EFState(NamedTuple):
-    """State of error-feedback SGD.
-
-    Attributes
-    ----------
-    x : numpy.ndarray, shape (D,)
-        Server parameters.
-    residual : numpy.ndarray, shape (n, D)
-        Each worker's residual :math:`m_i` (what it has not sent yet; ``ErrorFeedbackState.residual``
-        of one worker).
-    step : int
-        Updates done.
-    """
-
-    x: np.ndarray
-    residual: np.ndarray
-    step: int
-
-
-class EFStepInfo(NamedTuple):
-    r"""What one step sent and lost.
-
-    Attributes
-    ----------
-    idx, vals : numpy.ndarray, shape (n, k)
-        Sent coordinates and values per worker (``None`` for uncompressed SGD and on the generic path).
-    comp_error : numpy.ndarray, shape (n,)
-        :math:`\|p_i - C(p_i)\|^2 / \|p_i\|^2` (0 where :math:`p_i = 0`).
-    update : numpy.ndarray, shape (D,)
-        The aggregate :math:`\frac1n\sum_i \hat g_i`.
-    sent : numpy.ndarray, shape (n, D), or None
-        The messages :math:`C(p_i)` of the generic path (``None`` on the fused path and for uncompressed SGD).
-    """
-
-    idx: np.ndarray | None
-    vals: np.ndarray | None
-    comp_error: np.ndarray
-    update: np.ndarray
-    sent: np.ndarray | None = None
 
 
 def _check_lr(lr) -> float:
@@ -167,117 +143,34 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compr
     """
     lr = _check_lr(lr)
     compressor = _check_compressor(compressor, state.residual.shape[1])
-    return _ef_step(state, grads, lr, compressor, rng, backend_for(backend, grads, state.residual))
+    be = backend_for(backend, grads, state.residual)
+    if compressor.sends_entries or compressor.lossless:
+        return ef_fused_step(state, grads, lr, compressor, rng, be)
+    return _feedback_step(state, grads, lr, compressor, rng, be)
 
 
-def _diverged(state: EFState, n: int, D: int) -> tuple[EFState, EFStepInfo]:
-    # Selections are undefined on NaN, so nothing is sent; the caller records the step.
-    xp = array_namespace(state.residual)
-    return (EFState(state.x, state.residual, state.step + 1),
-            EFStepInfo(xp.zeros((n, 0), dtype=np.int64), xp.zeros((n, 0)), xp.full(n, np.nan), xp.zeros(D)))
-
-
-def _ef_step(state: EFState, grads: np.ndarray, lr: float, compressor: Compressor, rng, be,
-             out: np.ndarray | None = None) -> tuple[EFState, EFStepInfo]:
-    """:func:`ef_update` on checked arguments; ``out`` (not ``grads``) may receive P.
-
-    ``out`` may be ``state.residual`` itself, for a caller that drops the old state (the new memory then
-    takes over its buffer); ``grads`` stays intact either way.
-    """
+def _feedback_step(state: EFState, grads, lr: float, compressor: Compressor, rng, be):
+    """:func:`ef_update` through the composition's error feedback (:func:`simcomm.optim._blocks_nn.worker_feedback`)."""
     n, D = state.residual.shape
-    xp = array_namespace(state.residual, grads)  # numpy, or cupy for a state on the device
-    if compressor.lossless:
-        # everything is sent, p = g + e, and nothing is kept (a memory left by another compressor is flushed)
-        if bool(state.residual.any()):
-            upd = (grads + state.residual).mean(axis=0)
-            return (EFState(state.x - lr * upd, xp.zeros_like(state.residual), state.step + 1),
-                    EFStepInfo(None, None, xp.zeros(n), upd))
-        upd = grads.mean(axis=0)
-        return (EFState(state.x - lr * upd, state.residual, state.step + 1),
-                EFStepInfo(None, None, xp.zeros(n), upd))
-    # Where the selection kernels take NaN rows without failing (numba), a non-finite g_i makes ||p_i||^2
-    # non-finite, so the full pass over the gradients only runs when a norm is not finite (before any
-    # uniform is drawn: a diverged step consumes no randomness either way). Other backends check first.
-    lazy = be.NONFINITE_SAFE_SELECTION
-    if not lazy and not bool(xp.isfinite(grads).all()):
-        return _diverged(state, n, D)
-    if not compressor.sends_entries:
-        return _generic_step(state, grads, lr, compressor, rng, be, xp)
-    r = compressor.top_set(D)
-    if r is not None:
-        # One kernel writes p_i = g_i + m_i (into a fresh array or ``out``: the state stays intact),
-        # ||p_i||^2 and the top-r set (ascending, ties to the lower index: the selection of
-        # simcomm.compress.top_k); the compressor picks its k of them.
-        P, top, tot = be.ef_accumulate_topr(grads, state.residual, r, out=out)
-        if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
-            return _diverged(state, n, D)
-        idx = compressor.select_rows(P, rng=rng, backend=be, top=top)
-    else:
-        if lazy and not np.isfinite(grads).all():
-            return _diverged(state, n, D)
-        P = xp.ascontiguousarray(state.residual + grads)
-        idx = compressor.select_rows(P, rng=rng, backend=be)
-        tot = xp.einsum("ij,ij->i", P, P)
-    # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
-    # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the
-    # server averages the messages and steps (one fused call on the numba backend).
-    vals, upd, theta = be.ef_send(P, idx, state.x, lr)
-    sent = xp.einsum("ij,ij->i", vals, vals)
-    res = xp.maximum(tot - sent, 0.0)  # ||m_i'||^2, to rounding, without another pass over P
-    if xp is np:
-        err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
-    else:  # CuPy's ufuncs take no where=
-        err = xp.where(tot > 0, res / xp.where(tot > 0, tot, 1.0), 0.0)
-    if not bool(xp.isfinite(tot).all()):
-        err = xp.full(n, np.nan)  # non-finite gradients or memory: the caller records divergence
-    return EFState(theta, P, state.step + 1), EFStepInfo(idx, vals, err, upd)
-
-
-def _generic_step(state: EFState, grads, lr: float, compressor: Compressor, rng, be, xp):
-    """Error feedback through ``apply``: :math:`m_i = C(p_i)`, :math:`e_i' = p_i - m_i` (any compressor)."""
-    n, D = state.residual.shape
-    if not bool(xp.isfinite(grads).all()):  # compressors refuse non-finite input: record divergence instead
-        return _diverged(state, n, D)
-    P = xp.ascontiguousarray(state.residual + grads)
-    tot = xp.einsum("ij,ij->i", P, P)
-    if not bool(xp.isfinite(tot).all()):
-        return _diverged(state, n, D)
-    M = xp.asarray(compressor.apply(P, rng=rng, backend=be), dtype=P.dtype)
-    E = P - M
+    xp = array_namespace(state.residual, grads)
+    fb = worker_feedback(ErrorFeedback(compressor))
+    ctx = Ctx(None, state.step, state.step + 1, rng, be)
+    _, new = fb.update(grads[None], FeedbackState(ErrorFeedbackState(state.residual[None]), None, None), state.x[None],
+                       ctx)
+    if new.sent is None:  # a non-finite p: nothing is sent, the caller records divergence
+        return EFState(state.x, state.residual, state.step + 1), diverged_info(xp, n, D)
+    M = new.sent[0]
     upd = M.mean(axis=0)
-    res = xp.einsum("ij,ij->i", E, E)
-    if xp is np:
-        err = np.divide(res, tot, out=np.zeros(n), where=tot > 0)
-    else:
-        err = xp.where(tot > 0, res / xp.where(tot > 0, tot, 1.0), 0.0)
-    if not bool(xp.isfinite(M).all()):  # e.g. a cast that overflowed to inf: the run has diverged
-        err = xp.full(n, np.nan)
-    return EFState(state.x - lr * upd, E, state.step + 1), EFStepInfo(None, None, err, upd, M)
+    return (EFState(state.x - lr * upd, new.memory.residual[0], state.step + 1),
+            EFStepInfo(None, None, new.comp_error[0], upd, M))
 
-
-def _padded_shards(shards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    lens = np.array([s.size for s in shards])
-    pad = np.zeros((len(shards), int(lens.max())), dtype=np.int64)
-    for i, s in enumerate(shards):
-        pad[i, : s.size] = s
-    return pad, lens
-
-
-def _progress(enabled: bool, total: int, label: str):
-    if not enabled:
-        return None
-    from rich.progress import Progress
-
-    bar = Progress(transient=True)
-    bar.start()
-    task = bar.add_task(label, total=total)
-    return bar, task
 
 
 def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int = 32,
            compressor: Compressor, schedule: str = "constant",
            split: str = "iid", record_every: int | None = None, X_test=None, y_test=None, x0=None,
-           rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None) -> Trace:
+           rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None,
+           feedback="ef") -> Trace:
     r"""Train ``model`` with ``n`` workers running error-feedback SGD (see the module docstring).
 
     Parameters
@@ -319,6 +212,10 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         Show a progress bar over the steps.
     on_step : callable, optional
         ``on_step(step, grads, old_state, new_state, info)`` after every update (for checks).
+    feedback : str or error-feedback variant, default "ef"
+        A name in :data:`simcomm.compress.FEEDBACKS` (``"ef"``, ``"ef21"``, ``"ef21_sgdm"``, ``"diana"``,
+        ``"marina"``, ``"ef_lr"``; built around ``compressor`` at its default settings) or a built variant:
+        every worker keeps its own state and sends what the variant sends.
 
     Returns
     -------
@@ -365,71 +262,24 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     D = model.n_params
     compressor = _check_compressor(compressor, D)
     ef_learning_rate(lr, 0, steps, schedule)  # validates the name
+    if isinstance(feedback, str):
+        feedback = feedback_from_name(feedback, compressor)
     if record_every is None:
         record_every = max(1, steps // 20)
     elif isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 0:
         raise UserError(f"record_every = {record_every!r} must be an integer >= 0 (0 turns the monitor off)")
     record_every = int(record_every)
     x0 = init_params(model, rng=rng) if x0 is None else np.asarray(x0, dtype=np.float64)
-    pad, lens = _padded_shards(split_workers(y, n, split=split, rng=batch_rng))
-    bps = compressor.bits(D)
-
-    def monitor(theta):
-        tl = loss(model, theta, X, y)
-        ta = accuracy(model, theta, X_test, y_test) if X_test is not None else math.nan
-        return tl, ta
-
-    state = ef_init(x0, n)
-    be = get_backend(backend)
-    # Without an on_step observer nothing outside keeps G or an old memory, so the loop reuses two
-    # (n, D) buffers: the gradients, and the memory that p = g + m overwrites in place (no new arrays per
-    # step, and no cold buffer to stream P into).
-    reuse = on_step is None
-    g_buf = np.empty_like(state.residual) if reuse else None
-    rows = np.arange(n)[:, None]
-    if record_every:
-        ev_step, ev_loss, ev_acc = [0], *map(lambda v: [v], monitor(state.x))
-    else:
-        ev_step, ev_loss, ev_acc = [], [], []
-    cerr = np.full(steps, np.nan)
-    diverged = None
-    bar = _progress(progress, steps, f"EF-SGD {compressor.label}")
-    try:
-        for t in range(steps):
-            pos = (batch_rng.random((n, batch_size)) * lens[:, None]).astype(np.int64)
-            bidx = pad[rows, pos]
-            G = worker_gradients(model, state.x, X[bidx], y[bidx], out=g_buf)
-            new, info = _ef_step(state, G, _check_lr(ef_learning_rate(lr, t, steps, schedule)), compressor,
-                                 rng, be, out=state.residual if reuse else None)
+    shards = split_workers(y, n, split=split, rng=batch_rng)
+    problem = ModelProblem(model, X, y, n=n, batch_size=batch_size, shards=shards, X_test=X_test, y_test=y_test,
+                           batch_rng=batch_rng)
+    method = build_method("ef_sgd", compressor=compressor, lr=lr, schedule=schedule, feedback=feedback)
+    watch = EFWatch(problem, steps, record_every, compressor.bits(D), keep=on_step is not None)
+    with progress_bar(steps, f"EF-SGD {compressor.label}", enabled=progress) as bar:
+        def observe(k):
             if on_step is not None:
-                on_step(t, G, state, new, info)
-            state = new
-            cerr[t] = float(info.comp_error.mean())
-            # p is not finite, or (monitor off) theta is not: stop here, the loss is recorded as diverged
-            if math.isnan(cerr[t]) or (not record_every and not np.isfinite(state.x).all()):
-                ev_step.append(t + 1)
-                ev_loss.append(math.inf)
-                ev_acc.append(math.nan)
-                diverged = t + 1
-                break
-            if record_every and ((t + 1) % record_every == 0 or t + 1 == steps):
-                tl, ta = monitor(state.x)
-                ev_step.append(t + 1)
-                ev_loss.append(tl)
-                ev_acc.append(ta)
-                if not math.isfinite(tl):
-                    diverged = t + 1
-                    break
-            if bar is not None:
-                bar[0].update(bar[1], advance=1)
-    finally:
-        if bar is not None:
-            bar[0].stop()
-    if diverged is not None and ev_step[-1] != steps:  # (ev_step holds the diverged step by now)
-        # Record the budget's end as diverged so every compressor's trace ends at the same step.
-        ev_step.append(steps)
-        ev_loss.append(math.inf)
-        ev_acc.append(math.nan)
-    ev_step = np.array(ev_step, dtype=np.int64)
-    records = {"train_loss": np.array(ev_loss), "test_accuracy": np.array(ev_acc), "bits": ev_step * bps}
-    return Trace(ev_step, records, state.x, diverged_at_step(diverged), {"bits_per_step": bps, "comp_error": cerr})
+                on_step(k, *watch.observed(k))
+            bar(k)
+
+        return run(problem, method, int(steps), rng=rng, x0=np.array(x0, dtype=np.float64)[None],
+                   backend=get_backend(backend), on_step=observe, watch=watch)

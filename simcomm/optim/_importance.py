@@ -13,6 +13,9 @@ Every ``record_every`` steps the monitor records the training loss, test accurac
 :math:`\mathrm{Tr\,Cov}` of the minibatch estimator under the uniform, the ideal (fresh norms) and the
 actual proposal at :math:`\theta_t`.
 
+:func:`importance_sgd` is the named method ``"importance_sgd"`` (:mod:`simcomm.optim.methods.importance_sgd`)
+run by :func:`simcomm.optim.run` with the model family's watch (:class:`simcomm.optim._watch_nn.ImportanceWatch`).
+
 Communication: a worker sends one float (8 bytes, float64) per example scored, where a data-parallel
 worker would send a full gradient (``8 * n_params`` bytes) per minibatch.
 """
@@ -21,23 +24,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from simcomm._errors import UserError
 from simcomm._validate import integer, one_of, positive_int, real, step_size
-from simcomm.models._data import split_workers
-from simcomm.models._nn import MLP, accuracy, gradient, init_params, loss, per_example_grad_norms, weighted_gradient
-from simcomm.optim._driver import DIVERGED_ERROR, DIVERGED_UNDEFINED, diverged, drive, record_steps
-from simcomm.optim._trace import Trace, diverged_at_step
-from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
-from simcomm.sampling._stale import Staleness, stale_init, stale_update
-from simcomm.sampling._variance import trace_cov, trace_cov_ideal
+from simcomm.models._nn import MLP, init_params
+from simcomm.optim._blocks_nn import PROPOSALS, ModelProblem
+from simcomm.optim._loop import run
+from simcomm.optim._registry import build_method
+from simcomm.optim._trace import Trace
+from simcomm.optim._watch_nn import BYTES_PER_FLOAT, ImportanceWatch
+from simcomm.sampling._stale import Staleness
 
 __all__ = ["importance_sgd", "PROPOSALS", "BYTES_PER_FLOAT", "bytes_per_example"]
-
-#: Proposals accepted by :func:`importance_sgd`.
-PROPOSALS = ("uniform", "ideal", "smoothed", "stale")
-#: Scores and gradients are float64.
-BYTES_PER_FLOAT = 8
-#: Error-like records (``inf`` once diverged; the others NaN: :mod:`simcomm.optim._driver`).
-_ERRORS = ("loss", "unif", "ideal", "actual")
 
 
 def bytes_per_example(model: MLP) -> dict:
@@ -136,78 +133,14 @@ def importance_sgd(
     real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    n_train = X.shape[0]
-    integer(batch_size, "batch_size", low=1, high=n_train, hint="at most the training set size")
+    integer(batch_size, "batch_size", low=1, high=X.shape[0], hint="at most the training set size")
+    if proposal == "stale" and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+        raise UserError(f"n = {n!r} must be a positive integer")
     rng = np.random.default_rng(rng)
     theta = init_params(model, rng=rng) if x0 is None else np.array(x0, dtype=np.float64)
-
-    def norms_at(th, idx=None):
-        return per_example_grad_norms(model, th, X if idx is None else X[idx], y if idx is None else y[idx])
-
-    c = smoothing if proposal in ("smoothed", "stale") else 0.0
-    state = None
-    if proposal == "stale":
-        shards = split_workers(y, n, split="iid", rng=rng)
-        state = stale_init(norms_at(theta), shards)
-    q_unif = uniform_proposal(n_train)
-
-    rec = {k: [] for k in ("step", "loss", "acc", "unif", "ideal", "actual", "wmax", "stale", "bytes")}
-    wmax = np.nan  # no draw before step 0
-
-    def monitor(t, q, st):
-        fresh = norms_at(theta)
-        gbar = gradient(model, theta, X, y)
-        rec["step"].append(t)
-        rec["loss"].append(loss(model, theta, X, y))
-        rec["acc"].append(accuracy(model, theta, X_test, y_test) if X_test is not None else np.nan)
-        rec["unif"].append(trace_cov(fresh, q_unif, gbar, batch_size=batch_size))
-        rec["ideal"].append(trace_cov_ideal(fresh, gbar, batch_size=batch_size))
-        rec["actual"].append(np.nan if q is None else trace_cov(fresh, q, gbar, batch_size=batch_size))
-        rec["wmax"].append(wmax)
-        rec["stale"].append(float(np.mean(t - st.computed_at)) if st is not None else 0.0)
-        rec["bytes"].append(float(st.n_sent * BYTES_PER_FLOAT) if st is not None else 0.0)
-
-    def current_q(t):
-        nonlocal state
-        if proposal == "uniform":
-            return q_unif
-        if proposal == "stale":
-            state = stale_update(state, t, lambda idx: norms_at(theta, idx), staleness, rng=rng)
-            return norm_proposal(state.scores, smoothing=c)
-        return norm_proposal(norms_at(theta), smoothing=c)
-
-    q_now = None  # the proposal of the coming step, formed when its start is checked
-    due = record_steps(steps, record_every)
-    diverged_step = None
-
-    def check(t):
-        # the driver's rule on theta, after every update; then the proposal the master samples from at t
-        # (and monitors with, when t is recorded)
-        nonlocal q_now, wmax, diverged_step
-        if t > 0 and diverged(theta, np.inf).any():
-            diverged_step = t
-            # recorded at t (on the schedule or not): error-like records inf, the others NaN (driver convention)
-            for k in rec:
-                rec[k].append(t if k == "step" else (wmax if k == "wmax" else
-                                                     (DIVERGED_ERROR if k in _ERRORS else DIVERGED_UNDEFINED)))
-            return True
-        q_now = current_q(t)
-        if t in due_set:
-            monitor(t, q_now, state)
-            wmax = np.nan
-        return False
-
-    def advance(t):
-        nonlocal theta, wmax
-        mb = sample_minibatch(q_now, batch_size, rng=rng)
-        wmax = np.fmax(wmax, mb.max_weight)
-        w = np.ones_like(mb.weights) if unweighted else mb.weights
-        theta = theta - lr * weighted_gradient(model, theta, X[mb.idx], y[mb.idx], w / batch_size)
-
-    due_set = set(due.tolist())
-    drive(steps, advance, check, on_step=on_step)
-    r = {k: np.asarray(v, dtype=float) for k, v in rec.items()}
-    records = {"train_loss": r["loss"], "test_accuracy": r["acc"], "max_weight": r["wmax"],
-               "mean_staleness": r["stale"], "score_bytes": r["bytes"], "trace_cov_uniform": r["unif"],
-               "trace_cov_ideal": r["ideal"], "trace_cov_actual": r["actual"]}
-    return Trace(r["step"].astype(np.int64), records, theta, diverged_at_step(diverged_step))
+    problem = ModelProblem(model, X, y, batch_size=batch_size, X_test=X_test, y_test=y_test)
+    method = build_method("importance_sgd", lr=lr, proposal=proposal, smoothing=smoothing,
+                          workers=n if proposal == "stale" else 1,
+                          staleness=staleness, unweighted=unweighted)
+    return run(problem, method, steps, rng=rng, x0=theta[None], on_step=on_step,
+               watch=ImportanceWatch(problem, steps, record_every))

@@ -57,8 +57,10 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
         ``on_step(k)`` after update ``k`` (a progress bar, an observer).
     watch : object, optional
         What records and watches the run (default: the parameter server's :class:`Monitor`); it has
-        ``alive``, ``done``, ``check(k, x, bits) -> x`` and ``trace(x)``. With a watch, ``x0`` is the
-        start as the method expects it.
+        ``alive``, ``done``, ``check(k, x, bits) -> x`` and ``trace(x)``. A watch whose ``sees_state``
+        is true is called ``check(k, x, bits, state)`` with the method's state at :math:`x_k` (what a
+        record reads from the step that made :math:`x_k`). With a watch, ``x0`` is the start as the
+        method expects it.
 
     Returns
     -------
@@ -98,9 +100,14 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
         nonlocal x, state
         x, state = method.step(x, state, ctx._replace(k=k, alive=watch.alive))
 
+    sees_state = getattr(watch, "sees_state", False)
+
     def check(k):
         nonlocal x
-        x = watch.check(k, x, method.bits(k, problem))
+        if sees_state:
+            x = watch.check(k, x, method.bits(k, problem), state)
+        else:
+            x = watch.check(k, x, method.bits(k, problem))
         return watch.done
 
     drive(steps, advance, check, on_step=on_step)

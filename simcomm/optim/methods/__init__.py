@@ -1,17 +1,15 @@
 """The named training methods, one file each: every one a composition of :mod:`simcomm.optim`'s blocks.
 
-Importing this package registers them in :data:`simcomm.optim.METHODS`. A new method is one file here
-(a builder decorated with :func:`simcomm.optim.method`) and one row in ``tests/test_methods.py``.
+Importing this package registers them in :data:`simcomm.optim.METHODS`: every public module here is
+imported. A new method is one file here (a builder decorated with :func:`simcomm.optim.method`) and one
+row in the methods' tests.
 """
 
-from simcomm.optim.methods import (  # noqa: F401
-    async_gd,
-    compressed_gd,
-    diloco,
-    ef21_hb_delayed,
-    iag,
-    local_sgd,
-    streaming_diloco,
-)
+import importlib
+import pkgutil
 
 __all__: list[str] = []
+
+for _mod in pkgutil.iter_modules(__path__):
+    if not _mod.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_mod.name}")
