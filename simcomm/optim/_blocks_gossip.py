@@ -29,8 +29,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.backends import get_backend
 from simcomm.optim._algebra import Method, Transform
 from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
+from simcomm.topology import EdgeList, edge_list, sparse_matrix, unreliable_mix
 from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = ["ChocoState", "ChocoPlan", "LinkState", "LinkPlan", "NodeOracleState", "node_oracle", "choco_step",
@@ -145,8 +147,6 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     fused in the backend's ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its
     CSR mix elsewhere.
     """
-    from simcomm.topology import sparse_matrix
-
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
@@ -195,8 +195,6 @@ def choco(compressor, gamma: float, topology, *, lr: float = 0.0, oracle: Transf
         return ChocoPlan(choco_topology(topology, n), choco_scale(compressor, d), inner)
 
     def step(state, plan, ctx):
-        from simcomm.backends import get_backend
-
         grads = None
         if oracle is not None:
             grads, inner = oracle.update(None, plan.oracle, state.x, ctx)
@@ -244,8 +242,6 @@ def drop_links(failures, topology) -> Transform:
     ``topology`` is an :class:`~simcomm.topology.EdgeList` or a static symmetric topology (or its name).
     The channel states are drawn at ``init`` (:meth:`~simcomm.topology.LinkFailures.init`).
     """
-    from simcomm.topology import EdgeList, edge_list
-
     def init(x, ctx):
         edges = topology if isinstance(topology, EdgeList) else edge_list(link_topology(topology, x.shape[0]))
         return LinkPlan(edges, failures.init(edges, ctx.rng))
@@ -253,7 +249,7 @@ def drop_links(failures, topology) -> Transform:
     def update(u, plan, x, ctx):
         del u, x
         kept, channel = failures.draw(plan.edges, plan.channel, ctx.rng)
-        return kept, plan._replace(channel=channel)
+        return kept, LinkPlan(plan.edges, channel)
 
     return Transform(init, update)
 
@@ -264,8 +260,6 @@ def unreliable_gossip(failures, topology, *, compensate: bool = True, name: str 
     One step is :func:`~simcomm.topology.unreliable_mix` over the kept edges. ``compensate``: a failed
     edge's weight stays with its endpoints, or is lost (the control).
     """
-    from simcomm.topology import unreliable_mix
-
     links = drop_links(failures, topology)
 
     def init(state, ctx):

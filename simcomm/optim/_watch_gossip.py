@@ -42,6 +42,7 @@ class _Watch:
 
     def __init__(self, steps: int, record_every: int):
         self.step = record_steps(steps, record_every)
+        self._due = self.step.tolist()  # compared with Python ints at every step
         self.records = {name: np.full(self.step.size, np.nan) for name in self.names}
         self.j = 1  # the start is record 0
         self.stopped_at = None
@@ -54,7 +55,7 @@ class _Watch:
 
     def due(self, k: int) -> bool:
         """Whether step ``k`` is the next recorded step."""
-        return self.j < self.step.size and self.step[self.j] == k
+        return self.j < len(self._due) and self._due[self.j] == k
 
     def put(self, values) -> None:
         """Store one record per name in the next slot."""
