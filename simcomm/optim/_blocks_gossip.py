@@ -242,6 +242,7 @@ def drop_links(failures, topology) -> Transform:
     ``topology`` is an :class:`~simcomm.topology.EdgeList` or a static symmetric topology (or its name).
     The channel states are drawn at ``init`` (:meth:`~simcomm.topology.LinkFailures.init`).
     """
+
     def init(x, ctx):
         edges = topology if isinstance(topology, EdgeList) else edge_list(link_topology(topology, x.shape[0]))
         return LinkPlan(edges, failures.init(edges, ctx.rng))
