@@ -20,20 +20,23 @@ Vectorised over nodes: one ``(n, d)`` array per quantity, the compressor applied
 and on 1-D circulant graphs with few offsets (ring, complete up to 64 nodes: where
 :func:`simcomm.topology.mix` shifts too) the public-copy update and the consensus step fused in the
 backend's ``choco_shift_step`` (numba: column slabs, one pass); other graphs use the backend's CSR mix.
+
+The step is :func:`simcomm.optim._blocks_gossip.choco_step`, the one implementation of the named methods
+``"choco_gossip"`` and ``"choco_sgd"`` (:mod:`simcomm.optim.methods`) and of :func:`choco_update`;
+:func:`run_choco_gossip` and :func:`run_choco_sgd` check their arguments and run those methods with
+:func:`simcomm.optim.run` under the watches of :mod:`simcomm.optim._watch_gossip`.
 """
 
 from __future__ import annotations
-
-import math
-from typing import NamedTuple
 
 import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import real
-from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
-from simcomm.optim._trace import Trace, diverged_at_step
-from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
+from simcomm.optim._blocks_gossip import ChocoState, choco_delta, choco_scale, choco_step, choco_topology
+from simcomm.optim._decentralized import check_hyper
+from simcomm.optim._trace import Trace
+from simcomm.optim._watch_gossip import ConsensusWatch, NodeWatch, run_watched
 
 __all__ = [
     "ChocoState",
@@ -45,20 +48,6 @@ __all__ = [
     "run_choco_gossip",
     "run_choco_sgd",
 ]
-
-
-class ChocoState(NamedTuple):
-    """CHOCO state: iterates ``x``, public copies ``x_hat`` (shape ``(n, d)`` both), step counter ``k``.
-
-    Attributes
-    ----------
-    x, x_hat : ndarray, shape (n, d)
-    k : int
-    """
-
-    x: np.ndarray
-    x_hat: np.ndarray
-    k: int
 
 
 def choco_init(X0) -> ChocoState:
@@ -73,48 +62,6 @@ def choco_init(X0) -> ChocoState:
     if X0.ndim != 2 or not np.all(np.isfinite(X0)):
         raise UserError(f"X0 must be a finite (n, d) array, one row per node; got shape {X0.shape}")
     return ChocoState(X0, np.zeros_like(X0), 0)
-
-
-def choco_scale(compressor, d: int) -> float:
-    r"""Factor CHOCO multiplies the compressor's output by: 1 for a contraction, :math:`1/(1+\beta)` if unbiased.
-
-    An unbiased compressor with :math:`E\|Q(v) - v\|^2 \le \beta\|v\|^2` and :math:`\beta \ge 1`
-    (QSGD, scaled rand-k, ...) is no contraction, but :math:`Q/(1+\beta)` is one with
-    :math:`\delta = 1/(1+\beta)` (Koloskova et al. 2019, the remark after their Definition of
-    delta-compressors: :math:`E\|Q/(1+\beta) - v\|^2 = \frac{\beta}{1+\beta}\|v\|^2`).
-
-    Examples
-    --------
-    >>> from simcomm.compress import QSGD, TopK
-    >>> choco_scale(TopK(2), 8), round(choco_scale(QSGD(1), 16), 6)
-    (1.0, 0.2)
-    """
-    f = compressor.error_factor(int(d))
-    if f is not None and 0.0 <= f < 1.0:
-        return 1.0
-    beta = compressor.beta(int(d)) if compressor.unbiased else None
-    if beta is None or not math.isfinite(beta):
-        raise UserError(f"CHOCO needs a delta-contraction (E||Q(v) - v||^2 <= (1 - delta)||v||^2, delta > 0) or an "
-                        f"unbiased compressor with a finite variance factor, but {compressor.label} has error factor "
-                        f"{f} at d={d}; use top_k, rand_k, qsgd or another registered compressor that states one")
-    return 1.0 / (1.0 + float(beta))
-
-
-def choco_delta(compressor, d: int) -> float:
-    r"""The :math:`\delta` CHOCO runs with: ``1 - error_factor(d)``, or :math:`1/(1+\beta)` for an unbiased one.
-
-    See :func:`choco_scale`; a one-line error for a compressor that states neither.
-
-    Examples
-    --------
-    >>> from simcomm.compress import QSGD, TopK
-    >>> choco_delta(TopK(2), 8), round(choco_delta(QSGD(1), 16), 6)
-    (0.25, 0.2)
-    """
-    scale = choco_scale(compressor, d)
-    if scale == 1.0:
-        return 1.0 - float(compressor.error_factor(int(d)))
-    return scale
 
 
 def choco_gamma(gap: float, beta: float, delta: float) -> float:
@@ -143,14 +90,6 @@ def choco_gamma(gap: float, beta: float, delta: float) -> float:
     real(beta, "||I - W||_2", low=0.0, high=2.0, low_open=True)
     real(delta, "compression delta", low=0.0, high=1.0, low_open=True)
     return gap * gap * delta / (16 * gap + gap * gap + 4 * beta * beta + 2 * gap * beta * beta - 8 * gap * delta)
-
-
-def _check_topology(topology, n):
-    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "CHOCO")
-    if topo != "parallel" and topo.directed:
-        raise UserError(f"CHOCO needs a symmetric W, but '{topo.name}' is directed; use a symmetric graph "
-                        "(ring, torus, hypercube, complete, ...)")
-    return topo
 
 
 def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 0.0, gamma: float, rng,
@@ -183,45 +122,19 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
     (array([2., 2.]), array([0., 4.]))
     """
     from simcomm.backends import get_backend
-    from simcomm.topology import sparse_matrix
 
     real(lr, "step size lr", low=0.0)
     real(gamma, "consensus step gamma", low=0.0, low_open=True)
     n, d = state.x.shape
-    topo = _check_topology(topology, n)
+    topo = choco_topology(topology, n)
     be = get_backend(backend)
-    Xh = state.x
+    G = None
     if grads is not None and lr > 0:
         G = np.asarray(grads, dtype=np.float64)
         if G.shape != (n, d):
             raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-        Xh = state.x - lr * G
-    Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng, backend=be), dtype=np.float64)
-    scale = choco_scale(compressor, d)
-    if scale != 1.0:
-        Q = Q * scale  # an unbiased compressor becomes a delta-contraction (choco_scale)
-    Xhat = state.x_hat.copy()
-    out = np.empty_like(Xh)
-    if topo == "parallel":
-        Xhat += Q
-        return ChocoState(Xh + gamma * (Xhat.mean(axis=0) - Xhat), Xhat, state.k + 1)
-    layer = topo.layer(state.k)
-    if layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.offsets) <= _FFT_OFFSETS:
-        be.choco_shift_step(np.ascontiguousarray(Xh), Xhat, np.ascontiguousarray(Q), float(gamma),
-                            np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights), out)
-    else:
-        Xhat += Q
-        W = sparse_matrix(layer)
-        M = be.csr_mix(W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data, Xhat)
-        M -= Xhat
-        M *= gamma
-        np.add(Xh, M, out=out)
-    return ChocoState(out, Xhat, state.k + 1)
-
-
-def _consensus(X) -> float:
-    D = X - X.mean(axis=0)
-    return float(np.sum(D * D))
+    return choco_step(state, G, topo, compressor, lr=lr, gamma=gamma, scale=choco_scale(compressor, d), rng=rng,
+                      backend=be)
 
 
 def run_choco_gossip(X0, topology, compressor, *, gamma: float, steps: int, rng, record_every: int = 1,
@@ -258,35 +171,23 @@ def run_choco_gossip(X0, topology, compressor, *, gamma: float, steps: int, rng,
     >>> bool(tr.consensus_ratio[-1] < 1e-8), bool(tr.mean_drift[-1] < 1e-12)
     (True, True)
     """
+    from simcomm.optim._registry import build_method
+
     rng = np.random.default_rng(rng)
     steps = int(steps)
     if steps < 0 or record_every < 1:
         raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
     state = choco_init(X0)
-    n = state.x.shape[0]
-    topo = _check_topology(topology, n)
+    topo = choco_topology(topology, state.x.shape[0])
     choco_delta(compressor, state.x.shape[1])
-    e0 = _consensus(state.x)
-    if not e0 > 0:
+    watch = ConsensusWatch(state.x, steps, record_every, blowup)
+    if not watch.e0 > 0:
         raise UserError("X0 is already at consensus (every row equal); give rows that differ")
-    mean0 = state.x.mean(axis=0)
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    ratio, drift = np.full(len(rec), np.nan), np.full(len(rec), np.nan)
-    ratio[0], drift[0] = 1.0, 0.0
-    j, diverged = 1, None
+    if steps:  # checked where the first step would check it
+        real(gamma, "consensus step gamma", low=0.0, low_open=True)
+    m = build_method("choco_gossip", compressor=compressor, gamma=gamma, topology=topo)
     with np.errstate(all="ignore"):
-        for k in range(steps):
-            state = choco_update(state, None, topo, compressor, gamma=gamma, rng=rng, backend=backend)
-            r = _consensus(state.x) / e0
-            stop = not (r <= blowup)  # NaN stops too
-            if stop or (j < len(rec) and rec[j] == k + 1):
-                ratio[j], drift[j] = r, float(np.abs(state.x.mean(axis=0) - mean0).max())
-                j += 1
-            if stop:
-                diverged = k + 1
-                break
-    return Trace(np.asarray(rec), {"consensus_ratio": ratio, "mean_drift": drift}, state.x,
-                 diverged_at_step(diverged))
+        return run_watched(None, m, steps, state, watch, rng=rng, backend=backend)
 
 
 def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma: float, sigma: float = 0.0,
@@ -312,44 +213,20 @@ def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma
     >>> bool(tr.node_dist_sq[-1] < 1e-12)   # b = 0: every node's optimum is x*, no floor
     True
     """
-    from simcomm.models._decentralized import node_gradients
+    from simcomm.optim._registry import build_method
 
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
     steps = int(steps)
     if steps < 0 or record_every < 1:
         raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
-    n, d = problem.n, problem.d
-    topo = _check_topology(topology, n)
-    choco_delta(compressor, d)
+    topo = choco_topology(topology, problem.n)
+    choco_delta(compressor, problem.d)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(5,)) if rng is None else rng)
-    noise = _Noise(seed, n, d, steps) if sigma > 0 else None
-    state = choco_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (n, 1)))
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    dist, cons, gap = (np.full(len(rec), np.nan) for _ in range(3))
-
-    def measure(s):
-        E = s.x - problem.x_star
-        D = s.x - s.x.mean(axis=0)
-        H = s.x - s.x_hat
-        return float(np.sum(E * E) / n), float(np.sum(D * D) / n), float(np.sum(H * H) / n)
-
-    dist[0], cons[0], gap[0] = measure(state)
-    limit = blowup * (1.0 + dist[0])
-    j, diverged = 1, None
-    G = np.empty((n, d))
+    state = choco_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (problem.n, 1)))
+    if steps:  # checked where the first step would check it
+        real(gamma, "consensus step gamma", low=0.0, low_open=True)
+    m = build_method("choco_sgd", compressor=compressor, lr=lr, gamma=gamma, topology=topo, sigma=sigma, seed=seed)
     with np.errstate(all="ignore"):
-        for k in range(steps):
-            G = node_gradients(problem, state.x, out=G)
-            if noise is not None:
-                noise.add(G, k, sigma)
-            state = choco_update(state, G, topo, compressor, lr=lr, gamma=gamma, rng=rng, backend=backend)
-            if j < len(rec) and rec[j] == k + 1:
-                vals = measure(state)
-                if not all(map(math.isfinite, vals)) or vals[0] > limit:
-                    diverged = k + 1
-                    break
-                dist[j], cons[j], gap[j] = vals
-                j += 1
-    return Trace(np.asarray(rec), {"node_dist_sq": dist, "consensus": cons, "copy_gap": gap}, state.x,
-                 diverged_at_step(diverged))
+        return run_watched(problem, m, steps, state, NodeWatch(problem, steps, record_every, blowup), rng=rng,
+                           backend=backend)

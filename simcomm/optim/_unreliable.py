@@ -1,16 +1,22 @@
 r"""Gossip over unreliable links: Bernoulli or Gilbert-Elliott edge failures and sleeping nodes, every step.
 
 One run draws the failures of every step from its ``rng`` (:class:`simcomm.topology.LinkFailures`)
-and mixes over the kept edges with :func:`simcomm.topology.unreliable_mix` (no ``n x n`` array).
+and mixes over the kept edges with :func:`simcomm.topology.unreliable_mix` (no ``n x n`` array). It is
+the named method ``"unreliable_gossip"`` (:mod:`simcomm.optim.methods.unreliable_gossip`, blocks in
+:mod:`simcomm.optim._blocks_gossip`) run by :func:`simcomm.optim.run` under
+:class:`~simcomm.optim._watch_gossip.LinkWatch`.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.optim._decentralized import require_stochasticity, resolve_topology
-from simcomm.optim._trace import Trace, diverged_at_step
+from simcomm.optim._blocks_gossip import LinkState, link_topology
+from simcomm.optim._trace import Trace
+from simcomm.optim._watch_gossip import LinkWatch, run_watched
 
 __all__ = ["run_unreliable_gossip"]
 
@@ -48,7 +54,8 @@ def run_unreliable_gossip(X0, topology, failures, *, steps: int, rng, compensate
     >>> bool(tr.mean_sq_ratio[-1] < 1e-6), round(float(tr.kept_fraction[-1]), 1)
     (True, 0.7)
     """
-    from simcomm.topology import edge_list, unreliable_mix
+    from simcomm.optim._registry import build_method
+    from simcomm.topology import LinkFailures, edge_list
 
     steps = int(steps)
     if steps < 0 or record_every < 1:
@@ -56,27 +63,11 @@ def run_unreliable_gossip(X0, topology, failures, *, steps: int, rng, compensate
     X = np.array(X0, dtype=np.float64)
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise UserError(f"X0 must be a finite (n, d) array, one row per node; got shape {X.shape}")
-    n = X.shape[0]
-    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "unreliable gossip")
-    if topo == "parallel" or topo.time_varying:
-        raise UserError("unreliable gossip needs one static graph (its edges fail at random)")
-    edges = edge_list(topo)
+    edges = edge_list(link_topology(topology, X.shape[0]))
     rng = np.random.default_rng(rng)
-    state = failures.init(edges, rng)
-    target = X.mean(axis=0)
-    e0 = float(np.sum((X - target) ** 2))
-    if not e0 > 0:
+    watch = LinkWatch(X, edges.n_edges, steps, record_every)
+    if not watch.e0 > 0:
         raise UserError("X0 is already at consensus (every row equal); give rows that differ")
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    ratio, kept_frac = np.full(len(rec), np.nan), np.full(len(rec), np.nan)
-    ratio[0], kept_frac[0] = 1.0, 1.0
-    j, total = 1, 0
-    for k in range(steps):
-        kept, state = failures.draw(edges, state, rng)
-        total += int(kept.sum())
-        X = unreliable_mix(edges, X, kept, compensate=compensate, backend=backend)
-        if j < len(rec) and rec[j] == k + 1:
-            ratio[j] = float(np.sum((X - target) ** 2)) / e0
-            kept_frac[j] = total / ((k + 1) * max(edges.n_edges, 1))
-            j += 1
-    return Trace(np.asarray(rec), {"mean_sq_ratio": ratio, "kept_fraction": kept_frac}, X, diverged_at_step(None))
+    m = build_method("unreliable_gossip", topology=edges, compensate=bool(compensate),
+                     **{f.name: getattr(failures, f.name) for f in fields(LinkFailures)})
+    return run_watched(None, m, steps, LinkState(X, 0), watch, rng=rng, backend=backend)

@@ -1,0 +1,275 @@
+r"""The building blocks of gossip methods: CHOCO's compressed gossip and gossip over unreliable links.
+
+A gossip method's iterate is the nodes' state, a NamedTuple whose field ``x`` holds one iterate per node,
+``(n, d)``, beside what the nodes keep with it: CHOCO's public copies (:class:`ChocoState`), the messages
+that have arrived (:class:`LinkState`). Its next iterate is a mix of the nodes' iterates, not ``x + u``,
+so a gossip method is a :class:`~simcomm.optim.Method` written directly (:mod:`simcomm.optim._algebra`);
+its watch reads the state (:mod:`simcomm.optim._watch_gossip`).
+
+==========================  ==========================================================================
+block                       what it does
+==========================  ==========================================================================
+:func:`node_oracle`         starts a chain: every node's gradient at its own iterate (and noise), ``(n, d)``
+:func:`choco_step`          CHOCO's step from the local iterates: the compressed difference to the
+                            public copies moves every copy, then a consensus step on the copies
+:func:`choco`               the CHOCO method: gossip only, or after a local gradient step
+:func:`drop_links`          which edges carry their messages at a step (:class:`~simcomm.topology.LinkFailures`)
+:func:`unreliable_gossip`   the gossip method over the kept edges (:func:`~simcomm.topology.unreliable_mix`)
+==========================  ==========================================================================
+
+Every function of a step is pure except :func:`node_oracle`'s, which fills one gradient buffer and reads
+the per-node noise streams in place (the loop never reads an old state again).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from simcomm._errors import UserError
+from simcomm.backends import get_backend
+from simcomm.optim._algebra import Method, Transform
+from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
+from simcomm.topology import EdgeList, edge_list, sparse_matrix, unreliable_mix
+from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
+
+__all__ = ["ChocoState", "ChocoPlan", "LinkState", "LinkPlan", "NodeOracleState", "node_oracle", "choco_step",
+           "choco", "choco_scale", "choco_delta", "choco_topology", "link_topology", "drop_links",
+           "unreliable_gossip"]
+
+
+class ChocoState(NamedTuple):
+    """CHOCO state: iterates ``x``, public copies ``x_hat`` (shape ``(n, d)`` both), step counter ``k``.
+
+    Attributes
+    ----------
+    x, x_hat : ndarray, shape (n, d)
+    k : int
+    """
+
+    x: np.ndarray
+    x_hat: np.ndarray
+    k: int
+
+
+class NodeOracleState(NamedTuple):
+    """:func:`node_oracle`'s state: the gradient buffer ``(n, d)`` and the per-node noise streams (or ``None``)."""
+
+    buffer: np.ndarray
+    noise: Any
+
+
+def node_oracle(sigma: float = 0.0, seed: int = 0) -> Transform:
+    r"""Starts a chain: :math:`\nabla f_i(x_i) + \sigma\xi_i` for every node, ``(n, d)``.
+
+    ``x`` is the nodes' iterates ``(n, d)`` and the problem a :class:`~simcomm.models.NodeProblem`; the
+    noise :math:`\xi_i` comes from node ``i``'s own stream of ``seed`` (those of
+    :func:`~simcomm.optim.run_dsgd`), one draw per step, never from the run's ``rng``.
+    """
+    from simcomm.models._decentralized import node_gradients
+
+    def init(x, ctx):
+        n, d = x.shape
+        return NodeOracleState(np.empty((n, d)), _Noise(seed, n, d, ctx.steps) if sigma > 0 else None)
+
+    def update(u, state, x, ctx):
+        del u
+        G = node_gradients(ctx.problem, x, out=state.buffer)
+        if state.noise is not None:
+            state.noise.add(G, ctx.k, sigma)
+        return G, state
+
+    return Transform(init, update)
+
+
+# --------------------------------------------------------------------------- CHOCO
+
+
+def choco_scale(compressor, d: int) -> float:
+    r"""Factor CHOCO multiplies the compressor's output by: 1 for a contraction, :math:`1/(1+\beta)` if unbiased.
+
+    An unbiased compressor with :math:`E\|Q(v) - v\|^2 \le \beta\|v\|^2` and :math:`\beta \ge 1`
+    (QSGD, scaled rand-k, ...) is no contraction, but :math:`Q/(1+\beta)` is one with
+    :math:`\delta = 1/(1+\beta)` (Koloskova et al. 2019, the remark after their Definition of
+    delta-compressors: :math:`E\|Q/(1+\beta) - v\|^2 = \frac{\beta}{1+\beta}\|v\|^2`).
+
+    Examples
+    --------
+    >>> from simcomm.compress import QSGD, TopK
+    >>> choco_scale(TopK(2), 8), round(choco_scale(QSGD(1), 16), 6)
+    (1.0, 0.2)
+    """
+    f = compressor.error_factor(int(d))
+    if f is not None and 0.0 <= f < 1.0:
+        return 1.0
+    beta = compressor.beta(int(d)) if compressor.unbiased else None
+    if beta is None or not math.isfinite(beta):
+        raise UserError(f"CHOCO needs a delta-contraction (E||Q(v) - v||^2 <= (1 - delta)||v||^2, delta > 0) or an "
+                        f"unbiased compressor with a finite variance factor, but {compressor.label} has error factor "
+                        f"{f} at d={d}; use top_k, rand_k, qsgd or another registered compressor that states one")
+    return 1.0 / (1.0 + float(beta))
+
+
+def choco_delta(compressor, d: int) -> float:
+    r"""The :math:`\delta` CHOCO runs with: ``1 - error_factor(d)``, or :math:`1/(1+\beta)` for an unbiased one.
+
+    See :func:`choco_scale`; a one-line error for a compressor that states neither.
+
+    Examples
+    --------
+    >>> from simcomm.compress import QSGD, TopK
+    >>> choco_delta(TopK(2), 8), round(choco_delta(QSGD(1), 16), 6)
+    (0.25, 0.2)
+    """
+    scale = choco_scale(compressor, d)
+    if scale == 1.0:
+        return 1.0 - float(compressor.error_factor(int(d)))
+    return scale
+
+
+def choco_topology(topology, n: int):
+    """``topology`` resolved for ``n`` nodes, or a one-line error unless ``W`` is symmetric and doubly stochastic."""
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "CHOCO")
+    if topo != "parallel" and topo.directed:
+        raise UserError(f"CHOCO needs a symmetric W, but '{topo.name}' is directed; use a symmetric graph "
+                        "(ring, torus, hypercube, complete, ...)")
+    return topo
+
+
+def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gamma: float, scale: float, rng,
+               backend) -> ChocoState:
+    r"""One CHOCO step (:mod:`simcomm.optim._choco`) on checked arguments; ``state`` is not modified.
+
+    ``grads`` (or ``None``) at ``state.x``; ``topology`` resolved (:func:`choco_topology`); ``scale``
+    :func:`choco_scale`'s; ``backend`` a backend module. The copies' update and the consensus step are
+    fused in the backend's ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its
+    CSR mix elsewhere.
+    """
+    Xh = state.x
+    if grads is not None and lr > 0:
+        Xh = state.x - lr * grads
+    Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng, backend=backend), dtype=np.float64)
+    if scale != 1.0:
+        Q = Q * scale  # an unbiased compressor becomes a delta-contraction (choco_scale)
+    Xhat = state.x_hat.copy()
+    out = np.empty_like(Xh)
+    if topology == "parallel":
+        Xhat += Q
+        return ChocoState(Xh + gamma * (Xhat.mean(axis=0) - Xhat), Xhat, state.k + 1)
+    layer = topology.layer(state.k)
+    if layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.offsets) <= _FFT_OFFSETS:
+        backend.choco_shift_step(np.ascontiguousarray(Xh), Xhat, np.ascontiguousarray(Q), float(gamma),
+                                 np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights), out)
+    else:
+        Xhat += Q
+        W = sparse_matrix(layer)
+        M = backend.csr_mix(W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data, Xhat)
+        M -= Xhat
+        M *= gamma
+        np.add(Xh, M, out=out)
+    return ChocoState(out, Xhat, state.k + 1)
+
+
+class ChocoPlan(NamedTuple):
+    """What a CHOCO run fixes at its start: the resolved topology, :func:`choco_scale`, the oracle's state."""
+
+    topology: Any
+    scale: float
+    oracle: Any
+
+
+def choco(compressor, gamma: float, topology, *, lr: float = 0.0, oracle: Transform | None = None,
+          name: str = "choco") -> Method:
+    r"""The CHOCO method on a :class:`ChocoState`: :func:`choco_step` after ``x - lr g``, ``g`` from ``oracle``.
+
+    Without an oracle it is CHOCO-Gossip (average consensus); with one (:func:`node_oracle`) CHOCO-SGD.
+    ``topology`` is a :class:`~simcomm.topology.Topology`, a name, a matrix or ``"parallel"``, resolved for
+    the nodes of the start.
+    """
+
+    def init(state, ctx):
+        n, d = state.x.shape
+        inner = oracle.init(state.x, ctx) if oracle is not None else ()
+        return ChocoPlan(choco_topology(topology, n), choco_scale(compressor, d), inner)
+
+    def step(state, plan, ctx):
+        grads = None
+        if oracle is not None:
+            grads, inner = oracle.update(None, plan.oracle, state.x, ctx)
+            plan = plan._replace(oracle=inner)
+        return choco_step(state, grads, plan.topology, compressor, lr=lr, gamma=gamma, scale=plan.scale,
+                          rng=ctx.rng, backend=get_backend(ctx.backend)), plan
+
+    return Method(init, step, name=name)
+
+
+# --------------------------------------------------------------------------- unreliable links
+
+
+class LinkState(NamedTuple):
+    """Gossip over unreliable links: iterates ``x`` ``(n, d)``, ``kept`` the edges that worked, summed over the steps.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, d)
+    kept : int
+    """
+
+    x: np.ndarray
+    kept: int
+
+
+class LinkPlan(NamedTuple):
+    """:func:`drop_links`'s state: the graph's :class:`~simcomm.topology.EdgeList` and every edge's channel state."""
+
+    edges: Any
+    channel: np.ndarray
+
+
+def link_topology(topology, n: int):
+    """``topology`` resolved for ``n`` nodes, or a one-line error unless it is one static doubly stochastic ``W``."""
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "unreliable gossip")
+    if topo == "parallel" or topo.time_varying:
+        raise UserError("unreliable gossip needs one static graph (its edges fail at random)")
+    return topo
+
+
+def drop_links(failures, topology) -> Transform:
+    """Starts a chain: which edges carry their messages at a step, drawn by ``failures`` from the run's ``rng``.
+
+    ``topology`` is an :class:`~simcomm.topology.EdgeList` or a static symmetric topology (or its name).
+    The channel states are drawn at ``init`` (:meth:`~simcomm.topology.LinkFailures.init`).
+    """
+
+    def init(x, ctx):
+        edges = topology if isinstance(topology, EdgeList) else edge_list(link_topology(topology, x.shape[0]))
+        return LinkPlan(edges, failures.init(edges, ctx.rng))
+
+    def update(u, plan, x, ctx):
+        del u, x
+        kept, channel = failures.draw(plan.edges, plan.channel, ctx.rng)
+        return kept, LinkPlan(plan.edges, channel)
+
+    return Transform(init, update)
+
+
+def unreliable_gossip(failures, topology, *, compensate: bool = True, name: str = "unreliable_gossip") -> Method:
+    r"""Gossip on a :class:`LinkState` over the edges that :func:`drop_links` keeps.
+
+    One step is :func:`~simcomm.topology.unreliable_mix` over the kept edges. ``compensate``: a failed
+    edge's weight stays with its endpoints, or is lost (the control).
+    """
+    links = drop_links(failures, topology)
+
+    def init(state, ctx):
+        return links.init(state.x, ctx)
+
+    def step(state, plan, ctx):
+        kept, plan = links.update(None, plan, state.x, ctx)
+        total = state.kept + int(kept.sum())
+        return LinkState(unreliable_mix(plan.edges, state.x, kept, compensate=compensate, backend=ctx.backend),
+                         total), plan
+
+    return Method(init, step, name=name)
