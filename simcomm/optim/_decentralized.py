@@ -1,40 +1,20 @@
 r"""Decentralized (momentum) SGD over a static or time-varying topology, and parallel SGD (W = J).
 
-DmSGD in adapt-then-combine form with a LOCAL momentum buffer (papers/exponential_graph.md (d) [C]:
-BlueFog's ``DistributedAdaptThenCombineOptimizer``)::
+DmSGD in adapt-then-combine form with a LOCAL momentum buffer (the algorithm and its randomness:
+:mod:`simcomm.optim._blocks_dsgd`); DSGD is ``beta = 0``, parallel SGD the same with :math:`W = J`
+(every node ends each step at the average), the reference the decentralized runs are compared with.
+It is the named method ``"dsgd"`` (:mod:`simcomm.optim.methods.dsgd`) run by :func:`simcomm.optim.run`
+with the nodes' watch (:func:`dsgd_watch`). :func:`run_dsgd` validates a user's call and runs it;
+:func:`dsgd_update` is the method's step applied once to given gradients. On numba, a least-squares
+run of a few thousand ``n d`` is one compiled loop (:func:`_run_fused`, a registered acceleration of
+``"dsgd"``) with the same records up to rounding.
 
-    g_i = grad f_i(x_i) + sigma * xi_i          # local stochastic gradient
-    m_i = beta * m_i + g_i                      # local momentum buffer, NOT averaged
-    y_i = x_i - lr_k * m_i                      # adapt
-    x_i = sum_j W^(k)_ij y_j                    # combine (static W, or one-peer W^(k))
-
-DSGD is ``beta = 0``. Parallel SGD is the same with :math:`W = J` (every node ends each step at the
-average), the reference the decentralized runs are compared with.
-
-It is the named method ``"dsgd"`` (:mod:`simcomm.optim.methods.dsgd`), a composition of the blocks of
-:mod:`simcomm.optim._blocks_dsgd` (the nodes' gradients, their noise streams, the ATC momentum gossip
-step), run by :func:`simcomm.optim.run` with the nodes' watch (:mod:`simcomm.optim._watch_nodes`).
-:func:`run_dsgd` validates a user's call and runs it; :func:`dsgd_update` is the method's step applied
-once to given gradients. On numba, a least-squares run of a few thousand ``n d`` is one compiled loop
-(:func:`_run_fused`, a registered acceleration of ``"dsgd"``), with the same records up to rounding.
-
-Randomness (what :mod:`simcomm.mpi` reproduces on real processes): the problem's data come from
-``SeedSequence(seed, spawn_key=(DATA_KEY,))``; node ``i``'s gradient noise comes from its generator
-``node_noise_rng(seed, i) = default_rng(SeedSequence(seed, spawn_key=(NOISE_KEY, i)))`` in one of two
-ways (``noise=`` of :func:`run_dsgd`):
-
-* ``"stream"``: one ``standard_normal(d)`` per step from that generator, in order (host arrays: the
-  default on the numpy and numba backends);
-* ``"counter"``: the generator's first draw ``integers(0, 2**64, dtype=uint64)`` is the node's key,
-  and step ``k`` adds the counter normals of :func:`simcomm.backends._numpy.noise.add_counter_normals`
-  (a pure function of key, step and coordinate, computed where the state lives: the default on a
-  device backend, where a host stream would copy ``n d`` floats per step).
-
-Device residency: with a backend whose array namespace ``xp`` is not numpy (cupy), :func:`run_dsgd`
-moves the problem's data to the device once (:func:`simcomm.models.problem_to`), keeps the iterates,
-momentum buffers, gradients and noise there, measures with device reductions (one scalar back per
-measurement) and returns only the trace, with the final iterates copied to the host. The numpy and
-numba paths run the same code with ``xp = numpy``.
+The problem's data come from ``problem_rng(seed)`` = ``SeedSequence(seed, spawn_key=(DATA_KEY,))``,
+node ``i``'s noise from ``node_noise_rng(seed, i)`` (spawn key ``(NOISE_KEY, i)``): what
+:mod:`simcomm.mpi` reproduces on real processes. With a backend whose array namespace is not numpy
+(cupy), :func:`run_dsgd` moves the problem's data to the device once (:func:`simcomm.models.problem_to`),
+keeps every ``(n, d)`` array there, measures with device reductions (one scalar back per measurement)
+and returns only the trace, with the final iterates copied to the host.
 """
 
 from __future__ import annotations
@@ -51,7 +31,6 @@ from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_dsgd import (
     NOISE_KEY,
     NOISES,
-    _CounterNoise,  # noqa: F401  (the noise streams of the decentralized drivers)
     _Noise,
     counter_keys,
     dmsgd,
