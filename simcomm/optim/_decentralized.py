@@ -31,6 +31,7 @@ from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_dsgd import (
     NOISE_KEY,
     NOISES,
+    GossipState,
     _Noise,
     counter_keys,
     dmsgd,
@@ -195,9 +196,8 @@ def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0
     # the method's step once, with these gradients, on copies: the state given is left as it is
     step = dmsgd(given_gradients(G), topo, float(lr), float(beta))
     X = xp.ascontiguousarray(state.x)
-    ctx = Ctx(None, state.k, state.k + 1, None, get_backend(backend))
-    oracle, atc = step.init(X, ctx)
-    X, (_, atc) = step.step(X, (oracle, atc._replace(m=state.m.copy())), ctx)
+    atc = GossipState(state.m.copy(), xp.empty_like(X), plans(topo, xp))
+    X, (_, atc) = step.step(X, ((), atc), Ctx(None, state.k, state.k + 1, None, get_backend(backend)))
     return DSGDState(X, atc.m, state.k + 1)
 
 
