@@ -99,6 +99,10 @@ def test_dsgd_settings_are_checked_like_a_spec():
         build_method("dsgd", topology="ring", lr=0.1, beta=1.0)
     m = build_method("dsgd", topology="ring", lr=1)
     assert m.name == "dsgd" and m.settings["lr"] == 1.0 and m.settings["noise"] == "auto"
+    # without the nodes' watch and start, run() would hand it a server's (R, d) iterate: one line says so
+    with pytest.raises(UserError, match=r"one \(n, d\) array with n = 8.*dsgd_watch") as err:
+        run(heterogeneous_least_squares(8, 4, rng=0), m, 5, backend="numpy")
+    assert "\n" not in str(err.value)
 
 
 def test_node_watch_records_by_name_and_stops_at_a_blowup():

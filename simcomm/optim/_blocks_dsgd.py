@@ -308,11 +308,18 @@ def atc_momentum(topology, lr: float, beta: float = 0.0, schedule: str = "consta
     :math:`M \leftarrow \beta M + G`, :math:`X \leftarrow W^{(k)}(X - \gamma_k M)` with
     :math:`\gamma_k` = :func:`simcomm.optim.step_size` ``(lr, k, schedule, k0, steps)`` and layer
     ``k mod period`` of a time-varying ``topology`` (a Topology, a name, ``"parallel"`` or a doubly
-    stochastic matrix). The momentum buffers start at zero.
+    stochastic matrix). The momentum buffers start at zero. The array of the models it is given becomes
+    its spare once it has returned the next ones (module doc): the start of a run is overwritten after
+    the first step, so a caller who keeps it passes a copy.
     """
 
     def init(x, ctx):
-        topo = require_stochasticity(resolve_topology(topology, x.shape[0]), ("doubly",), "DSGD")
+        n = getattr(ctx.problem, "n", x.shape[0])
+        if x.ndim != 2 or x.shape[0] != n:
+            raise UserError(f"the nodes' models are one (n, d) array with n = {n}, got shape {x.shape}; run a "
+                            "decentralized method with its watch and start, e.g. run(problem, method, steps, "
+                            "x0=dsgd_init(problem.x0, problem.n).x, watch=dsgd_watch(problem, topology, steps))")
+        topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
         xp = array_namespace(x)
         return GossipState(xp.zeros(x.shape), xp.empty_like(x), plans(topo, xp))
 

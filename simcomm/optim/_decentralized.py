@@ -380,5 +380,4 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     with np.errstate(all="ignore"):
         if steps == 0:  # the start's record only (run makes at least one update)
             return watch.trace(watch.check(0, X))
-        return run(problem, method, steps, x0=X, record_every=record_every, backend=be, on_step=on_step,
-                   watch=watch)
+        return run(problem, method, steps, x0=X, backend=be, on_step=on_step, watch=watch)
