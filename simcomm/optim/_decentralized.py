@@ -1,38 +1,20 @@
 r"""Decentralized (momentum) SGD over a static or time-varying topology, and parallel SGD (W = J).
 
-DmSGD in adapt-then-combine form with a LOCAL momentum buffer (papers/exponential_graph.md (d) [C]:
-BlueFog's ``DistributedAdaptThenCombineOptimizer``)::
+DmSGD in adapt-then-combine form with a LOCAL momentum buffer (the algorithm and its randomness:
+:mod:`simcomm.optim._blocks_dsgd`); DSGD is ``beta = 0``, parallel SGD the same with :math:`W = J`
+(every node ends each step at the average), the reference the decentralized runs are compared with.
+It is the named method ``"dsgd"`` (:mod:`simcomm.optim.methods.dsgd`) run by :func:`simcomm.optim.run`
+with the nodes' watch (:func:`dsgd_watch`). :func:`run_dsgd` validates a user's call and runs it;
+:func:`dsgd_update` is the method's step applied once to given gradients. On numba, a least-squares
+run of a few thousand ``n d`` is one compiled loop (:func:`_run_fused`, a registered acceleration of
+``"dsgd"``) with the same records up to rounding.
 
-    g_i = grad f_i(x_i) + sigma * xi_i          # local stochastic gradient
-    m_i = beta * m_i + g_i                      # local momentum buffer, NOT averaged
-    y_i = x_i - lr_k * m_i                      # adapt
-    x_i = sum_j W^(k)_ij y_j                    # combine (static W, or one-peer W^(k))
-
-DSGD is ``beta = 0``. Parallel SGD is the same with :math:`W = J` (every node ends each step at the
-average), the reference the decentralized runs are compared with.
-
-The ``n`` nodes are one ``(n, d)`` array. The combine never forms an ``n x n`` matrix: 1-D circulant
-layers (ring, exponential, one-peer) are shifted adds and other graphs use CSR, in a fused backend
-kernel (:func:`simcomm.backends._numba.dsgd.atc_shift_step`) that reads ``X, M, G`` and writes ``M``
-and the new ``X`` once per step.
-
-Randomness (what :mod:`simcomm.mpi` reproduces on real processes): the problem's data come from
-``SeedSequence(seed, spawn_key=(DATA_KEY,))``; node ``i``'s gradient noise comes from its generator
-``node_noise_rng(seed, i) = default_rng(SeedSequence(seed, spawn_key=(NOISE_KEY, i)))`` in one of two
-ways (``noise=`` of :func:`run_dsgd`):
-
-* ``"stream"``: one ``standard_normal(d)`` per step from that generator, in order (host arrays: the
-  default on the numpy and numba backends);
-* ``"counter"``: the generator's first draw ``integers(0, 2**64, dtype=uint64)`` is the node's key,
-  and step ``k`` adds the counter normals of :func:`simcomm.backends._numpy.noise.add_counter_normals`
-  (a pure function of key, step and coordinate, computed where the state lives: the default on a
-  device backend, where a host stream would copy ``n d`` floats per step).
-
-Device residency: with a backend whose array namespace ``xp`` is not numpy (cupy), :func:`run_dsgd`
-moves the problem's data to the device once (:func:`simcomm.models.problem_to`), keeps the iterates,
-momentum buffers, gradients and noise there, measures with device reductions (one scalar back per
-measurement) and returns only the trace, with the final iterates copied to the host. The numpy and
-numba paths run the same code with ``xp = numpy``, operation for operation as before.
+The problem's data come from ``problem_rng(seed)`` = ``SeedSequence(seed, spawn_key=(DATA_KEY,))``,
+node ``i``'s noise from ``node_noise_rng(seed, i)`` (spawn key ``(NOISE_KEY, i)``): what
+:mod:`simcomm.mpi` reproduces on real processes. With a backend whose array namespace is not numpy
+(cupy), :func:`run_dsgd` moves the problem's data to the device once (:func:`simcomm.models.problem_to`),
+keeps every ``(n, d)`` array there, measures with device reductions (one scalar back per measurement)
+and returns only the trace, with the final iterates copied to the host.
 """
 
 from __future__ import annotations
@@ -42,38 +24,54 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm._validate import integer, one_of, positive_int, real
+from simcomm._validate import integer, positive_int, real
 from simcomm._validate import step_size as step_size_check
 from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
-from simcomm.optim._driver import DIVERGED_ERROR, Recorder, diverged, drive, record_steps
+from simcomm.optim._algebra import Ctx
+from simcomm.optim._blocks_dsgd import (
+    NOISE_KEY,
+    NOISES,
+    GossipState,
+    _Noise,
+    counter_keys,
+    dmsgd,
+    given_gradients,
+    node_noise_rng,
+    noise_kind,
+    plans,
+    require_stochasticity,
+    resolve_topology,
+)
+from simcomm.optim._driver import DIVERGED_ERROR
+from simcomm.optim._loop import run
+from simcomm.optim._registry import accelerate
 from simcomm.optim._schedules import SCHEDULES, step_size
 from simcomm.optim._trace import Trace
+from simcomm.optim._watch_nodes import BYTES, NODE_RECORDS, NodeWatch, gossip_counters, measure_nodes, messages_sent
 
 __all__ = [
     "check_hyper",
     "DSGDState",
     "dsgd_init",
     "dsgd_update",
+    "dsgd_watch",
     "run_dsgd",
     "step_size",
     "node_noise_rng",
     "problem_rng",
     "resolve_topology",
     "messages_per_step",
+    "messages_sent",
     "NOISE_KEY",
     "DATA_KEY",
     "SCHEDULES",
     "NOISES",
     "counter_keys",
+    "noise_kind",
     "require_stochasticity",
 ]
 
-NOISE_KEY = 1
 DATA_KEY = 0
-#: Gradient-noise generators of :func:`run_dsgd` (module doc): ``auto`` is ``stream`` on a host backend,
-#: ``counter`` on a device backend.
-NOISES = ("auto", "stream", "counter")
-_BYTES = 8  # float64 on the wire
 
 
 class DSGDState(NamedTuple):
@@ -89,80 +87,6 @@ class DSGDState(NamedTuple):
     x: np.ndarray
     m: np.ndarray
     k: int
-
-
-# --------------------------------------------------------------------------- topology plumbing
-
-
-def resolve_topology(topology, n: int | None = None):
-    """Normalise ``topology``: a Topology, ``"parallel"`` (W = J), a name for ``build``, or a matrix.
-
-    A matrix goes through :func:`simcomm.topology.from_matrix`, which rejects a ``W`` that is not
-    doubly stochastic with one line.
-
-    Examples
-    --------
-    >>> resolve_topology("ring", 4).name, resolve_topology("parallel", 4)
-    ('ring', 'parallel')
-    """
-    from simcomm.topology import Topology, build, from_matrix
-
-    if isinstance(topology, Topology):
-        if n is not None and topology.n != n:
-            raise UserError(f"topology has n={topology.n} nodes but the problem has n={n}; build it with n={n}")
-        return topology
-    if isinstance(topology, str):
-        if topology == "parallel":
-            return "parallel"
-        if n is None:
-            raise UserError(f"topology '{topology}' given by name needs the number of nodes n")
-        return build(topology, n)
-    W = np.asarray(topology, dtype=np.float64)
-    topo = from_matrix(W)
-    if n is not None and topo.n != n:
-        raise UserError(f"W is {topo.n}x{topo.n} but the problem has n={n} nodes; W must be n x n")
-    return topo
-
-
-def require_stochasticity(topo, allowed, method: str):
-    """Raise a one-line :class:`~simcomm.UserError` unless every layer's declared stochasticity is in ``allowed``."""
-    if topo == "parallel":
-        return topo
-    kind = topo.stochasticity
-    if kind not in allowed:
-        fix = ("use push-sum (run_pushsum) for a column-stochastic W" if kind == "column" else
-               "a row-stochastic W drives every node to a weighted average, not the average")
-        raise UserError(f"{method} needs a {' or '.join(allowed)} stochastic mixing matrix, but topology "
-                        f"'{topo.name}' is {kind} stochastic; {fix}")
-    return topo
-
-
-def _layer_plan(layer):
-    """Kernel arguments for one static layer: ('shift', shifts, weights) or ('csr', indptr, indices, data)."""
-    from simcomm.topology import sparse_matrix
-
-    if layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.weights) <= 64:
-        return ("shift", np.ascontiguousarray(layer.offsets[:, 0], dtype=np.int64),
-                np.asarray(layer.weights, dtype=np.float64))
-    if (layer.kind == "circulant" and len(layer.shape) == 1 and np.allclose(layer.weights, 1.0 / layer.n)
-            and len(layer.weights) == layer.n):
-        return ("mean",)  # complete graph: W = J
-    W = sparse_matrix(layer)
-    return ("csr", W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data.astype(np.float64))
-
-
-def _plans(topo, xp=np):
-    """Kernel arguments per layer; with a device ``xp`` the CSR arrays (O(nnz)) are moved there once.
-
-    Shift offsets and weights (at most 64 scalars, kernel parameters) stay on the host.
-    """
-    if topo == "parallel":
-        return [("mean",)]
-    layers = topo.layers if topo.time_varying else (topo,)
-    plans = [_layer_plan(layer) for layer in layers]
-    if xp is not np:
-        plans = [p if p[0] != "csr" else ("csr",) + tuple(xp.asarray(a) for a in p[1:]) for p in plans]
-    return plans
 
 
 def messages_per_step(topology, n: int | None = None) -> np.ndarray:
@@ -194,23 +118,9 @@ def messages_per_step(topology, n: int | None = None) -> np.ndarray:
     return np.array(out)
 
 
-def messages_sent(per_layer, steps) -> np.ndarray:
-    """Messages per node after each of ``steps`` updates, cycling through ``per_layer`` (one entry per layer).
-
-    Examples
-    --------
-    >>> messages_sent(np.array([1.0, 2.0]), np.array([0, 1, 2, 5])).tolist()
-    [0.0, 1.0, 3.0, 7.0]
-    """
-    per_layer = np.asarray(per_layer, dtype=np.float64)
-    steps = np.asarray(steps, dtype=np.int64)
-    cum = np.r_[0.0, np.cumsum(per_layer)]
-    return (steps // per_layer.size) * cum[-1] + cum[steps % per_layer.size]
-
-
 def _bytes_per_message(topo, n: int, d: int) -> float:
     # all-reduce chunks are d/n floats; gossip messages carry the whole d-vector
-    return _BYTES * d / n if topo == "parallel" else float(_BYTES * d)
+    return BYTES * d / n if topo == "parallel" else float(BYTES * d)
 
 
 # --------------------------------------------------------------------------- init / update
@@ -247,20 +157,6 @@ def dsgd_init(x0, n: int, xp=np) -> DSGDState:
     return DSGDState(xp.tile(xp.asarray(x0), (int(n), 1)), xp.zeros((int(n), x0.size)), 0)
 
 
-def _apply(plan, X, M, G, lr, beta, out, be):
-    if plan[0] == "shift":
-        return be.atc_shift_step(X, M, G, lr, beta, plan[1], plan[2], out)
-    if plan[0] == "csr":
-        return be.atc_csr_step(X, M, G, lr, beta, plan[1], plan[2], plan[3], out)
-    # W = J: adapt, then every node takes the average
-    xp = array_namespace(X)
-    xp.multiply(M, beta, out=M)
-    M += G
-    Y = X - lr * M
-    out[...] = Y.mean(axis=0)
-    return out
-
-
 def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0.0, backend=None) -> DSGDState:
     r"""One DmSGD step (pure: returns a new state, leaves ``state`` unchanged).
 
@@ -294,48 +190,18 @@ def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0
     n, d = state.x.shape
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
     xp = array_namespace(state.x)
-    plans = _plans(topo, xp)
     G = xp.ascontiguousarray(xp.asarray(grads, dtype=state.x.dtype))
     if G.shape != (n, d):
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-    M = state.m.copy()
-    out = xp.empty_like(state.x)
-    _apply(plans[state.k % len(plans)], xp.ascontiguousarray(state.x), M, G, float(lr), float(beta), out,
-           get_backend(backend))
-    return DSGDState(out, M, state.k + 1)
+    # the method's step once, with these gradients, on copies: the state given is left as it is
+    step = dmsgd(given_gradients(G), topo, float(lr), float(beta))
+    X = xp.ascontiguousarray(state.x)
+    atc = GossipState(state.m.copy(), xp.empty_like(X), plans(topo, xp))
+    X, (_, atc) = step.step(X, ((), atc), Ctx(None, state.k, state.k + 1, None, get_backend(backend)))
+    return DSGDState(X, atc.m, state.k + 1)
 
 
 # --------------------------------------------------------------------------- randomness
-
-
-def node_noise_rng(seed: int, i: int) -> np.random.Generator:
-    """Generator of node ``i``'s gradient noise (the same on a real MPI rank ``i``).
-
-    Examples
-    --------
-    >>> float(node_noise_rng(3, 0).standard_normal()) == float(node_noise_rng(3, 0).standard_normal())
-    True
-    """
-    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(NOISE_KEY, int(i))))
-
-
-def counter_keys(seed: int, n: int) -> np.ndarray:
-    """Counter keys of ``noise="counter"``: ``keys[i]`` is the first draw of :func:`node_noise_rng` ``(seed, i)``.
-
-    The draw is ``integers(0, 2**64, dtype=np.uint64)``, so a process holding node ``i`` derives its
-    key from ``(seed, i)`` alone, as it does its stream. Node ``i`` uses the counters ``0 .. 2 T d - 1``
-    of its key's SplitMix64 stream over ``T`` steps; two nodes' counters overlap only if their keys
-    differ by ``t * 0x9E3779B97F4A7C15`` (mod 2**64) with ``|t| < 2 T d``, which for independent
-    uniform keys has probability below ``n**2 * 2 T d / 2**64`` (1.4e-7 at n = 256, d = 10^6, T = 20).
-
-    Examples
-    --------
-    >>> k = counter_keys(3, 2)
-    >>> k.dtype, bool(k[1] == node_noise_rng(3, 1).integers(0, 2**64, dtype=np.uint64))
-    (dtype('uint64'), True)
-    """
-    return np.array([node_noise_rng(seed, i).integers(0, 2**64, dtype=np.uint64) for i in range(int(n))],
-                    dtype=np.uint64)
 
 
 def problem_rng(seed: int) -> np.random.Generator:
@@ -349,77 +215,21 @@ def problem_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(DATA_KEY,)))
 
 
-class _Noise:
-    """Per-node Gaussian noise, drawn in blocks of steps from each node's stream (``noise="stream"``).
-
-    Bit-identical to one ``standard_normal(d)`` per step, because a Generator fills arrays sequentially.
-    """
-
-    def __init__(self, seed, n, d, steps, block_floats=1 << 21):
-        self.rngs = [node_noise_rng(seed, i) for i in range(n)]
-        self.n, self.d = n, d
-        self.block = int(max(1, min(steps, block_floats // max(1, n * d))))
-        self.buf = None
-        self.pos = self.block
-
-    def next(self) -> np.ndarray:
-        if self.pos == self.block:
-            self.buf = np.stack([r.standard_normal((self.block, self.d)) for r in self.rngs], axis=1)
-            self.pos = 0
-        out = self.buf[self.pos]
-        self.pos += 1
-        return out
-
-    def next_block(self, count: int) -> np.ndarray:
-        """The next ``count`` steps' noise, ``(count, n, d)``; ``count`` must not cross a block boundary."""
-        if self.pos == self.block:
-            self.buf = np.stack([r.standard_normal((self.block, self.d)) for r in self.rngs], axis=1)
-            self.pos = 0
-        if self.pos + count > self.block:
-            raise ValueError(f"next_block: {count} steps from position {self.pos} cross the block of {self.block}")
-        out = self.buf[self.pos:self.pos + count]
-        self.pos += count
-        return out
-
-    def add(self, G, k: int, sigma: float) -> None:
-        """``G += sigma * xi_k`` (step ``k`` is implied: draws are consumed in order)."""
-        xi = self.next()
-        G += sigma * (xi if array_namespace(G) is np else array_namespace(G).asarray(xi))
-
-
-class _CounterNoise:
-    """Counter normals (``noise="counter"``), drawn by the backend's kernel where ``G`` lives."""
-
-    def __init__(self, seed, n, be, xp):
-        self.keys = counter_keys(seed, n) if xp is np else xp.asarray(counter_keys(seed, n))
-        self.be = be
-
-    def add(self, G, k: int, sigma: float) -> None:
-        self.be.add_counter_normals(G, self.keys, k, sigma)
-
-
-def noise_kind(noise: str, xp) -> str:
-    one_of(noise, NOISES, "noise")
-    if noise == "auto":
-        return "stream" if xp is np else "counter"
-    return noise
-
-
 # --------------------------------------------------------------------------- a whole run
 
 
-def _measure(problem, X):
-    # in X's namespace; only the four scalars leave a device
-    from simcomm.models._decentralized import global_gradient, global_gradients, suboptimality
+def dsgd_watch(problem, topology, steps: int, record_every: int = 1, blowup: float = 1e12) -> NodeWatch:
+    r"""What :func:`run_dsgd` records and watches (:class:`~simcomm.optim._watch_nodes.NodeWatch`).
 
-    xp = array_namespace(X)
-    xbar = X.mean(axis=0)
-    D = X - xbar
-    cons = float(xp.sum(D * D) / X.shape[0])
-    del D
-    g = global_gradient(problem, xbar)
-    G = global_gradients(problem, X)
-    return cons, float(g @ g), float(xp.sum(G * G) / X.shape[0]), suboptimality(problem, xbar)
+    :func:`~simcomm.optim._watch_nodes.measure_nodes` at the recorded steps; the consensus error and
+    :math:`\|\nabla f(\bar x)\|^2` are watched (``blowup`` times 1 + their start); ``messages`` and
+    ``bytes`` per node for ``topology`` (resolved for ``problem.n``).
+    """
+    n, d = problem.n, problem.d
+    topo = resolve_topology(topology, n)
+    counters = gossip_counters(messages_per_step(topo, n), _bytes_per_message(topo, n, d))
+    return NodeWatch(problem, measure_nodes, NODE_RECORDS, steps, record_every, blowup=blowup,
+                     watched=("consensus", "grad_norm_sq"), counters=counters)
 
 
 #: ``n d`` up to which a numba run on least squares is one compiled loop (:func:`_run_fused`): there a
@@ -433,21 +243,34 @@ def _fusable(problem, be, kind, on_step) -> bool:
             and problem.n * problem.d <= _FUSED_MAX)
 
 
-def _run_fused(problem, plans, state, *, steps, lr, beta, sigma, schedule, k0, record_every, blowup, draw,
-               msgs_of, bpm) -> Trace:
-    """:func:`run_dsgd` as chunks of compiled steps (:mod:`simcomm.backends._numba.dsgd_run`); same records."""
+@accelerate("dsgd")
+def _run_fused(problem, method, steps, *, x0=None, backend=None, on_step=None, watch=None, **_) -> Trace | None:
+    """``"dsgd"`` as chunks of compiled steps (:mod:`simcomm.backends._numba.dsgd_run`); same records.
+
+    Applies to a least-squares problem of at most ``_FUSED_MAX`` ``n d`` on numba, with stream noise,
+    no observer and :func:`dsgd_watch`'s records (the kernel measures and watches the same); else ``None``.
+    """
+    from simcomm.backends import get_backend
     from simcomm.backends._numba.dsgd_run import layer_rows, ls_dsgd_chunk
 
+    s = method.settings
+    be = get_backend(backend)
+    kind = noise_kind(s["noise"], namespace_of_backend(be))
+    if (x0 is None or not isinstance(watch, NodeWatch) or watch.measure is not measure_nodes
+            or watch.watched != ("consensus", "grad_norm_sq") or not _fusable(problem, be, kind, on_step)):
+        return None
     n, d = problem.n, problem.d
-    X, M = np.ascontiguousarray(state.x), np.ascontiguousarray(state.m)
-    names = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
-    rec_steps = record_steps(steps, record_every)
+    topo = require_stochasticity(resolve_topology(s["topology"], n), ("doubly",), "DSGD")
+    draw = _Noise(s["seed"], n, d, steps) if s["sigma"] > 0 else None
+    X, M = np.ascontiguousarray(x0), np.zeros((n, d))
+    rec_steps = watch.rec.step
     rec_index = np.full(steps + 1, -1, np.int64)
     rec_index[rec_steps] = np.arange(rec_steps.size)
     vals = np.full((rec_steps.size, 4), DIVERGED_ERROR)
-    vals[0] = _measure(problem, X)
-    limits = (blowup * (1.0 + vals[0, 0]), blowup * (1.0 + vals[0, 1]))
-    rowptr, cols, wts, mean = layer_rows(plans, n)
+    watch.check(0, X)  # the start: its record and the limits
+    vals[0] = [watch.rec.records[name][0, 0] for name in NODE_RECORDS]
+    rowptr, cols, wts, mean = layer_rows(plans(topo), n)
+    lr, schedule, k0 = s["lr"], s["schedule"], s["k0"]
     lrs = np.array([step_size(lr, k, schedule, k0, steps) for k in range(steps)], dtype=np.float64)
     A, y, H, xs = (np.ascontiguousarray(a, dtype=np.float64) for a in (problem.A, problem.y, problem.H,
                                                                        problem.x_star))
@@ -456,17 +279,15 @@ def _run_fused(problem, plans, state, *, steps, lr, beta, sigma, schedule, k0, r
     quiet = np.zeros((1, n, d))
     at = -1
     with np.errstate(all="ignore"):
-        for start in range(0, steps, chunk):
+        for start in range(0, steps, chunk):  # chunks of compiled steps: the noise is drawn a block at a time
             count = min(chunk, steps - start)
             noise = draw.next_block(count) if draw is not None else quiet
-            at = ls_dsgd_chunk(A, y, H, xs, X, M, Y, G, noise, float(sigma), lrs, float(beta), start, count,
-                               rowptr, cols, wts, mean, rec_index, vals, *limits)
+            at = ls_dsgd_chunk(A, y, H, xs, X, M, Y, G, noise, float(s["sigma"]), lrs, float(s["beta"]), start,
+                               count, rowptr, cols, wts, mean, rec_index, vals, watch.limits[0], watch.limits[1])
             if at >= 0:
                 break
-    records = {name: vals[:, c].copy() for c, name in enumerate(names)}
-    msgs = messages_sent(msgs_of, rec_steps)
-    records.update({"messages": msgs, "bytes": msgs * bpm})
-    return Trace(rec_steps, records, X, np.array([at]))
+    watch.fill(vals, at)
+    return watch.trace(X)
 
 
 def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
@@ -535,6 +356,8 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     (True, 600.0)
     """
     from simcomm.backends import get_backend
+    from simcomm.models._decentralized import problem_to
+    from simcomm.optim._registry import build_method
 
     check_hyper(lr, beta)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -544,58 +367,17 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     real(sigma, "noise sigma", low=0.0)
     positive_int(record_every, "record_every")
     step_size(lr, 0, schedule, k0, steps)  # validates the schedule name
-    from simcomm.models._decentralized import node_gradients, problem_to
-
     be = get_backend(backend)
     xp = namespace_of_backend(be)
     kind = noise_kind(noise, xp)
-    n, d = problem.n, problem.d
+    n = problem.n
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
-    plans = _plans(topo, xp)
-    per_layer = messages_per_step(topo, n)
-    bpm = _bytes_per_message(topo, n, d)
-    if sigma > 0:
-        draw = _Noise(seed, n, d, steps) if kind == "stream" else _CounterNoise(seed, n, be, xp)
-    else:
-        draw = None
-
-    state = dsgd_init(problem.x0 if x0 is None else x0, n, xp)
+    X = dsgd_init(problem.x0 if x0 is None else x0, n, xp).x
     problem = problem_to(problem, xp)  # once: the data live where the state does
-    if _fusable(problem, be, kind, on_step):
-        return _run_fused(problem, plans, state, steps=steps, lr=lr, beta=beta, sigma=sigma, schedule=schedule,
-                          k0=k0, record_every=record_every, blowup=blowup, draw=draw, msgs_of=per_layer, bpm=bpm)
-    X, M = state.x, state.m
-    out = xp.empty_like(X)
-    G = xp.empty_like(X)
-    names = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
-    rec = Recorder(steps, record_every, errors=names)
-    msgs = messages_sent(per_layer, rec.step)
-    limits = None
-
-    def advance(k):
-        nonlocal X, out, G
-        G = node_gradients(problem, X, out=G)
-        if draw is not None:
-            draw.add(G, k, sigma)
-        out = _apply(plans[k % len(plans)], X, M, G, step_size(lr, k, schedule, k0, steps), float(beta), out, be)
-        X, out = out, X
-
-    def check(k):
-        # measured (and watched) at the recorded steps only: a measurement costs as much as a step
-        nonlocal limits
-        if rec.due != k:
-            return False
-        values = np.array(_measure(problem, X))
-        if limits is None:  # the start: limits are blowup times (1 + the initial consensus / gradient)
-            limits = np.array([blowup * (1.0 + values[0]), blowup * (1.0 + values[1]), np.inf, np.inf])
-        elif diverged(values, limits).any():
-            rec.diverge(k, [True])
-            return True
-        rec.put(dict(zip(names, values[:, None])))
-        return False
-
+    method = build_method("dsgd", topology=topo, lr=lr, beta=beta, sigma=sigma, seed=seed, noise=kind,
+                          schedule=schedule, k0=k0)
+    watch = dsgd_watch(problem, topo, steps, record_every, blowup)
     with np.errstate(all="ignore"):
-        drive(steps, advance, check, on_step=on_step)
-    records = {name: rec.records[name][0] for name in names}
-    records.update({"messages": msgs, "bytes": msgs * bpm})
-    return Trace(rec.step, records, to_host(X), rec.diverged_at)
+        if steps == 0:  # the start's record only (run makes at least one update)
+            return watch.trace(watch.check(0, X))
+        return run(problem, method, steps, x0=X, backend=be, on_step=on_step, watch=watch)

@@ -3,7 +3,7 @@ r"""A whole DmSGD run on least squares in one compiled loop (numba): many small 
 :func:`simcomm.optim.run_dsgd` on a small problem (``n d`` of a few thousand: the transient and
 heterogeneity-floor experiments) spends most of a step in Python: the gradient, the noise, the step
 kernel and the four measurements are separate calls of a few microseconds each. This kernel runs a
-chunk of steps of the same algorithm (module doc of :mod:`simcomm.optim._decentralized`) in one call:
+chunk of steps of the same algorithm (module doc of :mod:`simcomm.optim._blocks_dsgd`) in one call:
 exact least-squares gradients, the node noise drawn beforehand from the same streams, the ATC momentum
 step with every layer of the topology given as rows of weighted neighbours, and the measurements at the
 recorded steps, with the divergence rule of :mod:`simcomm.optim._driver`. The arithmetic is the
