@@ -3,7 +3,7 @@ r"""What a run of gradient tracking, exact diffusion or push-sum records and wat
 A watch of :func:`simcomm.optim.run` for one decentralized run (no replicate axis). It records a few
 scalars of the nodes' state on the schedule :func:`~simcomm.optim._driver.record_steps` (each record
 ``(T,)``, ``NaN`` until made) and applies the driver's divergence rule
-(:func:`~simcomm.optim._driver.diverged`) at every recorded step after the start: a run whose watched
+(:func:`~simcomm.optim._driver.diverged`, on scalars) at every recorded step after the start: a run whose watched
 values are not finite, or whose first value exceeds ``blowup`` times (1 + its value at the start),
 stops there. ``diverged_at`` holds that step, the records from it on stay ``NaN`` (the step schedule
 is kept whole) and the trace's ``x`` is the state it stopped in.
@@ -21,11 +21,12 @@ watch                      records                                     stops whe
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
-from simcomm.optim._driver import diverged, record_steps
+from simcomm.optim._driver import record_steps
 from simcomm.optim._trace import Trace, diverged_at_step
 
 __all__ = ["NodeWatch", "tracking_watch", "pushsum_watch", "pushsum_sgd_watch", "node_dist"]
@@ -69,15 +70,12 @@ class NodeWatch:
         self.checked = len(self.names) if checked is None else int(checked)
         self.blowup = blowup
         self.models = models if models is not None else (lambda s: s.x)
-        self.limits = np.full(self.checked, np.inf)
+        self.limits = [math.inf] * self.checked
         self.diverged_at: int | None = None
+        #: whether the run has not diverged, shape ``(1,)``
+        self.alive = np.ones(1, bool)
         self.done = False
         self.j = 0  # records made
-
-    @property
-    def alive(self) -> np.ndarray:
-        """Whether the run has not diverged, shape ``(1,)``."""
-        return np.array([self.diverged_at is None])
 
     def check(self, k: int, s, bits=0.0):
         """Record the iterate ``s`` if step ``k`` is on the schedule; stop at a divergence; returns ``s``."""
@@ -87,8 +85,9 @@ class NodeWatch:
         if k == 0:
             if self.blowup is not None:
                 self.limits[0] = self.blowup * (1.0 + vals[0])
-        elif diverged(np.array(vals[: self.checked], dtype=np.float64), self.limits).any():
-            self.diverged_at, self.done = k, True
+        elif any(not math.isfinite(v) or v > lim for v, lim in zip(vals[: self.checked], self.limits)):
+            # the driver's rule (diverged: not finite, or above the limit), on the few scalars recorded
+            self.diverged_at, self.done, self.alive = k, True, np.zeros(1, bool)
             return s
         for name, v in zip(self.names, vals):
             self.records[name][self.j] = v
