@@ -61,6 +61,7 @@ from simcomm.optim._blocks_tracking import (
 )
 from simcomm.optim._decentralized import check_hyper, require_stochasticity, resolve_topology
 from simcomm.optim._loop import run
+from simcomm.optim._registry import build_method
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch_tracking import pushsum_sgd_watch, pushsum_watch, tracking_watch
 
@@ -275,8 +276,6 @@ def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: 
     >>> bool(run_pushsum(X0, t, steps=300, debias=False).max_error[-1] > 0.1)
     True
     """
-    from simcomm.optim._registry import build_method
-
     steps = _check_schedule(steps, record_every)
     state = pushsum_init(X0)
     n = state.x.shape[0]
@@ -372,8 +371,6 @@ def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 
     >>> bool(tr.node_dist_sq[-1] < 1e-20)
     True
     """
-    from simcomm.optim._registry import build_method
-
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
     steps = _check_schedule(steps, record_every)
@@ -431,8 +428,6 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     >>> bool(tr.node_dist_sq[-1] < 1e-20)   # no heterogeneity floor
     True
     """
-    from simcomm.optim._registry import build_method
-
     one_of(method, TRACKING_METHODS, "method")
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
