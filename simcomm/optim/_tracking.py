@@ -377,7 +377,7 @@ def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 
     n = problem.n
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum SGD")
-    m = build_method("pushsum_sgd", topology=topo, lr=lr, sigma=sigma, seed=seed, debias=debias)
+    m = build_method("pushsum_sgd", topology=topo, lr=lr, sigma=sigma, seed=seed, debias=bool(debias))
     x0 = pushsum_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (n, 1)))
     with np.errstate(all="ignore"):
         return run(problem, m, steps, x0=x0, backend=backend,
@@ -436,7 +436,7 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), method.replace("_", " "))
     if method == "exact_diffusion":
         check_symmetric(topo)
-        m = build_method(method, topology=topo, lr=lr, correction=correction, sigma=sigma, seed=seed)
+        m = build_method(method, topology=topo, lr=lr, correction=bool(correction), sigma=sigma, seed=seed)
         x0 = ed_init(problem.x0, n)
     else:
         _check_tracker_start(tracker_start)
