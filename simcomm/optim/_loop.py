@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcomm._validate import positive_int
+from simcomm._validate import integer
 from simcomm.optim._algebra import Ctx, Method
 from simcomm.optim._driver import drive
 from simcomm.optim._registry import ACCELERATIONS
@@ -38,7 +38,7 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
         A composition (:func:`simcomm.optim.descend` of a :func:`simcomm.optim.chain`), or a named
         method built by :func:`simcomm.optim.methods.build`.
     steps : int
-        Updates to make, ``>= 1``.
+        Updates to make, ``>= 0`` (``0``: the start is recorded, nothing is updated).
     rng : numpy.random.Generator or seed, optional
         The run's one stream (every draw of the method, in chain order).
     x0 : array_like, optional
@@ -81,7 +81,7 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
     >>> bool(tr.dist2[0, -1] < 1e-8 * tr.dist2[0, 0])
     True
     """
-    steps = positive_int(steps, "steps")
+    steps = integer(steps, "steps", low=0)
     rng = np.random.default_rng(rng)
     for fast in ACCELERATIONS.get(method.name, ()):
         trace = fast(problem, method, steps, rng=rng, x0=x0, replicates=replicates, record_every=record_every,

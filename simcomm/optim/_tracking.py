@@ -33,20 +33,37 @@ Push-sum SGD (Kempe et al. 2003; SGP, Assran et al. 2019) over a column-stochast
 from ``w = 1``. The numerators' sum is kept (columns sum to 1), the weights carry the bias of the
 mixing, and the ratio ``z`` is de-biased. ``debias=False`` uses the numerators themselves (plain
 gossip with the same column-stochastic ``W``: the control).
+
+The maths lives in the blocks of :mod:`simcomm.optim._blocks_tracking`; the named methods
+``"gradient_tracking"``, ``"exact_diffusion"``, ``"pushsum"`` and ``"pushsum_sgd"``
+(:mod:`simcomm.optim.methods`) compose them, and the functions here validate a user's call and run the
+named method with :func:`simcomm.optim.run` and the family's watch
+(:mod:`simcomm.optim._watch_tracking`). The public pure steps (:func:`gt_update`, :func:`ed_update`,
+:func:`pushsum_update`) are the blocks' updates.
 """
 
 from __future__ import annotations
-
-import math
-from typing import NamedTuple
 
 import numpy as np
 
 from simcomm._errors import UserError, closest
 from simcomm._validate import one_of, real
-from simcomm.optim._decentralized import _Noise, check_hyper, require_stochasticity, resolve_topology
-from simcomm.optim._trace import Trace, diverged_at_step
-from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
+from simcomm.optim._algebra import Ctx
+from simcomm.optim._blocks_tracking import (
+    EDState,
+    GTState,
+    PushSumState,
+    check_symmetric,
+    drawn,
+    exact_diffusion,
+    push_sum,
+    tracking,
+)
+from simcomm.optim._decentralized import check_hyper, require_stochasticity, resolve_topology
+from simcomm.optim._loop import run
+from simcomm.optim._registry import build_method
+from simcomm.optim._trace import Trace
+from simcomm.optim._watch_tracking import pushsum_sgd_watch, pushsum_watch, tracking_watch
 
 __all__ = [
     "TRACKING_METHODS",
@@ -73,30 +90,7 @@ TRACKING_METHODS = ("gradient_tracking", "exact_diffusion")
 TRACKER_STARTS = ("gradient", "zero")
 
 
-def _mix(topo, X, k, be):
-    from simcomm.topology import mix
-
-    if topo == "parallel":
-        return np.broadcast_to(X.mean(axis=0), X.shape).copy()
-    return mix(topo, X, k, backend=be)
-
-
 # --------------------------------------------------------------------------- gradient tracking
-
-
-class GTState(NamedTuple):
-    """Gradient tracking state: iterates, trackers, the gradients used at the previous step, step counter.
-
-    Attributes
-    ----------
-    x, y, g : ndarray, shape (n, d)
-    k : int
-    """
-
-    x: np.ndarray
-    y: np.ndarray
-    g: np.ndarray
-    k: int
 
 
 def gt_init(x0, n: int) -> GTState:
@@ -139,47 +133,32 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     (array([-1., -1., -1.]), 1.0)
     """
     check_hyper(lr, 0.0)
+    _check_tracker_start(tracker_start)
+    n, d = state.x.shape
+    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "gradient tracking")
+    G = _grads(grads, n, d)
+    return tracking(topo, lr=lr, tracker_start=tracker_start).update(G, topo, state, _ctx(state, backend))[0]
+
+
+def _check_tracker_start(tracker_start) -> None:
     if tracker_start not in TRACKER_STARTS:
         raise UserError(f"unknown tracker_start '{tracker_start}'{closest(tracker_start, TRACKER_STARTS)}; "
                         f"use one of {', '.join(TRACKER_STARTS)}")
-    n, d = state.x.shape
-    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "gradient tracking")
+
+
+def _grads(grads, n: int, d: int) -> np.ndarray:
     G = np.asarray(grads, dtype=np.float64)
     if G.shape != (n, d):
         raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-    g_prev = G if (state.k == 0 and tracker_start == "zero") else state.g
-    layer = None if topo == "parallel" else topo.layer(state.k)
-    shifted = layer is not None and layer.kind == "circulant" and len(layer.shape) == 1
-    if shifted and len(layer.offsets) <= _FFT_OFFSETS:
-        # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
-        from simcomm.backends import get_backend
+    return G
 
-        x, y = np.empty_like(state.x), np.empty_like(state.y)
-        get_backend(backend).gt_shift_step(np.ascontiguousarray(state.x), np.ascontiguousarray(state.y),
-                                           np.ascontiguousarray(G), np.ascontiguousarray(g_prev), float(lr),
-                                           np.asarray(layer.offsets[:, 0], dtype=np.int64),
-                                           np.asarray(layer.weights), x, y)
-        return GTState(x, y, G.copy(), state.k + 1)
-    y = _mix(topo, state.y + G - g_prev, state.k, backend)
-    x = _mix(topo, state.x - lr * y, state.k, backend)
-    return GTState(x, y, G.copy(), state.k + 1)
+
+def _ctx(state, backend) -> Ctx:
+    """The context of one pure step outside a run: its step counter and backend."""
+    return Ctx(None, state.k, None, None, backend)
 
 
 # --------------------------------------------------------------------------- exact diffusion
-
-
-class EDState(NamedTuple):
-    """Exact diffusion state: iterates, the previous adapted iterates ``psi``, step counter.
-
-    Attributes
-    ----------
-    x, psi : ndarray, shape (n, d)
-    k : int
-    """
-
-    x: np.ndarray
-    psi: np.ndarray
-    k: int
 
 
 def ed_init(x0, n: int) -> EDState:
@@ -210,42 +189,12 @@ def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = 
     """
     check_hyper(lr, 0.0)
     n, d = state.x.shape
-    topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "exact diffusion")
-    if topo != "parallel" and topo.directed:
-        raise UserError(f"exact diffusion needs a symmetric W, but '{topo.name}' is directed; "
-                        "use gradient tracking (it allows any doubly stochastic W)")
-    G = np.asarray(grads, dtype=np.float64)
-    if G.shape != (n, d):
-        raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-    psi = state.x - lr * G
-    phi = psi + state.x - state.psi if correction else psi
-    x = 0.5 * (phi + _mix(topo, phi, state.k, backend))
-    return EDState(x, psi, state.k + 1)
+    topo = check_symmetric(require_stochasticity(resolve_topology(topology, n), ("doubly",), "exact diffusion"))
+    G = _grads(grads, n, d)
+    return exact_diffusion(topo, lr=lr, correction=correction).update(G, topo, state, _ctx(state, backend))[0]
 
 
 # --------------------------------------------------------------------------- push-sum
-
-
-class PushSumState(NamedTuple):
-    """Push-sum state: numerators ``x``, weights ``w`` (start at 1), step counter.
-
-    The de-biased models are ``z = x / w[:, None]`` (:attr:`z`).
-
-    Attributes
-    ----------
-    x : ndarray, shape (n, d)
-    w : ndarray, shape (n,)
-    k : int
-    """
-
-    x: np.ndarray
-    w: np.ndarray
-    k: int
-
-    @property
-    def z(self) -> np.ndarray:
-        """The de-biased models :math:`z_i = x_i / w_i`."""
-        return self.x / self.w[:, None]
 
 
 def pushsum_init(X0) -> PushSumState:
@@ -283,30 +232,12 @@ def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, bac
 
     (the numerators tend to :math:`3 v`, :math:`v_i \propto 1/(1 - a_i)` the Perron vector of this ``W``.)
     """
-    from simcomm.backends import get_backend
-    from simcomm.topology import sparse_matrix
-
     real(lr, "step size lr", low=0.0)
     n, d = state.x.shape
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum")
-    G = np.zeros((n, d)) if grads is None else np.asarray(grads, dtype=np.float64)
-    if G.shape != (n, d):
-        raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-    if topo == "parallel":
-        return PushSumState(np.tile((state.x - lr * G).mean(axis=0), (n, 1)), np.ones(n), state.k + 1)
-    layer = topo.layer(state.k)
-    be = get_backend(backend)
-    out, wout = np.empty_like(state.x), np.empty_like(state.w)
-    if layer.node_shifts is not None:
-        be.pushsum_shift_step(np.ascontiguousarray(state.x), state.w, np.ascontiguousarray(G), float(lr),
-                              layer.node_shifts, layer.node_weights, out, wout)
-    else:
-        W = sparse_matrix(layer)
-        args = (W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data)
-        out = be.csr_mix(*args, state.x - lr * G)
-        wout = be.csr_mix(*args, state.w[:, None])[:, 0]
-    return PushSumState(out, wout, state.k + 1)
+    G = None if grads is None else _grads(grads, n, d)
+    return push_sum(topo, lr=lr).update(G, topo, state, _ctx(state, backend))[0]
 
 
 def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: int = 1, backend=None,
@@ -345,41 +276,23 @@ def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: 
     >>> bool(run_pushsum(X0, t, steps=300, debias=False).max_error[-1] > 0.1)
     True
     """
+    steps = _check_schedule(steps, record_every)
+    state = pushsum_init(X0)
+    n = state.x.shape[0]
+    if drawn(topology):
+        if rng is None:
+            raise UserError("a topology drawn every step needs rng= (a seed or a numpy Generator)")
+    else:
+        topology = resolve_topology(topology, n)
+    return run(None, build_method("pushsum", topology=topology), steps, rng=rng, x0=state, backend=backend,
+               watch=pushsum_watch(state, steps, record_every, debias))
+
+
+def _check_schedule(steps, record_every) -> int:
     steps = int(steps)
     if steps < 0 or record_every < 1:
         raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
-    state = pushsum_init(X0)
-    n = state.x.shape[0]
-    draw = callable(topology) and not hasattr(topology, "layer")
-    if draw:
-        if rng is None:
-            raise UserError("a topology drawn every step needs rng= (a seed or a numpy Generator)")
-        rng = np.random.default_rng(rng)
-    else:
-        topology = resolve_topology(topology, n)
-    target = state.x.mean(axis=0)
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    maxe, mse, spread = (np.full(len(rec), np.nan) for _ in range(3))
-
-    def measure(s):
-        Z = s.z if debias else s.x
-        E = Z - target
-        return float(np.abs(E).max()), float(np.sum(E * E) / n), float(s.w.max() / s.w.min())
-
-    maxe[0], mse[0], spread[0] = measure(state)
-    j, diverged = 1, None
-    for k in range(steps):
-        topo = topology(rng) if draw else topology
-        state = pushsum_update(state, None, topo, backend=backend)
-        if j < len(rec) and rec[j] == k + 1:
-            vals = measure(state)
-            if not all(map(math.isfinite, vals)):
-                diverged = k + 1
-                break
-            maxe[j], mse[j], spread[j] = vals
-            j += 1
-    return Trace(np.asarray(rec), {"max_error": maxe, "mean_sq_error": mse, "weight_spread": spread},
-                 state.z if debias else state.x, diverged_at_step(diverged))
+    return steps
 
 
 #: Static digraphs with per-node (push) weights that push-sum SGD and its MPI run take by name.
@@ -458,50 +371,20 @@ def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 
     >>> bool(tr.node_dist_sq[-1] < 1e-20)
     True
     """
-    from simcomm.models._decentralized import node_gradients
-
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
-    n, d = problem.n, problem.d
+    steps = _check_schedule(steps, record_every)
+    n = problem.n
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum SGD")
-    noise = _Noise(seed, n, d, steps) if sigma > 0 else None
-    state = pushsum_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (n, 1)))
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    dist, spread = np.full(len(rec), np.nan), np.full(len(rec), np.nan)
-
-    def models(s):
-        return s.z if debias else s.x
-
-    dist[0], spread[0] = _node_dist(problem, models(state)), 1.0
-    j, diverged = 1, None
-    G = np.empty((n, d))
+    m = build_method("pushsum_sgd", topology=topo, lr=lr, sigma=sigma, seed=seed, debias=bool(debias))
+    x0 = pushsum_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (n, 1)))
     with np.errstate(all="ignore"):
-        for k in range(steps):
-            G = node_gradients(problem, models(state), out=G)
-            if noise is not None:
-                noise.add(G, k, sigma)
-            state = pushsum_update(state, G, topo, lr=lr, backend=backend)
-            if j < len(rec) and rec[j] == k + 1:
-                v = _node_dist(problem, models(state))
-                if not math.isfinite(v):
-                    diverged = k + 1
-                    break
-                dist[j], spread[j] = v, float(state.w.max() / state.w.min())
-                j += 1
-    return Trace(np.asarray(rec), {"node_dist_sq": dist, "weight_spread": spread}, models(state),
-                 diverged_at_step(diverged))
+        return run(problem, m, steps, x0=x0, backend=backend,
+                   watch=pushsum_sgd_watch(problem, steps, record_every, debias))
 
 
 # --------------------------------------------------------------------------- a whole run
-
-
-def _node_dist(problem, X) -> float:
-    E = X - problem.x_star
-    return float(np.sum(E * E) / X.shape[0])
 
 
 def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps: int, lr: float,
@@ -545,47 +428,20 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     >>> bool(tr.node_dist_sq[-1] < 1e-20)   # no heterogeneity floor
     True
     """
-    from simcomm.models._decentralized import node_gradients, suboptimality
-
     one_of(method, TRACKING_METHODS, "method")
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
-    n, d = problem.n, problem.d
+    steps = _check_schedule(steps, record_every)
+    n = problem.n
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), method.replace("_", " "))
-    if method == "exact_diffusion" and topo != "parallel" and topo.directed:
-        raise UserError(f"exact diffusion needs a symmetric W, but '{topo.name}' is directed; "
-                        "use gradient tracking (it allows any doubly stochastic W)")
-    noise = _Noise(seed, n, d, steps) if sigma > 0 else None
-    state = gt_init(problem.x0, n) if method == "gradient_tracking" else ed_init(problem.x0, n)
-    rec = sorted(set(range(0, steps + 1, record_every)) | {steps})
-    dist, cons, sub = (np.full(len(rec), np.nan) for _ in range(3))
-
-    def measure(X):
-        D = X - X.mean(axis=0)
-        return _node_dist(problem, X), float(np.sum(D * D) / n), suboptimality(problem, X.mean(axis=0))
-
-    dist[0], cons[0], sub[0] = measure(state.x)
-    limit = blowup * (1.0 + dist[0])
-    j, diverged = 1, None
-    G = np.empty((n, d))
+    if method == "exact_diffusion":
+        check_symmetric(topo)
+        m = build_method(method, topology=topo, lr=lr, correction=bool(correction), sigma=sigma, seed=seed)
+        x0 = ed_init(problem.x0, n)
+    else:
+        _check_tracker_start(tracker_start)
+        m = build_method(method, topology=topo, lr=lr, tracker_start=tracker_start, sigma=sigma, seed=seed)
+        x0 = gt_init(problem.x0, n)
     with np.errstate(all="ignore"):
-        for k in range(steps):
-            G = node_gradients(problem, state.x, out=G)
-            if noise is not None:
-                noise.add(G, k, sigma)
-            if method == "gradient_tracking":
-                state = gt_update(state, G, topo, lr=lr, tracker_start=tracker_start, backend=backend)
-            else:
-                state = ed_update(state, G, topo, lr=lr, correction=correction, backend=backend)
-            if j < len(rec) and rec[j] == k + 1:
-                vals = measure(state.x)
-                if not all(map(math.isfinite, vals)) or vals[0] > limit:
-                    diverged = k + 1
-                    break
-                dist[j], cons[j], sub[j] = vals
-                j += 1
-    return Trace(np.asarray(rec), {"node_dist_sq": dist, "consensus": cons, "subopt": sub}, state.x,
-                 diverged_at_step(diverged))
+        return run(problem, m, steps, x0=x0, backend=backend,
+                   watch=tracking_watch(problem, steps, record_every, blowup))

@@ -1,0 +1,256 @@
+r"""The building blocks of gradient tracking, exact diffusion and push-sum, each a :class:`~simcomm.optim.Transform`.
+
+A decentralized method's iterate is its state over the ``n`` nodes, one NamedTuple of ``(n, d)`` arrays
+and the step counter (:class:`GTState`, :class:`EDState`, :class:`PushSumState`): a step mixes the nodes'
+arrays, so the next iterate is not ``x + u``. A chain of these blocks starts with a gradient oracle and
+ends with a combine whose output is the next iterate; :func:`assign` makes it a
+:class:`~simcomm.optim.Method`.
+
+=============================  ======================================================================
+block                          what it does
+=============================  ======================================================================
+:func:`per_node_gradients`     starts a chain: :math:`\nabla f_i` at every node's model, plus the
+                               per-node noise of :func:`simcomm.optim.run_dsgd` (``(n, d)``)
+:func:`tracking`               ATC gradient tracking: ``y <- W(y + g - g_prev)``, ``x <- W(x - lr y)``
+:func:`exact_diffusion`        adapt, correct, combine with :math:`\bar W = (I + W)/2`
+:func:`push_sum`               numerators ``W (x - lr g)``, weights ``W w`` (a fixed or drawn ``W``)
+=============================  ======================================================================
+
+The combines run the backend's fused kernels where the topology allows (``gt_shift_step`` for a 1-D
+circulant, ``pushsum_shift_step`` for a shift pattern with per-node weights), :func:`simcomm.topology.mix`
+otherwise; never an ``n x n`` matrix. The public pure steps (:func:`simcomm.optim.gt_update`,
+:func:`~simcomm.optim.ed_update`, :func:`~simcomm.optim.pushsum_update`) are these blocks' updates.
+The oracle's gradient buffer is written in place (the loop never reads an old state again).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from simcomm.optim._algebra import Method, Transform
+from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
+from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
+
+__all__ = ["GTState", "EDState", "PushSumState", "per_node_gradients", "tracking", "exact_diffusion", "push_sum",
+           "assign", "drawn", "check_symmetric", "GRADIENT_POINTS"]
+
+#: where :func:`per_node_gradients` takes the gradients: the iterate's ``x`` or push-sum's ratio ``z``
+GRADIENT_POINTS = ("x", "z")
+
+
+class GTState(NamedTuple):
+    """Gradient tracking state: iterates, trackers, the gradients used at the previous step, step counter.
+
+    Attributes
+    ----------
+    x, y, g : ndarray, shape (n, d)
+    k : int
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    g: np.ndarray
+    k: int
+
+
+class EDState(NamedTuple):
+    """Exact diffusion state: iterates, the previous adapted iterates ``psi``, step counter.
+
+    Attributes
+    ----------
+    x, psi : ndarray, shape (n, d)
+    k : int
+    """
+
+    x: np.ndarray
+    psi: np.ndarray
+    k: int
+
+
+class PushSumState(NamedTuple):
+    """Push-sum state: numerators ``x``, weights ``w`` (start at 1), step counter.
+
+    The de-biased models are ``z = x / w[:, None]`` (:attr:`z`).
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, d)
+    w : ndarray, shape (n,)
+    k : int
+    """
+
+    x: np.ndarray
+    w: np.ndarray
+    k: int
+
+    @property
+    def z(self) -> np.ndarray:
+        """The de-biased models :math:`z_i = x_i / w_i`."""
+        return self.x / self.w[:, None]
+
+
+def assign(transform: Transform, *, name: str = "method") -> Method:
+    """The method :math:`s_{k+1} = u_k`: what ``transform`` makes from nothing is the next iterate."""
+
+    def step(s, state, ctx):
+        return transform.update(None, state, s, ctx)
+
+    return Method(transform.init, step, name=name)
+
+
+def drawn(topology) -> bool:
+    """Whether ``topology`` is a callable ``rng -> Topology`` (a fresh ``W`` every step), not a topology."""
+    return callable(topology) and not hasattr(topology, "layer")
+
+
+def check_symmetric(topo, what: str = "exact diffusion"):
+    """``topo`` if it is symmetric (or ``"parallel"``), else the one-line error of exact diffusion."""
+    from simcomm._errors import UserError
+
+    if topo != "parallel" and topo.directed:
+        raise UserError(f"{what} needs a symmetric W, but '{topo.name}' is directed; "
+                        "use gradient tracking (it allows any doubly stochastic W)")
+    return topo
+
+
+def _mix(topo, X, k, be):
+    from simcomm.topology import mix
+
+    if topo == "parallel":
+        return np.broadcast_to(X.mean(axis=0), X.shape).copy()
+    return mix(topo, X, k, backend=be)
+
+
+# --------------------------------------------------------------------------- the gradient oracle
+
+
+class GradState(NamedTuple):
+    """The oracle's gradient buffer ``(n, d)`` and the per-node noise streams (``None`` without noise)."""
+
+    buffer: np.ndarray
+    noise: Any
+
+
+def per_node_gradients(sigma: float = 0.0, seed: int = 0, at: str = "x") -> Transform:
+    r"""Every node's gradient at its own model, :math:`\nabla f_i(x_i) + \sigma\xi_i^k`: ``(n, d)``.
+
+    The model is the iterate's ``x`` (``at="x"``) or push-sum's ratio :math:`z_i = x_i / w_i`
+    (``at="z"``). The noise is node ``i``'s stream ``node_noise_rng(seed, i)``, one ``standard_normal(d)``
+    per step (the streams of :func:`simcomm.optim.run_dsgd`: common random numbers across methods).
+    """
+    from simcomm.models._decentralized import node_gradients
+
+    sigma = float(sigma)
+
+    def init(s, ctx):
+        n, d = ctx.problem.n, ctx.problem.d
+        return GradState(np.empty((n, d)), _Noise(seed, n, d, ctx.steps) if sigma > 0 else None)
+
+    def update(u, state, s, ctx):
+        G = node_gradients(ctx.problem, s.z if at == "z" else s.x, out=state.buffer)
+        if state.noise is not None:
+            state.noise.add(G, ctx.k, sigma)
+        return G, state
+
+    return Transform(init, update)
+
+
+# --------------------------------------------------------------------------- the combines
+
+
+def tracking(topology, *, lr: float, tracker_start: str = "gradient") -> Transform:
+    r"""One ATC gradient-tracking step from the gradients ``u``: the next :class:`GTState`.
+
+    .. math:: y \leftarrow W(y + g - g_{prev}), \qquad x \leftarrow W(x - \gamma y)
+
+    ``tracker_start="zero"`` takes :math:`g_{prev} = g` at ``k = 0`` (a tracker that starts at 0: the
+    negative control of :mod:`simcomm.optim._tracking`). ``topology`` must be doubly stochastic (checked
+    when the state is made); a 1-D circulant layer runs the backend's fused ``gt_shift_step``.
+    """
+
+    def init(s, ctx):
+        return require_stochasticity(resolve_topology(topology, s.x.shape[0]), ("doubly",), "gradient tracking")
+
+    def update(G, topo, s, ctx):
+        g_prev = G if (s.k == 0 and tracker_start == "zero") else s.g
+        layer = None if topo == "parallel" else topo.layer(s.k)
+        shifted = layer is not None and layer.kind == "circulant" and len(layer.shape) == 1
+        if shifted and len(layer.offsets) <= _FFT_OFFSETS:
+            # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
+            from simcomm.backends import get_backend
+
+            x, y = np.empty_like(s.x), np.empty_like(s.y)
+            get_backend(ctx.backend).gt_shift_step(np.ascontiguousarray(s.x), np.ascontiguousarray(s.y),
+                                                   np.ascontiguousarray(G), np.ascontiguousarray(g_prev), float(lr),
+                                                   np.asarray(layer.offsets[:, 0], dtype=np.int64),
+                                                   np.asarray(layer.weights), x, y)
+            return GTState(x, y, G.copy(), s.k + 1), topo
+        y = _mix(topo, s.y + G - g_prev, s.k, ctx.backend)
+        x = _mix(topo, s.x - lr * y, s.k, ctx.backend)
+        return GTState(x, y, G.copy(), s.k + 1), topo
+
+    return Transform(init, update)
+
+
+def exact_diffusion(topology, *, lr: float, correction: bool = True) -> Transform:
+    r"""One exact-diffusion step from the gradients ``u``: the next :class:`EDState`.
+
+    .. math:: \psi' = x - \gamma g, \quad \phi = \psi' + x - \psi, \quad x' = \tfrac12(\phi + W\phi)
+
+    ``correction=False`` drops :math:`x - \psi` (DSGD with :math:`\bar W`: the negative control).
+    ``topology`` must be symmetric and doubly stochastic (checked when the state is made).
+    """
+
+    def init(s, ctx):
+        topo = require_stochasticity(resolve_topology(topology, s.x.shape[0]), ("doubly",), "exact diffusion")
+        return check_symmetric(topo)
+
+    def update(G, topo, s, ctx):
+        psi = s.x - lr * G
+        phi = psi + s.x - s.psi if correction else psi
+        x = 0.5 * (phi + _mix(topo, phi, s.k, ctx.backend))
+        return EDState(x, psi, s.k + 1), topo
+
+    return Transform(init, update)
+
+
+def push_sum(topology, *, lr: float = 0.0) -> Transform:
+    r"""One push-sum (SGP) step from the gradients ``u`` (``None``: plain averaging): the next :class:`PushSumState`.
+
+    Numerators :math:`W(x - \gamma g)`, weights :math:`W w`, over a column (or doubly) stochastic ``W``,
+    checked at every step. ``topology`` is a topology (or its name) or a callable ``rng -> Topology``
+    that draws a fresh ``W`` every step from the run's stream. A shift pattern with per-node weights
+    runs the backend's fused ``pushsum_shift_step``, any other layer CSR.
+    """
+    from simcomm.backends import get_backend
+    from simcomm.topology import sparse_matrix
+
+    draw: Callable | None = topology if drawn(topology) else None
+
+    def init(s, ctx):
+        return () if draw is not None else resolve_topology(topology, s.x.shape[0])
+
+    def update(G, topo, s, ctx):
+        n, d = s.x.shape
+        W = resolve_topology(draw(ctx.rng), n) if draw is not None else topo
+        require_stochasticity(W, ("column", "doubly"), "push-sum")
+        if G is None:
+            G = np.zeros((n, d))
+        if W == "parallel":
+            return PushSumState(np.tile((s.x - lr * G).mean(axis=0), (n, 1)), np.ones(n), s.k + 1), topo
+        layer = W.layer(s.k)
+        be = get_backend(ctx.backend)
+        out, wout = np.empty_like(s.x), np.empty_like(s.w)
+        if layer.node_shifts is not None:
+            be.pushsum_shift_step(np.ascontiguousarray(s.x), s.w, np.ascontiguousarray(G), float(lr),
+                                  layer.node_shifts, layer.node_weights, out, wout)
+        else:
+            M = sparse_matrix(layer)
+            args = (M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data)
+            out = be.csr_mix(*args, s.x - lr * G)
+            wout = be.csr_mix(*args, s.w[:, None])[:, 0]
+        return PushSumState(out, wout, s.k + 1), topo
+
+    return Transform(init, update)
