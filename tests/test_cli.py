@@ -78,7 +78,7 @@ def test_check_writes_figures_report_json(tmp_path):
     verdicts = json.loads((tmp_path / "v.json").read_text())
     assert verdicts == [{"id": "toy.mean", "paper": "expgraph", "kind": "equal", "verdict": "holds",
                          "reason": "", "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1,
-                         "about": "paper", "detect": verdicts[0]["detect"], "detect_none": False,
+                         "class": "derived", "detect": verdicts[0]["detect"], "detect_none": False,
                          "detect_exact": False, "controls": []}]
     assert verdicts[0]["detect"] > 1  # an equal claim flags a departure above the bound beyond its margin
     folders = list((out / "results" / "toy_claim").iterdir())

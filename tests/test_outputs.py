@@ -21,6 +21,7 @@ ORDER_SPEC = """
 [claim]
 id = "toy.order"
 paper = "expgraph"
+class = "derived"
 statement = "the mean of 2n draws varies less than the mean of n draws"
 kind = "order"
 observable = "var_of_mean"

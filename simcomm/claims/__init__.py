@@ -26,7 +26,10 @@ asked (the bound is not finite, the baseline diverged). Each cell also states th
 would be violated with probability 0.8 (``detect``).
 
 A claim is ``violated`` if any cell is, else ``inconclusive`` if any cell is, else ``holds`` if any
-cell holds, else ``ill-posed``. A negative control is a transformation of (claim, table)
+cell holds, else ``ill-posed``; a claim that would hold with more than ``max_ill_posed`` (a fraction
+stated in the spec, default 0.25) of its cells ill-posed is ``inconclusive``. An ``order`` or
+``equivalent`` cell where a method named in the spec's ``reaches`` (the statement says it reaches the
+observable's target) is non-finite is ``violated``, not ill-posed: no blind cells. A negative control is a transformation of (claim, table)
 (:meth:`simcomm.spec.ControlSpec.transform`) applied before this pure judge.
 """
 
@@ -121,7 +124,7 @@ class Judgement:
             "id": self.claim.id, "paper": self.claim.paper, "kind": self.claim.kind,
             "verdict": self.verdict.value, "reason": self.reason, "provenance": self.provenance,
             "ratio": None if not math.isfinite(self.ratio) else float(self.ratio),
-            "n_cells": int(len(self.cells)), "about": self.claim.about,
+            "n_cells": int(len(self.cells)), "class": self.claim.claim_class,
             "detect": None if not math.isfinite(self.detect) else float(self.detect),
             "detect_none": bool(math.isinf(self.detect)),
             "detect_exact": bool("exact" in self.cells and len(self.cells)
@@ -211,9 +214,15 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, columns=()
     records = [_record(c, o) for c, o in zip(cells, outcomes)]
     table_out = pd.DataFrame(records)
     verdict = worst(table_out["verdict"]) if len(table_out) else Verdict.INCONCLUSIVE
+    reason = _claim_reason(table_out, verdict) if len(table_out) else "no cells"
+    n_ill = int((table_out["verdict"] == Verdict.ILL_POSED.value).sum()) if len(table_out) else 0
+    if verdict is Verdict.HOLDS and n_ill > claim.max_ill_posed * len(table_out):
+        # Too few cells asked the question: the held ones cannot stand for the claim (no blind cells).
+        verdict = Verdict.INCONCLUSIVE
+        reason = (f"{n_ill} of {len(table_out)} cells ill-posed, more than max_ill_posed = "
+                  f"{claim.max_ill_posed:g} of them; the other cells hold")
     return Judgement(claim, verdict, kind.tightest(table_out.get("ratio", pd.Series(dtype=float))),
-                     table_out, provenance, by, _excluded_cells(claim, table, rows, design),
-                     _claim_reason(table_out, verdict) if len(table_out) else "no cells",
+                     table_out, provenance, by, _excluded_cells(claim, table, rows, design), reason,
                      detect=_claim_detect(table_out.get("detect", pd.Series(dtype=float))))
 
 

@@ -251,13 +251,13 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
     from rich.markup import escape
     from rich.table import Table
 
-    from simcomm.report import ABOUT_TITLES, by_about, detect_text, verdict_counts, verdict_rows, with_committed
+    from simcomm.report import CLASS_TITLES, by_class, class_counts, detect_text, verdict_counts, verdict_rows, with_committed
 
     colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
     table = Table(title=title, show_lines=False)
     if wide:
         widths = {"statement": 48, "reason": 36, "controls": 20}
-        columns = ("claim", "paper", "about", "statement", "prov.", "verdict", "reason", "ratio", "detects", "controls")
+        columns = ("claim", "paper", "class", "statement", "prov.", "verdict", "reason", "ratio", "detects", "controls")
     else:
         columns = ("claim", "verdict", "ratio", "detects", "reason")
     for col in columns:
@@ -274,7 +274,7 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
         if wide:
             row[4] = verdict
             row.insert(7, detect_text(j))
-            row.insert(2, j.claim.about)
+            row.insert(2, j.claim.claim_class)
             table.add_row(*row)
         else:
             table.add_row(row[0], verdict, row[6], detect_text(j), escape(_short_reason(j.reason)))
@@ -282,7 +282,8 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
     console.print(table)
     if not judgements:
         raise UserError("no claims were run")
-    for about, group in by_about(judgements):
-        console.print(f"{ABOUT_TITLES[about][0]}: " + escape(verdict_counts(group).replace("**", "")))
+    console.print(escape(class_counts(judgements)))
+    for cls, group in by_class(judgements):
+        console.print(f"{CLASS_TITLES[cls][0]}: " + escape(verdict_counts(group).replace("**", "")))
     console.print(escape(verdict_counts(judgements).replace("**", "")) +
-                  ("" if wide else " (--wide adds paper, statement, provenance and controls)"))
+                  ("" if wide else " (--wide adds paper, class, statement, provenance and controls)"))
