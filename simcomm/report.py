@@ -127,10 +127,13 @@ def by_class(judgements: list[Judgement]) -> list[tuple[str, list[Judgement]]]:
 def class_counts(judgements: list[Judgement]) -> str:
     """One line: how many claims of each class, and that only the first three are findings."""
     n = {a: sum(j.claim.claim_class == a for j in judgements) for a in CLASS_TITLES}
-    parts = ", ".join(f"{n[a]} {CLASS_TITLES[a][2]}" for a in CLASS_TITLES)
+    def count(k: int, words: tuple) -> str:
+        return f"{k} {words[k != 1]}"
+
+    parts = ", ".join(count(n[a], CLASS_TITLES[a][2]) for a in CLASS_TITLES)
     findings = n["seed"] + n["other"] + n["derived"]
-    return (f"{len(judgements)} claims by class: {parts}; the first three ({findings} claims) are findings, "
-            f"the {n['check']} consistency checks are not.")
+    return (f"{count(len(judgements), ('claim', 'claims'))} by class: {parts}; the first three classes "
+            f"({count(findings, ('claim', 'claims'))}) are findings, the consistency checks are not.")
 
 
 def seed_paper_summary(judgements: list[Judgement]) -> list[str]:
@@ -181,20 +184,21 @@ DETECT_DEFINITION = (
     "cells without spread (any departure past the line is found); `none` a test that cannot reject at that level."
 )
 
-#: what a claim is (the spec's ``class``): table title, what a verdict of the class means, count word
+#: what a claim is (the spec's ``class``): table title, what a verdict of the class means, (singular, plural)
 CLASS_TITLES = {
     "seed": ("Claims of the seed papers",
              "a statement of one of the four seed papers ([P] its text, [B] the seed summary, [S] a secondary "
-             "summary): a violation is a finding against the paper as stated", "seed-paper claims"),
+             "summary): a violation is a finding against the paper as stated",
+             ("seed-paper claim", "seed-paper claims")),
     "other": ("Claims of other papers",
               "another paper's statement, keyed by that paper: a violation is a finding against it as recalled",
-              "other papers' claims"),
+              ("other paper's claim", "other papers' claims")),
     "derived": ("Bounds derived here",
                 "a bound or prediction derived in this project [N] (or recalled [R] and not verified): a violation "
-                "refutes the derivation, not a paper", "derived bounds"),
+                "refutes the derivation, not a paper", ("derived bound", "derived bounds")),
     "check": ("Consistency checks",
               "the implementation against its own closed form, or a fact that cannot fail: a violation is a bug "
-              "here, never a finding about a paper", "consistency checks"),
+              "here, never a finding about a paper", ("consistency check", "consistency checks")),
 }
 
 # Cell columns that hold measurements: NaN there means the runs diverged (non-finite values).
@@ -364,7 +368,7 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",
                   f"**Verdict: {j.verdict.value}**" + (f" ({j.reason})" if j.reason else "")
                   + f"; tightest ratio empirical/bound {_ratio(j.ratio)}; detects (80%) {detect_text(j)}; "
-                  f"class {c.claim_class} ({CLASS_TITLES[c.claim_class][2][:-1]}); {len(j.cells)} cells; "
+                  f"class {c.claim_class} ({CLASS_TITLES[c.claim_class][2][0]}); {len(j.cells)} cells; "
                   f"family-wise confidence {c.confidence:g} (Holm over the cells; per-cell level in the "
                   f"column `level`); {_effect_text(c)}; test `{c.test}` on a {c.scale} scale."]
         if j.controls:

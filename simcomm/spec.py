@@ -20,7 +20,8 @@ from typing import Any
 
 from simcomm._errors import SpecError, closest
 
-__all__ = ["ClaimSpec", "ControlSpec", "Spec", "CLASSES", "PAPERS", "SEED_PAPERS", "MAX_ILL_POSED", "load", "loads", "with_control", "resolve", "sims_dir",
+__all__ = ["ClaimSpec", "ControlSpec", "Spec", "CLASSES", "PAPERS", "SEED_PAPERS", "MAX_ILL_POSED", "load", "loads",
+           "with_control", "resolve", "sims_dir",
            "find_specs",
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
@@ -701,8 +702,8 @@ def _check_class(table: dict, where: str) -> None:
                             f"'{table['kind']}' claim has none (a non-finite observable already violates it)")
         for m in table["reaches"]:
             if m not in named:
-                raise SpecError(f"{where}: 'reaches' names '{m}', which the claim does not compare{closest(str(m), named)}; "
-                                f"methods: {', '.join(map(str, named))}")
+                raise SpecError(f"{where}: 'reaches' names '{m}', which the claim does not compare"
+                                f"{closest(str(m), named)}; methods: {', '.join(map(str, named))}")
 
 
 def with_control(spec: Spec, control: ControlSpec) -> Spec:

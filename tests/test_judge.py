@@ -215,7 +215,7 @@ def _missing_comparator(n_cells=24, n_missing=23, reps=5):
 
 def test_a_comparator_that_misses_its_stated_target_is_never_a_blind_cell():
     # "a reaches the target in fewer steps than b, and b also reaches it": b misses it in 23 of 24 cells.
-    # Before issue 43 those cells were ill-posed and dropped, and the claim held on the one cell left.
+    # Judged as ill-posed and dropped, those cells would leave one cell, and the claim would hold on it.
     t = _missing_comparator()
     stated = ClaimSpec(**ORDER, scale="log", reaches=("b",))
     j = judge(stated, t, cell_params=["cell"])
@@ -440,8 +440,9 @@ def test_report_opens_with_the_counts_per_class_and_what_is_decided_per_seed_pap
     other = judge(claim(id="o.one", paper="choco", kind="equal", margin_abs=1e-12, claim_class="other"), t)
     text = report_markdown([seed, seed_bad, check, other], {}, mode="full", meta={})
     lines = text.splitlines()
-    assert lines[2] == ("4 claims by class: 2 seed-paper claims, 1 other papers' claims, 0 derived bounds, 1 "
-                        "consistency checks; the first three (3 claims) are findings, the 1 consistency checks are not.")
+    assert lines[2] == ("4 claims by class: 2 seed-paper claims, 1 other paper's claim, 0 derived bounds, 1 "
+                        "consistency check; the first three classes (3 claims) are findings, the consistency checks "
+                        "are not.")
     # the seed paper's block names each of its seed claims with the verdict's deciding numbers
     block = text[text.index("**What is decided about each seed paper**"):text.index("**Tightest ratio**")]
     assert "Ying et al. 2021" in block and "2 seed claims: **1 holds**, **1 violated**." in block

@@ -29,8 +29,9 @@ A claim is ``violated`` if any cell is, else ``inconclusive`` if any cell is, el
 cell holds, else ``ill-posed``; a claim that would hold with more than ``max_ill_posed`` (a fraction
 stated in the spec, default 0.25) of its cells ill-posed is ``inconclusive``. An ``order`` or
 ``equivalent`` cell where a method named in the spec's ``reaches`` (the statement says it reaches the
-observable's target) is non-finite is ``violated``, not ill-posed: no blind cells. A negative control is a transformation of (claim, table)
-(:meth:`simcomm.spec.ControlSpec.transform`) applied before this pure judge.
+observable's target) is non-finite is ``violated``, not ill-posed: no blind cells. A negative control
+is a transformation of (claim, table) (:meth:`simcomm.spec.ControlSpec.transform`) applied before
+this pure judge.
 """
 
 from __future__ import annotations

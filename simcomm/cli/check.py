@@ -251,7 +251,15 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
     from rich.markup import escape
     from rich.table import Table
 
-    from simcomm.report import CLASS_TITLES, by_class, class_counts, detect_text, verdict_counts, verdict_rows, with_committed
+    from simcomm.report import (
+        CLASS_TITLES,
+        by_class,
+        class_counts,
+        detect_text,
+        verdict_counts,
+        verdict_rows,
+        with_committed,
+    )
 
     colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
     table = Table(title=title, show_lines=False)
