@@ -385,7 +385,7 @@ _SCALING_CELL = re.compile(r'<td width="50%"><a href="figures/scaling_[^"]*">.*?
 
 
 def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[str]:
-    lines = []
+    lines = [class_counts(judgements), ""]
     for cls, group in by_class(judgements):
         title, what, _ = CLASS_TITLES[cls]
         lines += [f"**{title}** (class `{cls}`: {what}). {verdict_counts(group)}", "",
