@@ -181,7 +181,8 @@ DETECT_DEFINITION = (
     "would be called violated with probability 0.8, at its replicates and measured spread and the Holm level of "
     "one violated cell among its cells: a departure past the bound, margin or claimed effect at least this large "
     "would have been found; a smaller one could hide in a \"holds\" or an \"inconclusive\". `exact` marks "
-    "cells without spread (any departure past the line is found); `none` a test that cannot reject at that level."
+    "cells without spread (any departure past the line is found); `none` a test that cannot reject at that level, "
+    "or only at a ratio at or below 0 (a value of the other sign than the bound: no positive observable is flagged)."
 )
 
 #: what a claim is (the spec's ``class``): table title, what a verdict of the class means, (singular, plural)

@@ -242,6 +242,25 @@ def test_a_comparator_that_misses_its_stated_target_is_never_a_blind_cell():
                  cell_params=["cell"]).verdict is Verdict.VIOLATED
 
 
+def test_detect_is_never_a_negative_ratio():
+    # A lower bound of 2 on a positive observable measured near 4 with a spread of 3: at 6 replicates a
+    # violation would be flagged only below a value of about -2, which a positive quantity never takes.
+    # As a ratio that is about -1.9, which means nothing; it is "none" (nothing detectable).
+    from simcomm.report import detect_text
+
+    spread = table({4: [1.0, 7.5, 0.5, 8.0, 2.0, 5.0]})
+    j = judge(claim(kind="lower", bound="tests._toy:toy_sqrt"), spread)
+    assert j.verdict is not Verdict.VIOLATED and math.isinf(j.detect) and detect_text(j) == "none"
+    # with a tight spread the same claim states a positive detectable ratio below 1
+    tight = judge(claim(kind="lower", bound="tests._toy:toy_sqrt"), table({4: [3.9, 4.0, 4.1, 4.0, 3.95, 4.05]}))
+    assert 0 < tight.detect < 1
+    # a verdict recorded with such a ratio (verdicts.json before this rule) is shown as "none" too
+    from simcomm.claims import Judgement
+
+    recorded = Judgement.from_summary(j.claim, {"verdict": "holds", "detect": -0.65})
+    assert detect_text(recorded) == "none"
+
+
 def test_bound_is_evaluated_per_replicate_row_from_measured_columns():
     # The bound sqrt(n) takes 'n' from each row: a measured column, not a grouping parameter.
     rows = [{"replicate": r, "metric": "m", "value": math.sqrt(n) + 1e-3 * (r % 2), "n": n}

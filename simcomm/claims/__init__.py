@@ -79,7 +79,8 @@ class Judgement:
     detect : float
         Power on the page: the ratio (as in ``ratio``) at which the claim's least powered cell would be
         called violated with probability 0.8 at its replicates and measured spread (a departure past
-        the bound, the margin or the claimed effect); inf where a cell's test cannot reject at all.
+        the bound, the margin or the claimed effect); inf where a cell's test cannot reject at all, or
+        only at a ratio at or below 0 (the observable would have to change sign).
     """
 
     claim: ClaimSpec
@@ -104,8 +105,8 @@ class Judgement:
             return math.nan if v is None else float(v)
 
         detect = num("detect")
-        if summary.get("detect") is None and summary.get("detect_none"):
-            detect = math.inf
+        if (summary.get("detect") is None and summary.get("detect_none")) or detect <= 0:
+            detect = math.inf  # a recorded ratio at or below 0 is "none" (see _detect_ratio)
         cells = pd.DataFrame({"exact": [bool(summary.get("detect_exact", False))]})
         return cls(claim, Verdict(summary["verdict"]), num("ratio"), cells, summary.get("provenance", "?"), [],
                    reason=summary.get("reason", ""), detect=detect,
@@ -256,9 +257,13 @@ def _detect_ratio(c: _Cell, shift: float) -> float:
     else:
         t = c.viol_line + shift if c.viol_side == "greater" else c.viol_line - shift
     try:
-        return float(c.to_ratio(t))
+        r = float(c.to_ratio(t))
     except OverflowError:
         return math.inf
+    # A ratio at or below 0 would need the observable to change sign against the bound (a share, a
+    # norm, a threshold below zero): no value it can take is flagged at this spread, so none is
+    # detectable, never a negative "ratio".
+    return math.inf if r <= 0 else r
 
 
 def _claim_detect(detect: pd.Series) -> float:
