@@ -90,6 +90,24 @@ def test_check_writes_figures_report_json(tmp_path):
     assert not [p for p in out.rglob("*.tmp")]
 
 
+def test_list_shows_each_claims_class_and_a_bad_class_is_one_line(tmp_path):
+    r = _run(["list"])
+    assert r.exit_code == 0, r.output
+    rows = {line.split()[0]: line.split()[1:4] for line in r.output.splitlines() if line.strip()}
+    assert rows["rtopk.sgd_intermediate_r"] == ["rtopk", "seed", "order"]
+    assert rows["rtopk.contraction"] == ["rtopk", "check", "upper"]
+    assert rows["expgraph.choco_gossip"] == ["choco", "other", "upper"]
+    assert {cls for _, cls, _ in rows.values()} == {"seed", "other", "derived", "check"}
+    bad = tmp_path / "specs"
+    bad.mkdir()
+    (bad / "toy.toml").write_text((DATA / "toy_claim.toml").read_text().replace('class = "derived"', 'class = "finding"'))
+    for argv in (["list", "--specs", str(bad)], ["run", str(bad / "toy.toml"), "--out", str(tmp_path)]):
+        r = _run(argv)
+        assert r.exit_code == 2, r.output
+        assert r.output.strip().count("\n") == 0 and "class 'finding' is unknown; use one of seed, other, derived, " \
+            "check" in r.output
+
+
 def test_strict_exits_1_on_violation(tmp_path):
     r = _run(["run", str(DATA / "toy_claim.toml"), "--set", "mu=2.0", "--out", str(tmp_path), "--jobs", "1"])
     assert r.exit_code == 0
