@@ -100,7 +100,8 @@ def test_list_shows_each_claims_class_and_a_bad_class_is_one_line(tmp_path):
     assert {cls for _, cls, _ in rows.values()} == {"seed", "other", "derived", "check"}
     bad = tmp_path / "specs"
     bad.mkdir()
-    (bad / "toy.toml").write_text((DATA / "toy_claim.toml").read_text().replace('class = "derived"', 'class = "finding"'))
+    text = (DATA / "toy_claim.toml").read_text()
+    (bad / "toy.toml").write_text(text.replace('class = "derived"', 'class = "finding"'))
     for argv in (["list", "--specs", str(bad)], ["run", str(bad / "toy.toml"), "--out", str(tmp_path)]):
         r = _run(argv)
         assert r.exit_code == 2, r.output
