@@ -136,12 +136,13 @@ def class_counts(judgements: list[Judgement]) -> str:
             f"({count(findings, ('claim', 'claims'))}) are findings, the consistency checks are not.")
 
 
-def seed_paper_summary(judgements: list[Judgement]) -> list[str]:
+def seed_paper_summary(judgements: list[Judgement], committed: dict | None = None) -> list[str]:
     """Per seed paper, what its seed-class claims decide: each one's verdict with its deciding numbers.
 
     The numbers are the verdict's own: the tightest ratio (see the kind's definition), the departure it
     would have detected with probability 0.8, and the reason of a verdict other than holds. Claims of
     other classes keyed by the paper are counted beside it: they are not findings about the paper.
+    With ``committed`` (quick runs), a verdict that differs from the committed full-grid one shows both.
     """
     lines = ["**What is decided about each seed paper** (only its seed-class claims decide; tightest ratio "
              "and detects (80%) as defined below):", ""]
@@ -155,7 +156,8 @@ def seed_paper_summary(judgements: list[Judgement]) -> list[str]:
                      + f" Beside them, not deciding: {rest['derived']} derived, {rest['check']} checks.")
         for j in seed:
             why = f" ({_short(j.reason)})" if j.reason and j.verdict.value != "holds" else ""
-            lines.append(f"  - `{j.claim.id}` [{j.provenance}] **{j.verdict.value}**{why}: tightest ratio "
+            verdict = with_committed(j.verdict.value, j, committed)
+            lines.append(f"  - `{j.claim.id}` [{j.provenance}] **{verdict}**{why}: tightest ratio "
                          f"{_ratio(j.ratio)}, detects {detect_text(j)}" + (f"; controls {controls_text(j)}"
                                                                           if j.controls else "") + ".")
     return lines + [""]
@@ -339,9 +341,10 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
              f"commit `{(meta.get('git_commit') or 'unknown')[:10]}`.", "",
              "Provenance tags (see `docs/papers/`): [P] the paper's text, [C] the authors' code, "
              "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
-             "[R] recollection. The full texts of the papers were not available: where the paper's exact "
-             "statement is unknown, the claim checks the derived statement named in its row.", "",
-             *seed_paper_summary(judgements), *_ratio_lines(judgements), DETECT_DEFINITION, ""]
+             "[S] a secondary summary, [R] recollection. The full texts of the papers were not available: "
+             "where the paper's exact statement is unknown, the claim checks the derived statement named in its "
+             "row.", "",
+             *seed_paper_summary(judgements, committed), *_ratio_lines(judgements), DETECT_DEFINITION, ""]
     for cls, group in by_class(judgements):
         title, what, _ = CLASS_TITLES[cls]
         lines += [f"**{title}** ({what}). {verdict_counts(group)}", "",
