@@ -237,6 +237,9 @@ def test_check_table_is_compact_with_totals_and_wide_on_request(tmp_path):
     r = _run([*args, "--wide"])
     header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
     assert "statement" in header and "controls" in header and "the sample mean equals mu" in r.output
+    assert "class" in header and "derived" in r.output  # what the claim is, per row
+    totals = " ".join(r.output.split())
+    assert "1 claim by class: 0 seed-paper claims, 0 other papers' claims, 1 derived bound" in totals
 
 
 def test_short_reason_cuts_at_a_word():
