@@ -38,7 +38,7 @@ The maths lives in the blocks of :mod:`simcomm.optim._blocks_tracking`; the name
 ``"gradient_tracking"``, ``"exact_diffusion"``, ``"pushsum"`` and ``"pushsum_sgd"``
 (:mod:`simcomm.optim.methods`) compose them, and the functions here validate a user's call and run the
 named method with :func:`simcomm.optim.run` and the family's watch
-(:mod:`simcomm.optim._watch_tracking`). The public pure steps (:func:`gt_update`, :func:`ed_update`,
+(:mod:`simcomm.optim._watch_nodes`). The public pure steps (:func:`gt_update`, :func:`ed_update`,
 :func:`pushsum_update`) are the blocks' updates.
 """
 
@@ -63,7 +63,7 @@ from simcomm.optim._decentralized import check_hyper, require_stochasticity, res
 from simcomm.optim._loop import run
 from simcomm.optim._registry import build_method
 from simcomm.optim._trace import Trace
-from simcomm.optim._watch_tracking import pushsum_sgd_watch, pushsum_watch, tracking_watch
+from simcomm.optim._watch_nodes import pushsum_sgd_watch, pushsum_watch, tracking_watch
 
 __all__ = [
     "TRACKING_METHODS",
