@@ -132,6 +132,20 @@ def test_run_picks_a_decentralized_method_s_watch_and_start(name, steps):
     assert got.step[-1] == steps
 
 
+@pytest.mark.parametrize("name", sorted(n for n, i in METHODS.items() if i.family == "nodes"))
+def test_decentralized_method_is_a_training_experiment(name):
+    # train_<name> trains on heterogeneous least squares, run by run() with the method's own watch
+    from simcomm.experiments import get_experiment
+
+    exp = get_experiment(f"train_{name}")
+    settings = dict(DECENTRALIZED_ROWS[name][1])
+    settings.setdefault("topology", "ring")
+    params = exp.validate({**settings, "n": 8, "d": 4, "steps": 20, "record_every": 10}, "test")
+    rows = exp.func(params, np.random.default_rng(0), None)
+    final = {r["metric"]: r["value"] for r in rows if "step" not in r}
+    assert final["diverged"] == 0.0 and len(final) > 2
+
+
 def test_the_worked_example_is_one_short_file():
     import simcomm.optim.methods.ef21_hb_delayed as mod
 

@@ -86,15 +86,18 @@ class NodeWatch:
         The records' fill once diverged: ``inf`` (error-like) or ``NaN`` (:mod:`simcomm.optim._driver`).
     models : callable, optional
         The trace's ``x`` from the last iterate (default: the iterate itself, on the host).
+    start : tuple of float, optional
+        The start's record, by definition rather than measured (ratios to the start: 1 even where the
+        start's scale overflows).
     """
 
     def __init__(self, problem, measure, names, steps: int, record_every: int, *, blowup: float = np.inf,
                  watched=(), checked=None, relative: bool = True, every_step: bool = False, counters=None,
-                 error_like: bool = True, models: Callable | None = None):
+                 error_like: bool = True, models: Callable | None = None, start=None):
         self.problem, self.measure, self.names = problem, measure, tuple(names)
         self.blowup, self.watched, self.relative = blowup, tuple(watched), relative
         self.checked = np.array([checked is None or name in checked for name in self.names])
-        self.every_step, self.counters, self.models = every_step, counters, models
+        self.every_step, self.counters, self.models, self.start = every_step, counters, models, start
         kind = {"errors": self.names} if error_like else {"others": self.names}
         self.rec = Recorder(steps, record_every, **kind)
         self.limits = None
@@ -115,10 +118,10 @@ class NodeWatch:
         due = self.rec.due == k
         if not due and not (self.every_step and self.limits is not None):
             return x
-        values = np.array(self.measure(self.problem, x, k))
         if self.limits is None:  # the start
+            values = np.array(self.measure(self.problem, x, k) if self.start is None else self.start)
             self.limits = self.start_limits(values)
-        elif diverged(values[self.checked], self.limits[self.checked]).any():
+        elif diverged(values := np.array(self.measure(self.problem, x, k)), self.limits)[self.checked].any():
             if self.every_step:
                 self.rec.put(dict(zip(self.names, values[:, None])))
             self.rec.diverge(k, [True])
@@ -296,8 +299,9 @@ def consensus_watch(X0, steps: int, record_every: int = 1, blowup: float = 1e6) 
     r"""CHOCO-Gossip's records: ``consensus_ratio`` :math:`e_t/e_0` and ``mean_drift``; stops past ``blowup``.
 
     :math:`e_t` is :func:`consensus_error` of the state's ``x`` (``e_0 > 0`` of ``X0``, else a one-line
-    error) and ``mean_drift`` :math:`\|\bar x^{(t)} - \bar x^{(0)}\|_\infty`. The ratio is checked at every
-    step; the value that passes ``blowup`` (or is NaN) is recorded in the next slot.
+    error) and ``mean_drift`` :math:`\|\bar x^{(t)} - \bar x^{(0)}\|_\infty` (1 and 0 at the start, by
+    definition). The ratio is checked at every step; the value that passes ``blowup`` (or is NaN) is
+    recorded in the next slot.
     """
     e0 = _spread(consensus_error(X0))
     mean0 = X0.mean(axis=0)
@@ -307,7 +311,7 @@ def consensus_watch(X0, steps: int, record_every: int = 1, blowup: float = 1e6) 
 
     return NodeWatch(None, measure, ("consensus_ratio", "mean_drift"), steps, record_every, blowup=blowup,
                      watched=("consensus_ratio",), checked=("consensus_ratio",), relative=False, every_step=True,
-                     error_like=False, models=_field("x"))
+                     error_like=False, models=_field("x"), start=(1.0, 0.0))
 
 
 def link_watch(X0, n_edges: int, steps: int, record_every: int = 1) -> NodeWatch:
@@ -315,13 +319,13 @@ def link_watch(X0, n_edges: int, steps: int, record_every: int = 1) -> NodeWatch
 
     ``mean_sq_ratio`` is :math:`\sum_i\|x_i - \bar x^{(0)}\|^2 / \sum_i\|x_i^{(0)} - \bar x^{(0)}\|^2`
     (``X0`` not at consensus, else a one-line error); ``kept_fraction`` the edges that worked (the
-    state's ``kept``) over ``n_edges`` per step so far (1 at the start).
+    state's ``kept``) over ``n_edges`` per step so far (both 1 at the start, by definition).
     """
     target = X0.mean(axis=0)
     e0 = _spread(float(np.sum((X0 - target) ** 2)))
 
     def measure(p, s, k):
-        return float(np.sum((s.x - target) ** 2)) / e0, (s.kept / (k * max(n_edges, 1)) if k else 1.0)
+        return float(np.sum((s.x - target) ** 2)) / e0, s.kept / (k * max(n_edges, 1))
 
     return NodeWatch(None, measure, ("mean_sq_ratio", "kept_fraction"), steps, record_every, checked=(),
-                     error_like=False, models=_field("x"))
+                     error_like=False, models=_field("x"), start=(1.0, 1.0))
