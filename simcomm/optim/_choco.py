@@ -38,7 +38,7 @@ from simcomm.optim._blocks_gossip import ChocoState, choco_delta, choco_scale, c
 from simcomm.optim._decentralized import check_hyper
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
-from simcomm.optim._watch_nodes import choco_sgd_watch, consensus_watch
+from simcomm.optim._watch_nodes import check_schedule, choco_sgd_watch, consensus_watch
 
 __all__ = [
     "ChocoState",
@@ -176,9 +176,7 @@ def run_choco_gossip(X0, topology, compressor, *, gamma: float, steps: int, rng,
     from simcomm.optim._registry import build_method
 
     rng = np.random.default_rng(rng)
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    steps = check_schedule(steps, record_every)
     state = choco_init(X0)
     topo = choco_topology(topology, state.x.shape[0])
     choco_delta(compressor, state.x.shape[1])
@@ -217,9 +215,7 @@ def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma
 
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    steps = check_schedule(steps, record_every)
     topo = choco_topology(topology, problem.n)
     choco_delta(compressor, problem.d)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(5,)) if rng is None else rng)

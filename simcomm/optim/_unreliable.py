@@ -13,11 +13,10 @@ from dataclasses import fields
 
 import numpy as np
 
-from simcomm._errors import UserError
 from simcomm.optim._blocks_gossip import link_edges, link_init
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
-from simcomm.optim._watch_nodes import link_watch
+from simcomm.optim._watch_nodes import check_schedule, link_watch
 
 __all__ = ["run_unreliable_gossip"]
 
@@ -58,9 +57,7 @@ def run_unreliable_gossip(X0, topology, failures, *, steps: int, rng, compensate
     from simcomm.optim._registry import build_method
     from simcomm.topology import LinkFailures
 
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    steps = check_schedule(steps, record_every)
     start = link_init(X0)
     edges = link_edges(topology, start.x.shape[0])
     rng = np.random.default_rng(rng)

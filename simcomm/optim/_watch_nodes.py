@@ -49,7 +49,7 @@ from simcomm.optim._trace import Trace
 
 __all__ = ["NodeWatch", "measure_nodes", "NODE_RECORDS", "gossip_counters", "messages_sent", "BYTES",
            "tracking_watch", "pushsum_watch", "pushsum_sgd_watch", "choco_sgd_watch", "consensus_watch",
-           "link_watch", "node_dist", "consensus_error"]
+           "link_watch", "node_dist", "consensus_error", "check_schedule"]
 
 #: the records of :func:`measure_nodes`, in its order
 NODE_RECORDS = ("consensus", "grad_norm_sq", "node_grad_norm_sq", "subopt")
@@ -151,6 +151,14 @@ class NodeWatch:
             records.update(self.counters(self.rec.step))
         return Trace(self.rec.step, records, to_host(x if self.models is None else self.models(x)),
                      self.rec.diverged_at)
+
+
+def check_schedule(steps, record_every) -> int:
+    """``steps`` as an int; a one-line error unless ``steps >= 0`` and ``record_every >= 1``."""
+    steps = int(steps)
+    if steps < 0 or record_every < 1:
+        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    return steps
 
 
 # --------------------------------------------------------------------------- measures and counters
