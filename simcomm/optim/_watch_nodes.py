@@ -11,24 +11,23 @@ not finite, or a *watched* value above its limit (``blowup`` times 1 + its value
 fill (``inf`` for error-like records, ``NaN`` otherwise). Counters that follow from the schedule alone
 (messages, bytes) are added to the trace for every recorded step.
 
-What the families configure (each a function below, the conventions each family's records have):
+What the families configure (each a function below; every convention is the one its records were
+published with):
 
-=======================  ==============================================  =====================================
-watch                    records                                         stops when / fill
-=======================  ==============================================  =====================================
-``dsgd_watch``           :data:`NODE_RECORDS`, ``messages``, ``bytes``   any not finite, consensus or
-(``_decentralized``)                                                     ``grad_norm_sq`` above its limit; inf
-:func:`tracking_watch`   ``node_dist_sq``, ``consensus``, ``subopt``      any not finite, the distance above
-                                                                         its limit; NaN
-:func:`pushsum_sgd_watch`  ``node_dist_sq``, ``weight_spread``           the distance not finite; NaN
-:func:`pushsum_watch`    ``max_error``, ``mean_sq_error``,               any not finite; NaN
-                         ``weight_spread``
-:func:`choco_sgd_watch`  ``node_dist_sq``, ``consensus``, ``copy_gap``    as :func:`tracking_watch`
-:func:`consensus_watch`  ``consensus_ratio``, ``mean_drift``             the ratio past ``blowup`` (checked
-                                                                         at every step, that value
-                                                                         recorded); NaN
-:func:`link_watch`       ``mean_sq_ratio``, ``kept_fraction``            never
-=======================  ==============================================  =====================================
+``dsgd_watch`` (:mod:`simcomm.optim._decentralized`)
+    :data:`NODE_RECORDS` plus ``messages`` and ``bytes``; any value not finite, or the consensus error
+    or ``grad_norm_sq`` above its limit, stops the run; fill ``inf``.
+:func:`tracking_watch` (gradient tracking, exact diffusion), :func:`choco_sgd_watch` (CHOCO-SGD)
+    ``node_dist_sq``, ``consensus``, ``subopt`` (``copy_gap``); any not finite, or the distance above
+    its limit; fill ``NaN``.
+:func:`pushsum_sgd_watch`, :func:`pushsum_watch`
+    the ratios' (or numerators') distance and ``weight_spread``; the distance not finite (push-sum
+    SGD) or any value not finite (push-sum); fill ``NaN``.
+:func:`consensus_watch` (CHOCO-Gossip)
+    ``consensus_ratio``, ``mean_drift``; the ratio past ``blowup`` (checked at every step, and that
+    value recorded); fill ``NaN``.
+:func:`link_watch` (unreliable gossip)
+    ``mean_sq_ratio``, ``kept_fraction``; never stops.
 
 Examples
 --------
