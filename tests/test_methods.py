@@ -14,7 +14,7 @@ import pytest
 
 from simcomm._errors import UserError
 from simcomm.compress import EF21, QSGD, Identity, TopK
-from simcomm.models import quadratic
+from simcomm.models import heterogeneous_least_squares, quadratic
 from simcomm.optim import (
     METHODS,
     aggregate,
@@ -31,8 +31,16 @@ from simcomm.optim import (
     local_gradients,
     momentum,
     run,
+    run_choco_gossip,
+    run_choco_sgd,
+    run_dsgd,
+    run_pushsum,
+    run_pushsum_sgd,
+    run_tracking,
+    run_unreliable_gossip,
     scale_by_lr,
 )
+from simcomm.topology import LinkFailures
 
 PROBLEM = quadratic(4, 12, L=1.0, mu=0.2, sigma2=1.0, rng=3)
 
@@ -84,6 +92,58 @@ def test_named_method_is_a_training_experiment(name):
 
     exp = get_experiment(f"train_{name}")
     assert set(METHODS[name].params) <= set(exp.params)
+
+
+NODES = heterogeneous_least_squares(8, 4, b=1.0, rng=0)
+X0 = np.random.default_rng(1).standard_normal((8, 3))
+# the decentralized methods run by run() with no watch and no start given, against their public drivers
+DECENTRALIZED_ROWS = {
+    "dsgd": (NODES, dict(topology="ring", lr=0.1), lambda **kw: run_dsgd(NODES, "ring", lr=0.1, **kw)),
+    "gradient_tracking": (NODES, dict(topology="exponential", lr=0.05, sigma=0.3, seed=2),
+                          lambda **kw: run_tracking(NODES, "exponential", lr=0.05, sigma=0.3, seed=2, **kw)),
+    "exact_diffusion": (NODES, dict(topology="ring", lr=0.05),
+                        lambda **kw: run_tracking(NODES, "ring", method="exact_diffusion", lr=0.05, **kw)),
+    "pushsum_sgd": (NODES, dict(topology="ring", lr=0.05, sigma=0.2, seed=1),
+                    lambda **kw: run_pushsum_sgd(NODES, "ring", lr=0.05, sigma=0.2, seed=1, **kw)),
+    "choco_sgd": (NODES, dict(compressor="top_k(k=2)", lr=0.05, gamma=0.3, sigma=0.3, seed=3),
+                  lambda **kw: run_choco_sgd(NODES, "ring", TopK(2), lr=0.05, gamma=0.3, sigma=0.3, seed=3, rng=0,
+                                             **kw)),
+    "pushsum": (None, dict(topology="directed_exponential"),
+                lambda **kw: run_pushsum(X0, "directed_exponential", rng=0, **kw)),
+    "choco_gossip": (None, dict(compressor="top_k(k=1)", gamma=0.2),
+                     lambda **kw: run_choco_gossip(X0, "ring", TopK(1), gamma=0.2, rng=0, **kw)),
+    "unreliable_gossip": (None, dict(topology="ring", q=0.3),
+                          lambda **kw: run_unreliable_gossip(X0, "ring", LinkFailures(q=0.3), rng=0, **kw)),
+}
+
+
+def test_every_decentralized_method_has_a_row():
+    assert {n for n, i in METHODS.items() if i.family in ("nodes", "consensus")} == set(DECENTRALIZED_ROWS)
+
+
+@pytest.mark.parametrize("steps", [0, 60])
+@pytest.mark.parametrize("name", sorted(DECENTRALIZED_ROWS))
+def test_run_picks_a_decentralized_method_s_watch_and_start(name, steps):
+    problem, settings, public = DECENTRALIZED_ROWS[name]
+    x0 = X0 if problem is None else None  # a consensus method starts from the nodes' own values
+    with np.errstate(all="ignore"):
+        got = run(problem, build_method(name, **settings), steps, rng=0, x0=x0, record_every=7)
+    _same(got, public(steps=steps, record_every=7))
+    assert got.step[-1] == steps
+
+
+@pytest.mark.parametrize("name", sorted(n for n, i in METHODS.items() if i.family == "nodes"))
+def test_decentralized_method_is_a_training_experiment(name):
+    # train_<name> trains on heterogeneous least squares, run by run() with the method's own watch
+    from simcomm.experiments import get_experiment
+
+    exp = get_experiment(f"train_{name}")
+    settings = dict(DECENTRALIZED_ROWS[name][1])
+    settings.setdefault("topology", "ring")
+    params = exp.validate({**settings, "n": 8, "d": 4, "steps": 20, "record_every": 10}, "test")
+    rows = exp.func(params, np.random.default_rng(0), None)
+    final = {r["metric"]: r["value"] for r in rows if "step" not in r}
+    assert final["diverged"] == 0.0 and len(final) > 2
 
 
 def test_the_worked_example_is_one_short_file():

@@ -99,17 +99,20 @@ def test_dsgd_settings_are_checked_like_a_spec():
         build_method("dsgd", topology="ring", lr=0.1, beta=1.0)
     m = build_method("dsgd", topology="ring", lr=1)
     assert m.name == "dsgd" and m.settings["lr"] == 1.0 and m.settings["noise"] == "auto"
-    # without the nodes' watch and start, run() would hand it a server's (R, d) iterate: one line says so
-    with pytest.raises(UserError, match=r"one \(n, d\) array with n = 8.*dsgd_watch") as err:
-        run(heterogeneous_least_squares(8, 4, rng=0), m, 5, backend="numpy")
+    # given a watch but a server's (R, d) iterate, the nodes' step says so in one line
+    prob = heterogeneous_least_squares(8, 4, rng=0)
+    with pytest.raises(UserError, match=r"one \(n, d\) array with n = 8.*x0 of shape \(d,\)") as err:
+        run(prob, m, 5, x0=prob.x0[None], backend="numpy", watch=dsgd_watch(prob, "ring", 5))
     assert "\n" not in str(err.value)
+    with pytest.raises(UserError, match="one trajectory"):
+        run(prob, m, 5, replicates=2)
 
 
 def test_node_watch_records_by_name_and_stops_at_a_blowup():
     # a watch of another measure (as gradient tracking's): NaN fill, one watched record, a counter
     prob = heterogeneous_least_squares(8, 4, b=1.0, rng=0)
 
-    def measure(p, X):
+    def measure(p, X, k):
         E = X - p.x_star
         return float(np.sum(E * E) / X.shape[0]), float(np.abs(X).max())
 

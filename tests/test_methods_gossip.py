@@ -24,7 +24,7 @@ from simcomm.optim import (
     run_unreliable_gossip,
 )
 from simcomm.optim._blocks_gossip import LinkState
-from simcomm.optim._watch_gossip import ConsensusWatch, LinkWatch, NodeWatch
+from simcomm.optim._watch_nodes import choco_sgd_watch, consensus_watch, link_watch
 from simcomm.topology import LinkFailures, build, edge_list, from_matrix, mixing_matrix
 
 N = 8
@@ -55,7 +55,7 @@ CHOCO_GOSSIP = [
 def test_choco_gossip_by_name_equals_run_choco_gossip(settings, public, backend):
     steps, every = 60, 7
     m = build_method("choco_gossip", **settings)
-    got = run(None, m, steps, rng=5, x0=choco_init(X0), watch=ConsensusWatch(X0, steps, every), backend=backend)
+    got = run(None, m, steps, rng=5, x0=choco_init(X0), watch=consensus_watch(X0, steps, every), backend=backend)
     ref = run_choco_gossip(X0, public["topology"], public["compressor"], gamma=public["gamma"], steps=steps, rng=5,
                            record_every=every, backend=backend)
     assert_same_trace(got, ref)
@@ -79,7 +79,7 @@ def test_choco_sgd_by_name_equals_run_choco_sgd(settings, public, backend):
     m = build_method("choco_sgd", **settings)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(5,)))  # run_choco_sgd's default stream
     start = choco_init(np.tile(prob.x0, (N, 1)))
-    got = run(prob, m, steps, rng=rng, x0=start, watch=NodeWatch(prob, steps, every), backend=backend)
+    got = run(prob, m, steps, rng=rng, x0=start, watch=choco_sgd_watch(prob, steps, every), backend=backend)
     kw = dict(public)
     ref = run_choco_sgd(prob, kw.pop("topology"), kw.pop("compressor"), steps=steps, record_every=every,
                         backend=backend, **kw)
@@ -101,7 +101,7 @@ def test_unreliable_gossip_by_name_equals_run_unreliable_gossip(settings, failur
     steps, every = 50, 6
     m = build_method("unreliable_gossip", **settings)
     n_edges = edge_list(build(settings["topology"], 16)).n_edges
-    got = run(None, m, steps, rng=5, x0=LinkState(X, 0), watch=LinkWatch(X, n_edges, steps, every), backend=backend)
+    got = run(None, m, steps, rng=5, x0=LinkState(X, 0), watch=link_watch(X, n_edges, steps, every), backend=backend)
     ref = run_unreliable_gossip(X, settings["topology"], failures, steps=steps, rng=5, compensate=compensate,
                                 record_every=every, backend=backend)
     assert_same_trace(got, ref)
@@ -142,7 +142,7 @@ def test_observer_sees_every_step_and_changes_nothing():
     steps = 12
     m = build_method("choco_gossip", compressor="top_k(k=1)", gamma=0.2)
     seen = []
-    got = run(None, m, steps, rng=1, x0=choco_init(X0), watch=ConsensusWatch(X0, steps, 5), on_step=seen.append)
+    got = run(None, m, steps, rng=1, x0=choco_init(X0), watch=consensus_watch(X0, steps, 5), on_step=seen.append)
     assert seen == list(range(steps))
     assert_same_trace(got, run_choco_gossip(X0, "ring", TopK(1), gamma=0.2, steps=steps, rng=1, record_every=5))
 

@@ -26,7 +26,7 @@ from simcomm.optim import (
     run_pushsum_sgd,
     run_tracking,
 )
-from simcomm.optim._watch_tracking import pushsum_sgd_watch, pushsum_watch, tracking_watch
+from simcomm.optim._watch_nodes import pushsum_sgd_watch, pushsum_watch, tracking_watch
 from simcomm.topology import build, s_out
 
 N, D, STEPS = 8, 4, 30
@@ -81,7 +81,7 @@ def _same(a, b):
 @pytest.mark.parametrize("name, settings, public, composed", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
 def test_named_method_equals_its_public_driver(name, settings, public, composed):
     m = build_method(name, **settings)
-    assert m.name == name and METHODS[name].family == "nodes"
+    assert m.name == name and METHODS[name].family == ("consensus" if name == "pushsum" else "nodes")
     _same(composed(m), public())
 
 

@@ -42,8 +42,7 @@ def list_(experiments, topologies, methods, specs_dir, paths):
         from simcomm.optim import METHODS
 
         for name, info in METHODS.items():
-            run_as = f"spec experiment train_{name}" if info.family == "server" else f"family {info.family}"
-            click.echo(f"{name}: {info.doc} ({run_as})")
+            click.echo(f"{name}: {info.doc} (family {info.family}: {info.run_as})")
             for key, p in info.params.items():
                 default = "required" if p.default is None else f"default {p.default!r}"
                 click.echo(f"    {key}: {p.allowed()}, {default}. {p.doc}")

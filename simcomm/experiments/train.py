@@ -1,15 +1,20 @@
-"""Every named parameter-server method of :data:`simcomm.optim.METHODS` as an experiment: ``train_<method>``.
+"""Every named parameter-server and decentralized method of :data:`simcomm.optim.METHODS` as an experiment.
 
 A spec names a method by its experiment, ``[experiment] name = "train_ef21_hb_delayed"``, and sets the
 method's declared settings (a compressor as a label, ``compressor = "top_k(k=5)"``), the problem and the
 run in ``[params]`` or ``[grid]``: the experiment's parameters are the method's, plus the problem's and
 the run's below, derived from the registry (nothing is typed twice). A method registered later (a
-user's plugin) gets its experiment when a spec first names it.
+user's plugin) gets its experiment when a spec first names it. A parameter-server method (family
+``"server"``) trains on :func:`simcomm.models.make_problem`'s problems (:data:`PROBLEM_PARAMS`), a
+decentralized one (family ``"nodes"``: ``train_dsgd``, ``train_gradient_tracking``, ...) on
+:func:`simcomm.models.heterogeneous_least_squares` (:data:`NODE_PROBLEM_PARAMS`), run by
+:func:`simcomm.optim.run` with the method's own watch and every node at the problem's ``x0``.
 
-Rows: per recorded step, every record of the trace (``f_gap``, ``dist2``, ``grad2``, ``bits``) as
-``metric``/``value`` with the ``step`` (a design column: a claim selects a step with ``where``); once
-per replicate, the last record of each as ``final_<record>`` and ``diverged`` (0 or 1), without a step
-(what a sweep figure draws against the grid).
+Rows: per recorded step, every record of the trace (``f_gap``, ``dist2``, ``grad2``, ``bits``; a
+decentralized method's records, e.g. ``consensus``, ``subopt``, ``messages``) as ``metric``/``value``
+with the ``step`` (a design column: a claim selects a step with ``where``); once per replicate, the
+last record of each as ``final_<record>`` and ``diverged`` (0 or 1), without a step (what a sweep figure
+draws against the grid).
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm.experiments._registry import EXPERIMENTS, ON_MISS, Param, experiment
-from simcomm.models import make_problem
+from simcomm.models import heterogeneous_least_squares, make_problem
 from simcomm.optim import METHODS, run
 
-__all__ = ["register_training", "register_all", "PROBLEM_PARAMS", "RUN_PARAMS"]
+__all__ = ["register_training", "register_all", "PROBLEM_PARAMS", "NODE_PROBLEM_PARAMS", "RUN_PARAMS"]
 
 #: the problem a parameter-server method trains on (:func:`simcomm.models.make_problem`)
 PROBLEM_PARAMS = {
@@ -32,6 +37,14 @@ PROBLEM_PARAMS = {
     "L": Param("float", default=1.0, low=0.0, low_open=True, doc="smoothness (quadratic, ridge, nonconvex)"),
     "mu": Param("float", default=0.1, low=0.0, low_open=True, doc="strong convexity (quadratic, ridge)"),
     "sigma2": Param("float", default=1.0, low=0.0, doc="(1/n) sum |grad f_i(x*)|^2 (quadratic; 0: identical workers)"),
+}
+#: the problem a decentralized method trains on (:func:`simcomm.models.heterogeneous_least_squares`)
+NODE_PROBLEM_PARAMS = {
+    "n": Param("int", default=16, low=1, doc="nodes"),
+    "d": Param("int", default=10, low=1, doc="dimension"),
+    "m": Param("int", default=0, low=0, doc="examples per node (0: 2 d)"),
+    "b": Param("float", default=1.0, low=0.0, doc="heterogeneity at the optimum, (1/n) sum |grad f_i(x*)|^2 = b^2"),
+    "shared": Param("bool", default=False, doc="every node has the same design matrix"),
 }
 #: how long and how often
 RUN_PARAMS = {
@@ -48,9 +61,14 @@ def _problem(params, rng):
                         rng=rng)
 
 
+def _node_problem(params, rng):
+    return heterogeneous_least_squares(params["n"], params["d"], m=params["m"] or None, b=params["b"],
+                                       shared=params["shared"], rng=rng)
+
+
 def _check(info):
     def check(params):
-        if params["problem"] in ("quadratic", "ridge") and params["mu"] > params["L"]:
+        if info.family == "server" and params["problem"] in ("quadratic", "ridge") and params["mu"] > params["L"]:
             raise ValueError(f"mu = {params['mu']} > L = {params['L']}; use mu <= L")
         info(**{k: params[k] for k in info.params})  # the method's own cross-setting rules (k <= d is the run's)
 
@@ -58,18 +76,24 @@ def _check(info):
 
 
 def register_training(name: str) -> None:
-    """Register ``train_<name>`` for the parameter-server method ``name`` (idempotent)."""
+    """Register ``train_<name>`` for the parameter-server or decentralized method ``name`` (idempotent).
+
+    Methods of the other families (``"consensus"``: no problem; ``"model"``: a model and data) have none.
+    """
     info = METHODS[name]
-    if info.family != "server" or f"train_{name}" in EXPERIMENTS:
+    if info.family not in ("server", "nodes") or f"train_{name}" in EXPERIMENTS:
         return
-    clash = set(info.params) & (set(PROBLEM_PARAMS) | set(RUN_PARAMS))
+    problem_params, make = (PROBLEM_PARAMS, _problem) if info.family == "server" else (NODE_PROBLEM_PARAMS,
+                                                                                        _node_problem)
+    clash = set(info.params) & (set(problem_params) | set(RUN_PARAMS))
     if clash:
         raise ValueError(f"method '{name}' declares {sorted(clash)}, which name the problem or the run")
 
     def train(params, rng, backend):
-        problem = _problem(params, rng)
+        problem = make(params, rng)
         m = info(**{k: params[k] for k in info.params})
-        tr = run(problem, m, params["steps"], rng=rng, record_every=params["record_every"], backend=backend)
+        with np.errstate(all="ignore" if info.family == "nodes" else None):  # a diverged run is a record
+            tr = run(problem, m, params["steps"], rng=rng, record_every=params["record_every"], backend=backend)
         rows = []
         for key, values in tr.records.items():
             v = np.asarray(values)
@@ -80,12 +104,12 @@ def register_training(name: str) -> None:
         return rows
 
     train.__doc__ = f"Train with the named method '{name}' ({info.doc}) and record its trace."
-    experiment(f"train_{name}", params={**info.params, **PROBLEM_PARAMS, **RUN_PARAMS}, check=_check(info),
+    experiment(f"train_{name}", params={**info.params, **problem_params, **RUN_PARAMS}, check=_check(info),
                columns=("step",))(train)
 
 
 def register_all() -> None:
-    """Register ``train_<name>`` for every parameter-server method registered so far."""
+    """Register ``train_<name>`` for every parameter-server and decentralized method registered so far."""
     for name in list(METHODS):
         register_training(name)
 

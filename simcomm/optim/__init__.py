@@ -3,13 +3,17 @@
 What a method is (:mod:`simcomm.optim._algebra`): a composition of small pure ``(init, update)``
 transformations (:class:`Transform`, :func:`chain`; the blocks: gradient oracles, :func:`compress`,
 :func:`error_feedback`, :func:`aggregate`, :func:`downlink`, :func:`momentum`, :func:`delayed`,
-:func:`clocked`, :func:`iag_memory`, :func:`scale_by_lr`), made a :class:`Method` by :func:`descend` and
+:func:`clocked`, :func:`iag_memory`, :func:`scale_by_lr`), made a :class:`Method` by :func:`descend`
+(:math:`x + u`) or :func:`assign` (the chain's output is the next iterate: the decentralized methods) and
 stepped by the one loop :func:`run`. A model trained on data (:class:`ModelProblem`) has its own blocks
 (:func:`minibatch_gradients`, :func:`worker_feedback`; :mod:`simcomm.optim._blocks_nn`) and watches
 (:class:`EFWatch`, :class:`ImportanceWatch`). Named methods live in the registry :data:`METHODS`
 (:func:`method`, :func:`get_method`, :func:`build_method`; one file each in :mod:`simcomm.optim.methods`).
 
-Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion, push-sum SGD and CHOCO-SGD.
+Decentralized methods: DSGD / DmSGD, gradient tracking, exact diffusion, push-sum SGD and CHOCO-SGD
+(family ``"nodes"``), push-sum, CHOCO-Gossip and unreliable gossip (``"consensus"``): one gradient oracle
+of the nodes, one watch (:mod:`simcomm.optim._watch_nodes`), each method carrying the watch and start
+:func:`run` uses.
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``),
 and every optimiser returns one record type, :class:`Trace`.
@@ -17,7 +21,7 @@ Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, 
 ``resolve_topology``, ``BLOWUP``) stay importable from their private modules.
 """
 
-from simcomm.optim._algebra import Ctx, Method, Transform, chain, descend, stateless
+from simcomm.optim._algebra import Ctx, Method, Transform, assign, chain, descend, stateless
 from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, clock_schedules, largest_stable_step
 from simcomm.optim._blocks import (
     aggregate,
@@ -77,6 +81,7 @@ __all__ = [
     "accelerate",
     "ACCELERATIONS",
     "aggregate",
+    "assign",
     "build_method",
     "chain",
     "clocked",

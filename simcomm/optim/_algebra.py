@@ -15,8 +15,10 @@ the incoming ``u``, which is ``None``), a compressor or an error-feedback varian
 displacement. :func:`chain` composes them left to right; :func:`descend` turns a chain whose output is
 a displacement into a :class:`Method`, whose ``step`` returns the next iterate, ``x + u``.
 
-A method whose next iterate is not ``x + u`` (a gossip step averages the nodes' iterates) is a
-:class:`Method` written directly. :func:`simcomm.optim.run` steps a method and records it; the named
+A method whose next iterate is not ``x + u`` (a gossip step mixes the nodes' iterates, gradient tracking
+and push-sum step a state of several arrays) ends its chain with a block whose output IS the next
+iterate; :func:`assign` makes that chain a :class:`Method`. :func:`simcomm.optim.run` steps a method and
+records it; the named
 methods of :mod:`simcomm.optim.methods` are compositions of the blocks of :mod:`simcomm.optim`
 (gradient oracles, compression, error feedback, aggregation, step sizes, momentum, delays).
 
@@ -37,7 +39,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["Transform", "Method", "Ctx", "chain", "descend", "stateless"]
+__all__ = ["Transform", "Method", "Ctx", "chain", "descend", "assign", "stateless"]
 
 
 class Ctx(NamedTuple):
@@ -91,6 +93,13 @@ class Method(NamedTuple):
     settings : dict
         The settings it was built from (a registered method's, checked): what a registered
         acceleration of this composition reads (:func:`simcomm.optim.accelerate`).
+    watch : callable, optional
+        ``watch(problem, x, steps, record_every) -> watch``: what records and watches a run of this
+        method from its start ``x`` when the caller gives no watch (``None``: the parameter server's
+        :class:`~simcomm.optim._watch.Monitor`). Set by the builders of the decentralized families.
+    start : callable, optional
+        ``start(problem, x0) -> x``: the iterate this method steps, from the user's start ``x0``
+        (``None``: ``problem.x0``), e.g. every node at ``x0`` (``None``: the replicates of ``x0``).
     """
 
     init: Callable
@@ -98,6 +107,8 @@ class Method(NamedTuple):
     bits: Callable = lambda k, problem: 0.0
     name: str = "method"
     settings: dict = {}
+    watch: Callable | None = None
+    start: Callable | None = None
 
 
 def stateless(fn: Callable) -> Transform:
@@ -131,5 +142,19 @@ def descend(transform: Transform, *, bits: Callable | None = None, name: str = "
     def step(x, state, ctx):
         u, state = transform.update(None, state, x, ctx)
         return x + u, state
+
+    return Method(transform.init, step, bits if bits is not None else (lambda k, problem: 0.0), name)
+
+
+def assign(transform: Transform, *, bits: Callable | None = None, name: str = "method") -> Method:
+    r"""The method :math:`x_{k+1} = u_k`: what ``transform`` makes from nothing is the next iterate.
+
+    ``transform`` starts from ``u = None`` (its first block is a gradient oracle, or the combine itself)
+    and its last block returns the next iterate: the nodes' models after a gossip step, or a whole
+    state (gradient tracking's :class:`~simcomm.optim.GTState`, push-sum's, CHOCO's).
+    """
+
+    def step(x, state, ctx):
+        return transform.update(None, state, x, ctx)
 
     return Method(transform.init, step, bits if bits is not None else (lambda k, problem: 0.0), name)

@@ -4,7 +4,7 @@ Shapes: the iterate of a decentralized run is the nodes' models, one ``(n, d)`` 
 is node ``i``'s :math:`x_i`); a run is one trajectory. DmSGD in adapt-then-combine form with a LOCAL
 momentum buffer (papers/exponential_graph.md (d) [C]: BlueFog's ``DistributedAdaptThenCombineOptimizer``)::
 
-    g_i = grad f_i(x_i) + sigma * xi_i          # gradient_at_nodes, node_noise
+    g_i = grad f_i(x_i) + sigma * xi_i          # gradient_at_nodes
     m_i = beta * m_i + g_i                      # atc_momentum: local buffer, NOT averaged
     y_i = x_i - lr_k * m_i                      #   adapt
     x_i = sum_j W^(k)_ij y_j                    #   combine (static W, or one-peer W^(k))
@@ -12,11 +12,11 @@ momentum buffer (papers/exponential_graph.md (d) [C]: BlueFog's ``DistributedAda
 =========================  ==========================================================================
 block                      what it does
 =========================  ==========================================================================
-:func:`gradient_at_nodes`  starts a chain: every node's gradient :math:`\nabla f_i(x_i)`, ``(n, d)``
+:func:`gradient_at_nodes`  starts a chain: every node's gradient :math:`\nabla f_i(x_i)` plus
+                           :math:`\sigma\xi_{i,k}` from node ``i``'s own stream (or counter normals), ``(n, d)``:
+                           the oracle of every decentralized method (DSGD, tracking, push-sum, CHOCO)
 :func:`given_gradients`    starts a chain with gradients computed elsewhere (:func:`~simcomm.optim.dsgd_update`)
-:func:`node_noise`         adds :math:`\sigma\xi_{i,k}` from node ``i``'s own stream (or counter normals)
 :func:`atc_momentum`       the ATC momentum gossip step: gradients in, the nodes' next models out
-:func:`gossip`             a :class:`~simcomm.optim.Method` whose next iterate is what its chain returns
 =========================  ==========================================================================
 
 The combine never forms an ``n x n`` matrix: 1-D circulant layers (ring, exponential, one-peer) are
@@ -37,17 +37,17 @@ lives: the default on a device backend, where a host stream would copy ``n d`` f
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import one_of
 from simcomm.backends._xp import array_namespace, namespace_of_backend
-from simcomm.optim._algebra import Method, Transform, chain, stateless
+from simcomm.optim._algebra import Method, Transform, assign, chain, stateless
 from simcomm.optim._schedules import step_size
 
-__all__ = ["gradient_at_nodes", "given_gradients", "node_noise", "atc_momentum", "gossip", "dmsgd",
+__all__ = ["gradient_at_nodes", "given_gradients", "atc_momentum", "dmsgd",
            "GossipState", "resolve_topology", "require_stochasticity", "node_noise_rng", "counter_keys",
            "noise_kind", "NOISES", "NOISE_KEY"]
 
@@ -230,21 +230,45 @@ def _backend(ctx):
 
 
 class GradState(NamedTuple):
-    """The buffer the nodes' gradients are written into."""
+    """The oracle's state: the buffer the nodes' gradients are written into, their noise source (or ``None``)."""
 
     buffer: np.ndarray
+    noise: Any
 
 
-def gradient_at_nodes() -> Transform:
-    r"""Starts a chain: every node's gradient :math:`\nabla f_i(x_i)` at its own model, ``(n, d)``."""
+def gradient_at_nodes(sigma: float = 0.0, seed: int = 0, noise: str = "auto", at: str | None = None) -> Transform:
+    r"""Starts a chain: every node's gradient at its own model and its noise, :math:`\nabla f_i(x_i) + \sigma\xi_{i,k}`.
+
+    The one gradient oracle of the decentralized methods, ``(n, d)``, written into one buffer in place.
+    The models are the iterate itself (``at=None``: the nodes' ``(n, d)`` array) or its field ``at``
+    (``"x"`` of a :class:`~simcomm.optim.GTState` or :class:`~simcomm.optim.ChocoState`, push-sum's ratio
+    ``"z"``). With ``sigma > 0`` node ``i``'s noise comes from its own stream of ``seed`` (module doc:
+    ``noise`` is ``"stream"``, ``"counter"`` or ``"auto"``, :func:`noise_kind` of the backend's
+    namespace), never from the run's ``rng``: every method with the same seed sees the same draws.
+    """
     from simcomm.models._decentralized import node_gradients
 
-    def init(x, ctx):
-        return GradState(array_namespace(x).empty_like(x))
+    sigma = float(sigma)
 
-    def update(u, state, x, ctx):
-        G = node_gradients(ctx.problem, x, out=state.buffer)
-        return G, GradState(G)
+    def models(s):
+        return s if at is None else getattr(s, at)
+
+    def init(s, ctx):
+        X = models(s)
+        source = None
+        if sigma > 0:
+            be = _backend(ctx)
+            xp = namespace_of_backend(be)
+            n, d = X.shape
+            stream = noise_kind(noise, xp) == "stream"
+            source = _Noise(seed, n, d, ctx.steps) if stream else _CounterNoise(seed, n, be, xp)
+        return GradState(array_namespace(X).empty_like(X), source)
+
+    def update(u, state, s, ctx):
+        G = node_gradients(ctx.problem, models(s), out=state.buffer)
+        if state.noise is not None:
+            state.noise.add(G, ctx.k, sigma)
+        return G, state
 
     return Transform(init, update)
 
@@ -252,27 +276,6 @@ def gradient_at_nodes() -> Transform:
 def given_gradients(G) -> Transform:
     """Starts a chain with the gradients ``G`` (``(n, d)``, computed elsewhere)."""
     return stateless(lambda u, x, ctx: G)
-
-
-def node_noise(sigma: float, seed: int, noise: str = "auto") -> Transform:
-    r"""Adds :math:`\sigma\,\xi_{i,k}` to node ``i``'s gradient (in place), from its own stream (module doc).
-
-    ``noise`` is ``"stream"``, ``"counter"`` or ``"auto"`` (:func:`noise_kind` of the backend's
-    namespace). The state is the nodes' noise source (their generators, or their counter keys).
-    """
-    sigma = float(sigma)
-
-    def init(x, ctx):
-        be = _backend(ctx)
-        xp = namespace_of_backend(be)
-        n, d = x.shape
-        return _Noise(seed, n, d, ctx.steps) if noise_kind(noise, xp) == "stream" else _CounterNoise(seed, n, be, xp)
-
-    def update(u, state, x, ctx):
-        state.add(u, ctx.k, sigma)
-        return u, state
-
-    return Transform(init, update)
 
 
 class GossipState(NamedTuple):
@@ -316,9 +319,9 @@ def atc_momentum(topology, lr: float, beta: float = 0.0, schedule: str = "consta
     def init(x, ctx):
         n = getattr(ctx.problem, "n", x.shape[0])
         if x.ndim != 2 or x.shape[0] != n:
-            raise UserError(f"the nodes' models are one (n, d) array with n = {n}, got shape {x.shape}; run a "
-                            "decentralized method with its watch and start, e.g. run(problem, method, steps, "
-                            "x0=dsgd_init(problem.x0, problem.n).x, watch=dsgd_watch(problem, topology, steps))")
+            raise UserError(f"the nodes' models are one (n, d) array with n = {n}, got shape {x.shape}; give "
+                            "run() the common start x0 of shape (d,) and no watch (the method starts every node "
+                            "there), or x0=dsgd_init(x0, n).x with a watch")
         topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
         xp = array_namespace(x)
         return GossipState(xp.zeros(x.shape), xp.empty_like(x), plans(topo, xp))
@@ -332,15 +335,6 @@ def atc_momentum(topology, lr: float, beta: float = 0.0, schedule: str = "consta
     return Transform(init, update)
 
 
-def gossip(transform: Transform, name: str = "method") -> Method:
-    """The method whose next iterate (the nodes' models) is what ``transform`` makes from nothing."""
-
-    def step(x, state, ctx):
-        return transform.update(None, state, x, ctx)
-
-    return Method(transform.init, step, name=name)
-
-
 def dmsgd(oracle: Transform, topology, lr, beta=0.0, schedule="constant", k0=10.0, name="dsgd") -> Method:
     """DmSGD: the gradients of ``oracle`` through :func:`atc_momentum` (DSGD at ``beta = 0``)."""
-    return gossip(chain(oracle, atc_momentum(topology, lr, beta, schedule, k0)), name=name)
+    return assign(chain(oracle, atc_momentum(topology, lr, beta, schedule, k0)), name=name)

@@ -3,22 +3,23 @@ r"""The building blocks of gossip methods: CHOCO's compressed gossip and gossip 
 A gossip method's iterate is the nodes' state, a NamedTuple whose field ``x`` holds one iterate per node,
 ``(n, d)``, beside what the nodes keep with it: CHOCO's public copies (:class:`ChocoState`), the messages
 that have arrived (:class:`LinkState`). Its next iterate is a mix of the nodes' iterates, not ``x + u``,
-so a gossip method is a :class:`~simcomm.optim.Method` written directly (:mod:`simcomm.optim._algebra`);
-its watch reads the state (:mod:`simcomm.optim._watch_gossip`).
+so a gossip method is a chain whose last block returns the next state, made a method by
+:func:`simcomm.optim.assign` (or a :class:`~simcomm.optim.Method` written directly); its watch reads the
+state (:mod:`simcomm.optim._watch_nodes`).
 
 ==========================  ==========================================================================
 block                       what it does
 ==========================  ==========================================================================
-:func:`node_oracle`         starts a chain: every node's gradient at its own iterate (and noise), ``(n, d)``
 :func:`choco_step`          CHOCO's step from the local iterates: the compressed difference to the
                             public copies moves every copy, then a consensus step on the copies
-:func:`choco`               the CHOCO method: gossip only, or after a local gradient step
+:func:`choco_combine`       :func:`choco_step` as a block: gradients (or ``None``) in, the next state out
+:func:`choco`               the CHOCO method: gossip only, or after the nodes' gradient oracle
 :func:`drop_links`          which edges carry their messages at a step (:class:`~simcomm.topology.LinkFailures`)
 :func:`unreliable_gossip`   the gossip method over the kept edges (:func:`~simcomm.topology.unreliable_mix`)
 ==========================  ==========================================================================
 
-Every function of a step is pure except :func:`node_oracle`'s, which fills one gradient buffer and reads
-the per-node noise streams in place (the loop never reads an old state again).
+Every function of a step is pure (the gradient oracle, shared with every decentralized method, fills one
+buffer and reads the per-node noise streams in place: the loop never reads an old state again).
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm.backends import get_backend
-from simcomm.optim._algebra import Method, Transform
-from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
+from simcomm.optim._algebra import Method, Transform, assign, chain
+from simcomm.optim._blocks_dsgd import require_stochasticity, resolve_topology
 from simcomm.topology import EdgeList, edge_list, sparse_matrix, unreliable_mix
 from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
-__all__ = ["ChocoState", "ChocoPlan", "LinkState", "LinkPlan", "NodeOracleState", "node_oracle", "choco_step",
-           "choco", "choco_scale", "choco_delta", "choco_topology", "link_topology", "drop_links",
+__all__ = ["ChocoState", "ChocoPlan", "LinkState", "LinkPlan", "choco_step", "choco_combine", "choco",
+           "choco_scale", "choco_delta", "choco_topology", "link_topology", "link_edges", "link_init", "drop_links",
            "unreliable_gossip"]
 
 
@@ -52,36 +53,6 @@ class ChocoState(NamedTuple):
     x: np.ndarray
     x_hat: np.ndarray
     k: int
-
-
-class NodeOracleState(NamedTuple):
-    """:func:`node_oracle`'s state: the gradient buffer ``(n, d)`` and the per-node noise streams (or ``None``)."""
-
-    buffer: np.ndarray
-    noise: Any
-
-
-def node_oracle(sigma: float = 0.0, seed: int = 0) -> Transform:
-    r"""Starts a chain: :math:`\nabla f_i(x_i) + \sigma\xi_i` for every node, ``(n, d)``.
-
-    ``x`` is the nodes' iterates ``(n, d)`` and the problem a :class:`~simcomm.models.NodeProblem`; the
-    noise :math:`\xi_i` comes from node ``i``'s own stream of ``seed`` (those of
-    :func:`~simcomm.optim.run_dsgd`), one draw per step, never from the run's ``rng``.
-    """
-    from simcomm.models._decentralized import node_gradients
-
-    def init(x, ctx):
-        n, d = x.shape
-        return NodeOracleState(np.empty((n, d)), _Noise(seed, n, d, ctx.steps) if sigma > 0 else None)
-
-    def update(u, state, x, ctx):
-        del u
-        G = node_gradients(ctx.problem, x, out=state.buffer)
-        if state.noise is not None:
-            state.noise.add(G, ctx.k, sigma)
-        return G, state
-
-    return Transform(init, update)
 
 
 # --------------------------------------------------------------------------- CHOCO
@@ -173,36 +144,41 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
 
 
 class ChocoPlan(NamedTuple):
-    """What a CHOCO run fixes at its start: the resolved topology, :func:`choco_scale`, the oracle's state."""
+    """What a CHOCO run fixes at its start: the resolved topology and :func:`choco_scale`."""
 
     topology: Any
     scale: float
-    oracle: Any
 
 
-def choco(compressor, gamma: float, topology, *, lr: float = 0.0, oracle: Transform | None = None,
-          name: str = "choco") -> Method:
-    r"""The CHOCO method on a :class:`ChocoState`: :func:`choco_step` after ``x - lr g``, ``g`` from ``oracle``.
+def choco_combine(compressor, gamma: float, topology, *, lr: float = 0.0) -> Transform:
+    r"""CHOCO's step from the gradients ``u`` (``None``: gossip only): the next :class:`ChocoState`.
 
-    Without an oracle it is CHOCO-Gossip (average consensus); with one (:func:`node_oracle`) CHOCO-SGD.
-    ``topology`` is a :class:`~simcomm.topology.Topology`, a name, a matrix or ``"parallel"``, resolved for
-    the nodes of the start.
+    :func:`choco_step` on the state, ``topology`` resolved and checked (:func:`choco_topology`) and the
+    compressor's :func:`choco_scale` fixed for the nodes of the start; the compressor draws from the
+    run's ``rng``.
     """
 
     def init(state, ctx):
         n, d = state.x.shape
-        inner = oracle.init(state.x, ctx) if oracle is not None else ()
-        return ChocoPlan(choco_topology(topology, n), choco_scale(compressor, d), inner)
+        return ChocoPlan(choco_topology(topology, n), choco_scale(compressor, d))
 
-    def step(state, plan, ctx):
-        grads = None
-        if oracle is not None:
-            grads, inner = oracle.update(None, plan.oracle, state.x, ctx)
-            plan = plan._replace(oracle=inner)
+    def update(grads, plan, state, ctx):
         return choco_step(state, grads, plan.topology, compressor, lr=lr, gamma=gamma, scale=plan.scale,
                           rng=ctx.rng, backend=get_backend(ctx.backend)), plan
 
-    return Method(init, step, name=name)
+    return Transform(init, update)
+
+
+def choco(compressor, gamma: float, topology, *, lr: float = 0.0, oracle: Transform | None = None,
+          name: str = "choco") -> Method:
+    r"""The CHOCO method on a :class:`ChocoState`: :func:`choco_combine` after the gradients of ``oracle``.
+
+    Without an oracle it is CHOCO-Gossip (average consensus); with one (the nodes' gradients at the
+    state's ``x``, :func:`simcomm.optim._blocks_dsgd.gradient_at_nodes`) CHOCO-SGD. ``topology`` is a
+    :class:`~simcomm.topology.Topology`, a name, a matrix or ``"parallel"``, resolved for the nodes of the start.
+    """
+    combine = choco_combine(compressor, gamma, topology, lr=lr)
+    return assign(combine if oracle is None else chain(oracle, combine), name=name)
 
 
 # --------------------------------------------------------------------------- unreliable links
@@ -236,6 +212,19 @@ def link_topology(topology, n: int):
     return topo
 
 
+def link_edges(topology, n: int):
+    """The :class:`~simcomm.topology.EdgeList` of ``topology`` (itself if it is one) for ``n`` nodes."""
+    return topology if isinstance(topology, EdgeList) else edge_list(link_topology(topology, n))
+
+
+def link_init(X0) -> LinkState:
+    """Each node at its ``X0[i]``, no edge used yet; a one-line error unless ``X0`` is a finite ``(n, d)`` array."""
+    X = np.array(X0, dtype=np.float64)
+    if X.ndim != 2 or not np.all(np.isfinite(X)):
+        raise UserError(f"X0 must be a finite (n, d) array, one row per node; got shape {X.shape}")
+    return LinkState(X, 0)
+
+
 def drop_links(failures, topology) -> Transform:
     """Starts a chain: which edges carry their messages at a step, drawn by ``failures`` from the run's ``rng``.
 
@@ -244,7 +233,7 @@ def drop_links(failures, topology) -> Transform:
     """
 
     def init(x, ctx):
-        edges = topology if isinstance(topology, EdgeList) else edge_list(link_topology(topology, x.shape[0]))
+        edges = link_edges(topology, x.shape[0])
         return LinkPlan(edges, failures.init(edges, ctx.rng))
 
     def update(u, plan, x, ctx):

@@ -2,15 +2,14 @@ r"""The building blocks of gradient tracking, exact diffusion and push-sum, each
 
 A decentralized method's iterate is its state over the ``n`` nodes, one NamedTuple of ``(n, d)`` arrays
 and the step counter (:class:`GTState`, :class:`EDState`, :class:`PushSumState`): a step mixes the nodes'
-arrays, so the next iterate is not ``x + u``. A chain of these blocks starts with a gradient oracle and
-ends with a combine whose output is the next iterate; :func:`assign` makes it a
+arrays, so the next iterate is not ``x + u``. A chain of these blocks starts with the nodes' gradient oracle
+(:func:`simcomm.optim._blocks_dsgd.gradient_at_nodes`, at the state's ``x`` or push-sum's ratio ``z``)
+and ends with a combine whose output is the next iterate; :func:`simcomm.optim.assign` makes it a
 :class:`~simcomm.optim.Method`.
 
 =============================  ======================================================================
 block                          what it does
 =============================  ======================================================================
-:func:`per_node_gradients`     starts a chain: :math:`\nabla f_i` at every node's model, plus the
-                               per-node noise of :func:`simcomm.optim.run_dsgd` (``(n, d)``)
 :func:`tracking`               ATC gradient tracking: ``y <- W(y + g - g_prev)``, ``x <- W(x - lr y)``
 :func:`exact_diffusion`        adapt, correct, combine with :math:`\bar W = (I + W)/2`
 :func:`push_sum`               numerators ``W (x - lr g)``, weights ``W w`` (a fixed or drawn ``W``)
@@ -20,24 +19,20 @@ The combines run the backend's fused kernels where the topology allows (``gt_shi
 circulant, ``pushsum_shift_step`` for a shift pattern with per-node weights), :func:`simcomm.topology.mix`
 otherwise; never an ``n x n`` matrix. The public pure steps (:func:`simcomm.optim.gt_update`,
 :func:`~simcomm.optim.ed_update`, :func:`~simcomm.optim.pushsum_update`) are these blocks' updates.
-The oracle's gradient buffer is written in place (the loop never reads an old state again).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from simcomm.optim._algebra import Method, Transform
-from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
+from simcomm.optim._algebra import Transform
+from simcomm.optim._blocks_dsgd import require_stochasticity, resolve_topology
 from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
-__all__ = ["GTState", "EDState", "PushSumState", "per_node_gradients", "tracking", "exact_diffusion", "push_sum",
-           "assign", "drawn", "check_symmetric", "GRADIENT_POINTS"]
-
-#: where :func:`per_node_gradients` takes the gradients: the iterate's ``x`` or push-sum's ratio ``z``
-GRADIENT_POINTS = ("x", "z")
+__all__ = ["GTState", "EDState", "PushSumState", "tracking", "exact_diffusion", "push_sum", "drawn",
+           "check_symmetric"]
 
 
 class GTState(NamedTuple):
@@ -91,15 +86,6 @@ class PushSumState(NamedTuple):
         return self.x / self.w[:, None]
 
 
-def assign(transform: Transform, *, name: str = "method") -> Method:
-    """The method :math:`s_{k+1} = u_k`: what ``transform`` makes from nothing is the next iterate."""
-
-    def step(s, state, ctx):
-        return transform.update(None, state, s, ctx)
-
-    return Method(transform.init, step, name=name)
-
-
 def drawn(topology) -> bool:
     """Whether ``topology`` is a callable ``rng -> Topology`` (a fresh ``W`` every step), not a topology."""
     return callable(topology) and not hasattr(topology, "layer")
@@ -121,40 +107,6 @@ def _mix(topo, X, k, be):
     if topo == "parallel":
         return np.broadcast_to(X.mean(axis=0), X.shape).copy()
     return mix(topo, X, k, backend=be)
-
-
-# --------------------------------------------------------------------------- the gradient oracle
-
-
-class GradState(NamedTuple):
-    """The oracle's gradient buffer ``(n, d)`` and the per-node noise streams (``None`` without noise)."""
-
-    buffer: np.ndarray
-    noise: Any
-
-
-def per_node_gradients(sigma: float = 0.0, seed: int = 0, at: str = "x") -> Transform:
-    r"""Every node's gradient at its own model, :math:`\nabla f_i(x_i) + \sigma\xi_i^k`: ``(n, d)``.
-
-    The model is the iterate's ``x`` (``at="x"``) or push-sum's ratio :math:`z_i = x_i / w_i`
-    (``at="z"``). The noise is node ``i``'s stream ``node_noise_rng(seed, i)``, one ``standard_normal(d)``
-    per step (the streams of :func:`simcomm.optim.run_dsgd`: common random numbers across methods).
-    """
-    from simcomm.models._decentralized import node_gradients
-
-    sigma = float(sigma)
-
-    def init(s, ctx):
-        n, d = ctx.problem.n, ctx.problem.d
-        return GradState(np.empty((n, d)), _Noise(seed, n, d, ctx.steps) if sigma > 0 else None)
-
-    def update(u, state, s, ctx):
-        G = node_gradients(ctx.problem, s.z if at == "z" else s.x, out=state.buffer)
-        if state.noise is not None:
-            state.noise.add(G, ctx.k, sigma)
-        return G, state
-
-    return Transform(init, update)
 
 
 # --------------------------------------------------------------------------- the combines

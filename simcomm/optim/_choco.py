@@ -24,7 +24,8 @@ backend's ``choco_shift_step`` (numba: column slabs, one pass); other graphs use
 The step is :func:`simcomm.optim._blocks_gossip.choco_step`, the one implementation of the named methods
 ``"choco_gossip"`` and ``"choco_sgd"`` (:mod:`simcomm.optim.methods`) and of :func:`choco_update`;
 :func:`run_choco_gossip` and :func:`run_choco_sgd` check their arguments and run those methods with
-:func:`simcomm.optim.run` under the watches of :mod:`simcomm.optim._watch_gossip`.
+:func:`simcomm.optim.run` under their watches (:func:`~simcomm.optim._watch_nodes.consensus_watch`,
+:func:`~simcomm.optim._watch_nodes.choco_sgd_watch`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from simcomm._errors import UserError
 from simcomm._validate import real
 from simcomm.optim._blocks_gossip import ChocoState, choco_delta, choco_scale, choco_step, choco_topology
 from simcomm.optim._decentralized import check_hyper
+from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
-from simcomm.optim._watch_gossip import ConsensusWatch, NodeWatch, run_watched
+from simcomm.optim._watch_nodes import check_schedule, choco_sgd_watch, consensus_watch
 
 __all__ = [
     "ChocoState",
@@ -174,20 +176,16 @@ def run_choco_gossip(X0, topology, compressor, *, gamma: float, steps: int, rng,
     from simcomm.optim._registry import build_method
 
     rng = np.random.default_rng(rng)
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    steps = check_schedule(steps, record_every)
     state = choco_init(X0)
     topo = choco_topology(topology, state.x.shape[0])
     choco_delta(compressor, state.x.shape[1])
-    watch = ConsensusWatch(state.x, steps, record_every, blowup)
-    if not watch.e0 > 0:
-        raise UserError("X0 is already at consensus (every row equal); give rows that differ")
+    watch = consensus_watch(state.x, steps, record_every, blowup)
     if steps:  # checked where the first step would check it
         real(gamma, "consensus step gamma", low=0.0, low_open=True)
     m = build_method("choco_gossip", compressor=compressor, gamma=gamma, topology=topo)
     with np.errstate(all="ignore"):
-        return run_watched(None, m, steps, state, watch, rng=rng, backend=backend)
+        return run(None, m, steps, rng=rng, x0=state, backend=backend, watch=watch)
 
 
 def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma: float, sigma: float = 0.0,
@@ -217,9 +215,7 @@ def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma
 
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
+    steps = check_schedule(steps, record_every)
     topo = choco_topology(topology, problem.n)
     choco_delta(compressor, problem.d)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(5,)) if rng is None else rng)
@@ -228,5 +224,5 @@ def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma
         real(gamma, "consensus step gamma", low=0.0, low_open=True)
     m = build_method("choco_sgd", compressor=compressor, lr=lr, gamma=gamma, topology=topo, sigma=sigma, seed=seed)
     with np.errstate(all="ignore"):
-        return run_watched(problem, m, steps, state, NodeWatch(problem, steps, record_every, blowup), rng=rng,
-                           backend=backend)
+        return run(problem, m, steps, rng=rng, x0=state, backend=backend,
+                   watch=choco_sgd_watch(problem, steps, record_every, blowup))

@@ -4,7 +4,8 @@ DmSGD in adapt-then-combine form with a LOCAL momentum buffer (the algorithm and
 :mod:`simcomm.optim._blocks_dsgd`); DSGD is ``beta = 0``, parallel SGD the same with :math:`W = J`
 (every node ends each step at the average), the reference the decentralized runs are compared with.
 It is the named method ``"dsgd"`` (:mod:`simcomm.optim.methods.dsgd`) run by :func:`simcomm.optim.run`
-with the nodes' watch (:func:`dsgd_watch`). :func:`run_dsgd` validates a user's call and runs it;
+with the nodes' watch (:func:`dsgd_watch`, the method's own: ``run(problem, build_method("dsgd", ...),
+steps)`` needs no more). :func:`run_dsgd` validates a user's call and runs it;
 :func:`dsgd_update` is the method's step applied once to given gradients. On numba, a least-squares
 run of a few thousand ``n d`` is one compiled loop (:func:`_run_fused`, a registered acceleration of
 ``"dsgd"``) with the same records up to rounding.
@@ -378,6 +379,4 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
                           schedule=schedule, k0=k0)
     watch = dsgd_watch(problem, topo, steps, record_every, blowup)
     with np.errstate(all="ignore"):
-        if steps == 0:  # the start's record only (run makes at least one update)
-            return watch.trace(watch.check(0, X))
         return run(problem, method, steps, x0=X, backend=be, on_step=on_step, watch=watch)

@@ -1,29 +1,31 @@
-r"""The optimisers' one driver: the loop, the record schedule, the divergence rule and the ``on_step`` hook.
+r"""The rules every training run follows: the record schedule, the divergence rule, the ``on_step`` hook.
 
-An optimiser of :mod:`simcomm.optim` is an ``advance(k)`` (one update from :math:`x_k` to
-:math:`x_{k+1}`, the optimiser's own maths on its own state) and a ``check(k)`` (what happens at
-:math:`x_k`: watch for divergence, record if :math:`k` is on the schedule, say whether to stop).
-:func:`drive` runs them for ``steps`` updates and calls ``on_step(k)`` after each (the CLI's progress
-bar, :func:`progress`, is one such callback); :class:`Recorder` holds the records. Every optimiser
-uses the same three rules:
+Every method of :mod:`simcomm.optim` is stepped by the one loop :func:`simcomm.optim.run`, which
+drives it with :func:`drive`: an ``advance(k)`` (the method's step from :math:`x_k` to :math:`x_{k+1}`)
+and a ``check(k)`` (the run's watch at :math:`x_k`: watch for divergence, record if :math:`k` is on
+the schedule, say whether to stop), ``on_step(k)`` after each update (the CLI's progress bar,
+:func:`progress`, is one such callback). The watches (:mod:`simcomm.optim._watch`,
+:mod:`simcomm.optim._watch_nodes`, :mod:`simcomm.optim._watch_nn`) hold their records in a
+:class:`Recorder` and follow the same three rules:
 
 Schedule
     Records are taken at :math:`k = 0, r, 2r, \dots` and at the last step (:func:`record_steps`).
 
 Divergence (one rule)
     A run (a replicate) has diverged at the first checked step where a watched quantity is not
-    finite or exceeds its limit, ``~isfinite(v) | (v > limit)`` (:func:`diverged`). Each optimiser
+    finite or exceeds its limit, ``~isfinite(v) | (v > limit)`` (:func:`diverged`). Each watch
     states what it watches and its limit (``BLOWUP`` times a starting scale). A diverged run is
-    never an exception: ``diverged_at`` records the step, and the optimiser freezes the replicate
-    (replicates simulated together) or stops (a single run).
+    never an exception: ``diverged_at`` records the step, and the watch freezes the replicate
+    (replicates simulated together) or stops the run (a single run).
 
 Values after a divergence (one convention)
     From the step a run diverged on, its *error-like* records (losses, gaps, distances, squared
     norms, consensus errors, variances: quantities that grow without bound as a run diverges) hold
     ``inf``, and every other record (accuracies, weights, staleness, byte counts it never sent) holds
     ``NaN``. So a diverged run sorts after every converged one, and a quantity that has no value is
-    not mistaken for a number. (Error feedback's driver, :func:`simcomm.optim.ef_sgd`, already
-    follows it: ``train_loss`` inf, ``test_accuracy`` NaN.)
+    not mistaken for a number (:func:`simcomm.optim.ef_sgd`: ``train_loss`` inf, ``test_accuracy``
+    NaN). The decentralized methods whose records were published with ``NaN`` after a divergence
+    (gradient tracking, push-sum, CHOCO: :mod:`simcomm.optim._watch_nodes`) keep that fill.
 
 Examples
 --------
@@ -110,7 +112,7 @@ class Recorder:
 
 def drive(steps: int, advance: Callable[[int], None], check: Callable[[int], bool], *,
           on_step: Callable[[int], None] | None = None) -> int:
-    """The optimisers' loop: ``check(0)``, then for every update ``advance(k)``, ``check(k + 1)``, ``on_step(k)``.
+    """The loop of :func:`simcomm.optim.run`: ``check(0)``, then ``advance(k)``, ``check(k + 1)``, ``on_step(k)``.
 
     Parameters
     ----------

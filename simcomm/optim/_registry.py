@@ -24,12 +24,20 @@ from typing import Callable
 
 from simcomm._errors import UserError, closest
 
-__all__ = ["METHODS", "ACCELERATIONS", "MethodInfo", "method", "accelerate", "get_method", "build_method"]
+__all__ = ["METHODS", "ACCELERATIONS", "FAMILIES", "MethodInfo", "method", "accelerate", "get_method", "build_method"]
 
 #: name -> :class:`MethodInfo`, in registration order
 METHODS: dict[str, "MethodInfo"] = {}
 #: method name -> its registered accelerations, tried in order by :func:`simcomm.optim.run`
 ACCELERATIONS: dict[str, list] = {}
+#: family -> how a method of it is run (the problems it takes, the watch :func:`simcomm.optim.run` picks)
+FAMILIES = {
+    "server": "spec experiment train_{name}; run(problem, method, steps) on a Problem, the server's Monitor",
+    "nodes": "spec experiment train_{name}; run(problem, method, steps) on a NodeProblem, the method's own watch",
+    "consensus": "run(None, method, steps, x0=X0) from the nodes' own values, the method's own watch",
+    "model": "its public function (simcomm.optim); run(problem, method, steps, watch=...) with EFWatch or "
+              "ImportanceWatch",
+}
 
 
 @dataclass(frozen=True)
@@ -44,9 +52,10 @@ class MethodInfo:
     params : dict of str to Param
         The settings a spec may give (their defaults fill what it leaves out).
     family : str
-        The problems it runs on: ``"server"`` (a :class:`simcomm.models.Problem` of ``n`` workers and a
-        server), ``"nodes"`` (a :class:`simcomm.models.NodeProblem`, decentralized) or ``"model"`` (a
-        neural network and data).
+        What it runs on (:data:`FAMILIES`): ``"server"`` (a :class:`simcomm.models.Problem` of ``n``
+        workers and a server), ``"nodes"`` (a :class:`simcomm.models.NodeProblem`, decentralized, every
+        node from the problem's ``x0``), ``"consensus"`` (no problem: the nodes average their own start
+        ``X0``, ``(n, d)``) or ``"model"`` (a model trained on data, :class:`simcomm.optim.ModelProblem`).
     doc : str
         The first line of the builder's docstring.
     """
@@ -56,6 +65,11 @@ class MethodInfo:
     params: dict = field(default_factory=dict)
     family: str = "server"
     doc: str = ""
+
+    @property
+    def run_as(self) -> str:
+        """How this method is run (``simcomm list --methods``)."""
+        return FAMILIES[self.family].format(name=self.name)
 
     def settings(self, given: dict, where: str | None = None) -> dict:
         """``given`` checked against :attr:`params` (spec values) with the defaults filled in.
@@ -87,6 +101,8 @@ class MethodInfo:
 
 def method(name: str, *, params: dict, family: str = "server"):
     """Register ``build(**settings) -> Method`` as the named method ``name`` with its declared ``params``."""
+    if family not in FAMILIES:
+        raise ValueError(f"method '{name}': unknown family '{family}'; use one of {', '.join(FAMILIES)}")
 
     def deco(fn):
         if name in METHODS and METHODS[name].build is not fn:

@@ -38,7 +38,7 @@ The maths lives in the blocks of :mod:`simcomm.optim._blocks_tracking`; the name
 ``"gradient_tracking"``, ``"exact_diffusion"``, ``"pushsum"`` and ``"pushsum_sgd"``
 (:mod:`simcomm.optim.methods`) compose them, and the functions here validate a user's call and run the
 named method with :func:`simcomm.optim.run` and the family's watch
-(:mod:`simcomm.optim._watch_tracking`). The public pure steps (:func:`gt_update`, :func:`ed_update`,
+(:mod:`simcomm.optim._watch_nodes`). The public pure steps (:func:`gt_update`, :func:`ed_update`,
 :func:`pushsum_update`) are the blocks' updates.
 """
 
@@ -63,7 +63,7 @@ from simcomm.optim._decentralized import check_hyper, require_stochasticity, res
 from simcomm.optim._loop import run
 from simcomm.optim._registry import build_method
 from simcomm.optim._trace import Trace
-from simcomm.optim._watch_tracking import pushsum_sgd_watch, pushsum_watch, tracking_watch
+from simcomm.optim._watch_nodes import check_schedule, pushsum_sgd_watch, pushsum_watch, tracking_watch
 
 __all__ = [
     "TRACKING_METHODS",
@@ -276,7 +276,7 @@ def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: 
     >>> bool(run_pushsum(X0, t, steps=300, debias=False).max_error[-1] > 0.1)
     True
     """
-    steps = _check_schedule(steps, record_every)
+    steps = check_schedule(steps, record_every)
     state = pushsum_init(X0)
     n = state.x.shape[0]
     if drawn(topology):
@@ -286,13 +286,6 @@ def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: 
         topology = resolve_topology(topology, n)
     return run(None, build_method("pushsum", topology=topology), steps, rng=rng, x0=state, backend=backend,
                watch=pushsum_watch(state, steps, record_every, debias))
-
-
-def _check_schedule(steps, record_every) -> int:
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
-    return steps
 
 
 #: Static digraphs with per-node (push) weights that push-sum SGD and its MPI run take by name.
@@ -373,7 +366,7 @@ def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 
     """
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
-    steps = _check_schedule(steps, record_every)
+    steps = check_schedule(steps, record_every)
     n = problem.n
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum SGD")
@@ -431,7 +424,7 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
     one_of(method, TRACKING_METHODS, "method")
     check_hyper(lr, 0.0)
     real(sigma, "noise sigma", low=0.0)
-    steps = _check_schedule(steps, record_every)
+    steps = check_schedule(steps, record_every)
     n = problem.n
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), method.replace("_", " "))
     if method == "exact_diffusion":

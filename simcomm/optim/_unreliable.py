@@ -4,7 +4,7 @@ One run draws the failures of every step from its ``rng`` (:class:`simcomm.topol
 and mixes over the kept edges with :func:`simcomm.topology.unreliable_mix` (no ``n x n`` array). It is
 the named method ``"unreliable_gossip"`` (:mod:`simcomm.optim.methods.unreliable_gossip`, blocks in
 :mod:`simcomm.optim._blocks_gossip`) run by :func:`simcomm.optim.run` under
-:class:`~simcomm.optim._watch_gossip.LinkWatch`.
+:func:`~simcomm.optim._watch_nodes.link_watch`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import fields
 
 import numpy as np
 
-from simcomm._errors import UserError
-from simcomm.optim._blocks_gossip import LinkState, link_topology
+from simcomm.optim._blocks_gossip import link_edges, link_init
+from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
-from simcomm.optim._watch_gossip import LinkWatch, run_watched
+from simcomm.optim._watch_nodes import check_schedule, link_watch
 
 __all__ = ["run_unreliable_gossip"]
 
@@ -55,19 +55,13 @@ def run_unreliable_gossip(X0, topology, failures, *, steps: int, rng, compensate
     (True, 0.7)
     """
     from simcomm.optim._registry import build_method
-    from simcomm.topology import LinkFailures, edge_list
+    from simcomm.topology import LinkFailures
 
-    steps = int(steps)
-    if steps < 0 or record_every < 1:
-        raise UserError(f"steps must be >= 0 and record_every >= 1, got {steps} and {record_every}")
-    X = np.array(X0, dtype=np.float64)
-    if X.ndim != 2 or not np.all(np.isfinite(X)):
-        raise UserError(f"X0 must be a finite (n, d) array, one row per node; got shape {X.shape}")
-    edges = edge_list(link_topology(topology, X.shape[0]))
+    steps = check_schedule(steps, record_every)
+    start = link_init(X0)
+    edges = link_edges(topology, start.x.shape[0])
     rng = np.random.default_rng(rng)
-    watch = LinkWatch(X, edges.n_edges, steps, record_every)
-    if not watch.e0 > 0:
-        raise UserError("X0 is already at consensus (every row equal); give rows that differ")
+    watch = link_watch(start.x, edges.n_edges, steps, record_every)
     m = build_method("unreliable_gossip", topology=edges, compensate=bool(compensate),
                      **{f.name: getattr(failures, f.name) for f in fields(LinkFailures)})
-    return run_watched(None, m, steps, LinkState(X, 0), watch, rng=rng, backend=backend)
+    return run(None, m, steps, rng=rng, x0=start, backend=backend, watch=watch)

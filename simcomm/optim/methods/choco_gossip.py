@@ -8,15 +8,19 @@ Every node keeps its iterate :math:`x_i` and a public copy :math:`\hat x_i` its 
 
 ``W`` symmetric and doubly stochastic; an unbiased :math:`Q` is sent as :math:`Q/(1+\beta)`
 (:func:`simcomm.optim.choco_scale`). Family ``"consensus"``: it runs on the nodes' start ``X0``
-(a :class:`~simcomm.optim.ChocoState`), no problem; :func:`simcomm.optim.run_choco_gossip` runs it.
+(a :class:`~simcomm.optim.ChocoState`), no problem, watched by
+:func:`simcomm.optim._watch_nodes.consensus_watch`; :func:`simcomm.optim.run_choco_gossip` runs it.
 """
 
 from __future__ import annotations
 
 from simcomm._params import Param
 from simcomm.optim._blocks_gossip import choco
+from simcomm.optim._choco import choco_init
 from simcomm.optim._registry import method
+from simcomm.optim._watch_nodes import consensus_watch
 from simcomm.optim.methods._components import COMPRESSOR, as_compressor
+from simcomm.optim.methods._nodes import each_node_at, family
 
 #: the settings every CHOCO method takes
 GAMMA = Param("float", low=0.0, low_open=True, doc="consensus step gamma")
@@ -26,4 +30,5 @@ TOPOLOGY = Param("str", default="ring", doc="symmetric doubly stochastic topolog
 @method("choco_gossip", family="consensus", params={"compressor": COMPRESSOR, "gamma": GAMMA, "topology": TOPOLOGY})
 def build(*, compressor, gamma, topology="ring"):
     """CHOCO-Gossip: compressed differences to public copies, a consensus step gamma on the copies."""
-    return choco(as_compressor(compressor), gamma, topology, name="choco_gossip")
+    return family(choco(as_compressor(compressor), gamma, topology, name="choco_gossip"),
+                  lambda problem, x, steps, every: consensus_watch(x.x, steps, every), each_node_at(choco_init))

@@ -6,16 +6,23 @@ Every node takes a local stochastic gradient step, then a CHOCO-Gossip step (:mo
           \hat x_j \leftarrow \hat x_j + q_j, \qquad x_i \leftarrow x_i^{+} + \gamma\sum_j W_{ij}(\hat x_j - \hat x_i),
 
 the noise :math:`\xi_i` from node ``i``'s own stream of ``seed``, the compressor's draws from the run's
-``rng``. Family ``"nodes"`` (a :class:`~simcomm.models.NodeProblem`); :func:`simcomm.optim.run_choco_sgd`
+``rng``. Family ``"nodes"`` (a :class:`~simcomm.models.NodeProblem`; every node at ``x0``, the public
+copies at 0; watched by :func:`simcomm.optim._watch_nodes.choco_sgd_watch`); :func:`simcomm.optim.run_choco_sgd`
 runs it.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from simcomm._params import Param
-from simcomm.optim._blocks_gossip import choco, node_oracle
+from simcomm.optim._blocks_dsgd import gradient_at_nodes
+from simcomm.optim._blocks_gossip import choco
+from simcomm.optim._choco import choco_init
 from simcomm.optim._registry import method
+from simcomm.optim._watch_nodes import choco_sgd_watch
 from simcomm.optim.methods._components import COMPRESSOR, LR, as_compressor
+from simcomm.optim.methods._nodes import every_node_at, family
 from simcomm.optim.methods.choco_gossip import GAMMA, TOPOLOGY
 
 
@@ -26,4 +33,7 @@ from simcomm.optim.methods.choco_gossip import GAMMA, TOPOLOGY
 })
 def build(*, compressor, lr, gamma, topology="ring", sigma=0.0, seed=0):
     """CHOCO-SGD: a local gradient step, then CHOCO's compressed gossip."""
-    return choco(as_compressor(compressor), gamma, topology, lr=lr, oracle=node_oracle(sigma, seed), name="choco_sgd")
+    oracle = gradient_at_nodes(sigma, seed, "stream", at="x")
+    return family(choco(as_compressor(compressor), gamma, topology, lr=lr, oracle=oracle, name="choco_sgd"),
+                  lambda problem, x, steps, every: choco_sgd_watch(problem, steps, every),
+                  every_node_at(lambda x0, n: choco_init(np.tile(np.asarray(x0, dtype=np.float64), (n, 1)))))

@@ -8,18 +8,20 @@ Node :math:`i` keeps its model :math:`x_i` and a LOCAL momentum buffer :math:`m_
 over a static or time-varying doubly stochastic topology (``"parallel"``: :math:`W = J`, parallel
 SGD). DSGD is :math:`\beta = 0`. The noise :math:`\xi_{i,k}` comes from node ``i``'s own stream keyed by
 ``seed`` (not the run's ``rng``), so :mod:`simcomm.mpi`'s ranks reproduce a run. It runs on a
-:class:`~simcomm.models.NodeProblem` with the nodes' watch (:func:`simcomm.optim._decentralized.dsgd_watch`);
+:class:`~simcomm.models.NodeProblem` from every node at ``x0`` with the nodes' watch
+(:func:`simcomm.optim._decentralized.dsgd_watch`), what :func:`simcomm.optim.run` picks by itself;
 :func:`simcomm.optim.run_dsgd` is the user's entry point.
 """
 
 from __future__ import annotations
 
 from simcomm._params import Param
-from simcomm.optim._algebra import chain
-from simcomm.optim._blocks_dsgd import NOISES, dmsgd, gradient_at_nodes, node_noise
+from simcomm.optim._blocks_dsgd import NOISES, dmsgd, gradient_at_nodes
+from simcomm.optim._decentralized import dsgd_init, dsgd_watch
 from simcomm.optim._registry import method
 from simcomm.optim._schedules import SCHEDULES
 from simcomm.optim.methods._components import LR
+from simcomm.optim.methods._nodes import every_node_at, family
 
 
 @method("dsgd", family="nodes", params={
@@ -35,5 +37,6 @@ from simcomm.optim.methods._components import LR
 })
 def build(*, topology, lr, beta=0.0, sigma=0.0, seed=0, noise="auto", schedule="constant", k0=10.0):
     """Decentralized momentum SGD (ATC, local momentum) with per-node gradient noise."""
-    oracle = gradient_at_nodes() if sigma == 0 else chain(gradient_at_nodes(), node_noise(sigma, seed, noise))
-    return dmsgd(oracle, topology, lr, beta, schedule, k0, name="dsgd")
+    return family(dmsgd(gradient_at_nodes(sigma, seed, noise), topology, lr, beta, schedule, k0, name="dsgd"),
+                  lambda problem, x, steps, every: dsgd_watch(problem, topology, steps, every),
+                  every_node_at(lambda x0, n: dsgd_init(x0, n).x))

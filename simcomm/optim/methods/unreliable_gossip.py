@@ -5,15 +5,17 @@ r"""Gossip over unreliable links: Bernoulli or Gilbert-Elliott edge failures and
 A failed edge's weight stays with its endpoints (``compensate``), so every realised :math:`W_t` keeps
 the average; ``compensate = false`` loses it (the control). The failures of every step are drawn from
 the run's ``rng`` (:class:`simcomm.topology.LinkFailures`, whose fields are this method's settings).
-Family ``"consensus"``: it runs on the nodes' start (a ``LinkState``), no problem;
-:func:`simcomm.optim.run_unreliable_gossip` runs it.
+Family ``"consensus"``: it runs on the nodes' start (a ``LinkState``), no problem, watched by
+:func:`simcomm.optim._watch_nodes.link_watch`; :func:`simcomm.optim.run_unreliable_gossip` runs it.
 """
 
 from __future__ import annotations
 
 from simcomm._params import Param
-from simcomm.optim._blocks_gossip import unreliable_gossip
+from simcomm.optim._blocks_gossip import link_edges, link_init, unreliable_gossip
 from simcomm.optim._registry import method
+from simcomm.optim._watch_nodes import link_watch
+from simcomm.optim.methods._nodes import each_node_at, family
 from simcomm.topology import DROP_KINDS, LinkFailures
 
 
@@ -36,4 +38,9 @@ def build(*, topology="ring", q=0.0, kind="bernoulli", p_gb=0.0, p_bg=1.0, q_goo
           compensate=True):
     """Gossip over the edges that work at each step (random link failures, sleeping nodes)."""
     failures = LinkFailures(q=q, kind=kind, p_gb=p_gb, p_bg=p_bg, q_good=q_good, q_bad=q_bad, activation=activation)
-    return unreliable_gossip(failures, topology, compensate=compensate, name="unreliable_gossip")
+
+    def watch(problem, x, steps, every):
+        return link_watch(x.x, link_edges(topology, x.x.shape[0]).n_edges, steps, every)
+
+    return family(unreliable_gossip(failures, topology, compensate=compensate, name="unreliable_gossip"), watch,
+                  each_node_at(link_init))
