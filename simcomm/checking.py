@@ -20,7 +20,7 @@ from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
 from simcomm.spec import ControlSpec, Spec, check_plot_columns, find_specs, load, with_control
 
-__all__ = ["select_specs", "evaluate", "CheckOutcome"]
+__all__ = ["select_specs", "evaluate", "CheckOutcome", "verdict_provenance"]
 
 
 def select_specs(claim_ids=(), *, quick: bool = True, seed: int | None = None, folder=None,
@@ -38,6 +38,37 @@ def select_specs(claim_ids=(), *, quick: bool = True, seed: int | None = None, f
     if not chosen:
         raise UserError(f"no claim specs found in '{folder}'; point --specs at a folder of *.toml specs")
     return chosen
+
+
+def verdict_provenance(recorded: dict, specs: list[Spec]) -> dict[str, list[str]]:
+    """Whether recorded full-grid verdicts come from these specs, by spec hash.
+
+    Parameters
+    ----------
+    recorded : dict
+        Claim id -> entry of ``verdicts.json`` (``claims``); an entry written by ``check --full`` has
+        ``spec_hash`` (and ``commit``).
+    specs : list of Spec
+        The specs as ``check --full`` loads them (full grids).
+
+    Returns
+    -------
+    dict
+        ``stale``: claims whose recorded ``spec_hash`` differs from their spec's hash (the spec changed
+        after its verdict was made: re-run it); ``unrecorded``: claims whose entry has no ``spec_hash``
+        (made before hashes were recorded, so its provenance cannot be checked); ``missing``: claims
+        without an entry.
+    """
+    out = {"stale": [], "unrecorded": [], "missing": []}
+    for spec in specs:
+        entry = recorded.get(spec.claim.id)
+        if entry is None:
+            out["missing"].append(spec.claim.id)
+        elif not entry.get("spec_hash"):
+            out["unrecorded"].append(spec.claim.id)
+        elif entry["spec_hash"] != spec.hash:
+            out["stale"].append(f"{spec.claim.id} (recorded {entry['spec_hash']}, spec now {spec.hash})")
+    return out
 
 
 def _context(spec: Spec, res: Results) -> Judgement | None:

@@ -263,7 +263,7 @@ def _vectors(d: int, seed: int) -> dict:
 
 def _claim(check: str, kind: str, observable: str, bound: str, confidence: float, **kw) -> ClaimSpec:
     return ClaimSpec(id=f"conform.{check}", paper="conform", statement="", kind=kind, observable=observable,
-                     bound=f"{_BOUNDS}:{bound}", confidence=confidence, provenance="N", about="identity", **kw)
+                     bound=f"{_BOUNDS}:{bound}", confidence=confidence, provenance="N", claim_class="check", **kw)
 
 
 def _verdict(check: str, claim: ClaimSpec, table: pd.DataFrame, design, statement: str, draws: int,

@@ -8,7 +8,8 @@ import re
 from simcomm.claims import KINDS, Judgement
 
 __all__ = ["report_markdown", "verdict_rows", "controls_text", "update_readme", "PAPERS", "with_committed",
-           "verdict_counts", "RATIO_DEFINITIONS", "DETECT_DEFINITION", "ABOUT_TITLES", "detect_text", "by_about"]
+           "verdict_counts", "RATIO_DEFINITIONS", "DETECT_DEFINITION", "CLASS_TITLES", "detect_text", "by_class",
+           "class_counts", "seed_paper_summary"]
 
 PAPERS = {
     "expgraph": "Ying et al. 2021, Exponential graph is provably efficient for decentralized deep training",
@@ -18,8 +19,26 @@ PAPERS = {
     "basegraph": "Takezawa, Sato, Niwa & Yamada 2023, Beyond exponential graph: communication-efficient "
                  "topologies for decentralized learning via finite-time convergence",
     "fmmc": "Boyd, Diaconis & Xiao 2004, Fastest mixing Markov chain on a graph",
+    "thomsen": "Thomsen, Taylor & Dieuleveut 2025 (step sizes of compressed GD with and without error feedback, "
+               "as cited in the notes [S])",
+    "ef21": "Richtárik, Sokolov & Fatkhullin 2021, EF21: a new, simpler, theoretically better, and practically "
+            "faster error feedback",
+    "choco": "Koloskova, Stich & Jaggi 2019, Decentralized stochastic optimization and gossip algorithms with "
+             "compressed communication (CHOCO)",
+    "pushsum": "Assran, Loizou, Ballas & Rabbat 2019, Stochastic gradient push for distributed deep learning "
+               "(push-sum; Kempe, Dobra & Gehrke 2003)",
+    "equitopo": "Song et al. 2022, Communication-efficient topologies for decentralized learning with O(1) "
+                "consensus rate (EquiTopo)",
+    "tracking": "gradient tracking (Nedić, Olshevsky & Shi 2017) and exact diffusion (Yuan, Ying, Zhao & Sayed "
+                "2019)",
+    "pep": "performance estimation (Drori & Teboulle 2014; Taylor, Hendrickx & Glineur 2017; PEPit)",
+    "natural": "Horváth et al. 2019, Natural compression for distributed deep learning (and the other unbiased "
+               "compressors of this project)",
+    "sign": "scaled-sign compressors: EF-signSGD (Karimireddy et al. 2019) and 1-bit Adam (Tang et al. 2021)",
     "net": "simcomm's network time model (no paper: this project's own statements)",
 }
+#: the four seed papers (papers/, seeds/): the report sums up what is decided about each
+SEED_PAPERS = ("expgraph", "rtopk", "urq", "is")
 
 #: Per paper: what it claims (with tags), what simcomm checks, what it cannot check here. The project's
 #: own words; the longer notes are in docs/papers/.
@@ -65,7 +84,8 @@ PAPER_INTRO = {
             "one-peer against static gossip in simulated time.",
             "the comparison with measured MPI times needs a quiet machine (sims/extra/)."),
 }
-_PAPER_ORDER = ("expgraph", "basegraph", "fmmc", "rtopk", "urq", "is", "net")
+_PAPER_ORDER = ("expgraph", "basegraph", "fmmc", "choco", "pushsum", "equitopo", "tracking", "rtopk", "urq", "is",
+                "thomsen", "ef21", "pep", "natural", "sign", "net")
 
 
 def _cell(text) -> str:
@@ -98,10 +118,54 @@ def detect_text(j: Judgement) -> str:
     return f"{d:.3g}"
 
 
-def by_about(judgements: list[Judgement]) -> list[tuple[str, list[Judgement]]]:
-    """The judgements split into the report's two tables: paper claims, then identity checks."""
-    return [(a, [j for j in judgements if j.claim.about == a]) for a in ABOUT_TITLES
-            if any(j.claim.about == a for j in judgements)]
+def by_class(judgements: list[Judgement]) -> list[tuple[str, list[Judgement]]]:
+    """The judgements split into the report's tables, one per class (:data:`CLASS_TITLES`), in that order."""
+    return [(a, [j for j in judgements if j.claim.claim_class == a]) for a in CLASS_TITLES
+            if any(j.claim.claim_class == a for j in judgements)]
+
+
+def class_counts(judgements: list[Judgement]) -> str:
+    """One line: how many claims of each class, and that only the first three are findings."""
+    n = {a: sum(j.claim.claim_class == a for j in judgements) for a in CLASS_TITLES}
+    def count(k: int, words: tuple) -> str:
+        return f"{k} {words[k != 1]}"
+
+    parts = ", ".join(count(n[a], CLASS_TITLES[a][2]) for a in CLASS_TITLES)
+    findings = n["seed"] + n["other"] + n["derived"]
+    return (f"{count(len(judgements), ('claim', 'claims'))} by class: {parts}; the first three classes "
+            f"({count(findings, ('claim', 'claims'))}) are findings, the consistency checks are not.")
+
+
+def seed_paper_summary(judgements: list[Judgement], committed: dict | None = None) -> list[str]:
+    """Per seed paper, what its seed-class claims decide: each one's verdict with its deciding numbers.
+
+    The numbers are the verdict's own: the tightest ratio (see the kind's definition), the departure it
+    would have detected with probability 0.8, and the reason of a verdict other than holds. Claims of
+    other classes keyed by the paper are counted beside it: they are not findings about the paper.
+    With ``committed`` (quick runs), a verdict that differs from the committed full-grid one shows both.
+    """
+    lines = ["**What is decided about each seed paper** (only its seed-class claims decide; tightest ratio "
+             "and detects (80%) as defined below):", ""]
+    for paper in SEED_PAPERS:
+        mine = [j for j in judgements if j.claim.paper == paper]
+        seed = [j for j in mine if j.claim.claim_class == "seed"]
+        rest = {a: sum(j.claim.claim_class == a for j in mine) for a in ("derived", "check")}
+        lines.append(f"- *{PAPERS[paper]}*: " + (verdict_counts(seed).replace("claims:", "seed claims:")
+                                                  .replace("claim:", "seed claim:") if seed
+                                                  else "no seed claim is judged here.")
+                     + f" Beside them, not deciding: {rest['derived']} derived, {rest['check']} checks.")
+        for j in seed:
+            why = f" ({_short(j.reason)})" if j.reason and j.verdict.value != "holds" else ""
+            verdict = with_committed(j.verdict.value, j, committed)
+            lines.append(f"  - `{j.claim.id}` [{j.provenance}] **{verdict}**{why}: tightest ratio "
+                         f"{_ratio(j.ratio)}, detects {detect_text(j)}" + (f"; controls {controls_text(j)}"
+                                                                          if j.controls else "") + ".")
+    return lines + [""]
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def verdict_rows(judgements: list[Judgement]) -> list[list[str]]:
@@ -119,16 +183,25 @@ DETECT_DEFINITION = (
     "would be called violated with probability 0.8, at its replicates and measured spread and the Holm level of "
     "one violated cell among its cells: a departure past the bound, margin or claimed effect at least this large "
     "would have been found; a smaller one could hide in a \"holds\" or an \"inconclusive\". `exact` marks "
-    "cells without spread (any departure past the line is found); `none` a test that cannot reject at that level."
+    "cells without spread (any departure past the line is found); `none` a test that cannot reject at that level, "
+    "or only at a ratio at or below 0 (a value of the other sign than the bound: no positive observable is flagged)."
 )
 
-#: the two tables of the report: what a verdict can be a finding about
-ABOUT_TITLES = {
-    "paper": ("Claims about the papers",
-              "each could refute a paper's statement (or a bound derived here, tagged [N])"),
-    "identity": ("Identity checks",
-                 "the implementation against its own closed form: a violation is a bug here, never a finding "
-                 "about a paper"),
+#: what a claim is (the spec's ``class``): table title, what a verdict of the class means, (singular, plural)
+CLASS_TITLES = {
+    "seed": ("Claims of the seed papers",
+             "a statement of one of the four seed papers ([P] its text, [B] the seed summary, [S] a secondary "
+             "summary): a violation is a finding against the paper as stated",
+             ("seed-paper claim", "seed-paper claims")),
+    "other": ("Claims of other papers",
+              "another paper's statement, keyed by that paper: a violation is a finding against it as recalled",
+              ("other paper's claim", "other papers' claims")),
+    "derived": ("Bounds derived here",
+                "a bound or prediction derived in this project [N] (or recalled [R] and not verified): a violation "
+                "refutes the derivation, not a paper", ("derived bound", "derived bounds")),
+    "check": ("Consistency checks",
+              "the implementation against its own closed form, or a fact that cannot fail: a violation is a bug "
+              "here, never a finding about a paper", ("consistency check", "consistency checks")),
 }
 
 # Cell columns that hold measurements: NaN there means the runs diverged (non-finite values).
@@ -262,17 +335,18 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
     if committed is not None and mode == "quick":
         note = [f"Quick grids: next to a verdict, in brackets, the committed full-grid verdict where it differs "
                 f"({len(differ)} claim{'' if len(differ) == 1 else 's'}); the full grids decide.", ""]
-    lines = ["# simcomm check — report", "", verdict_counts(judgements), "", *note,
+    lines = ["# simcomm check — report", "", class_counts(judgements), "", verdict_counts(judgements), "", *note,
              f"Grids: **{mode}**. Backend: `{meta.get('backend')}`. Executor: {meta.get('executor')}. "
              f"simcomm {meta.get('versions', {}).get('simcomm')}, numpy {meta.get('versions', {}).get('numpy')}, "
              f"commit `{(meta.get('git_commit') or 'unknown')[:10]}`.", "",
              "Provenance tags (see `docs/papers/`): [P] the paper's text, [C] the authors' code, "
              "[N] derived here and checked numerically (not the paper's theorem), [B] the seed summary, "
-             "[R] recollection. The full texts of the papers were not available: where the paper's exact "
-             "statement is unknown, the claim checks the derived statement named in its row.", "",
-             *_ratio_lines(judgements), DETECT_DEFINITION, ""]
-    for about, group in by_about(judgements):
-        title, what = ABOUT_TITLES[about]
+             "[S] a secondary summary, [R] recollection. The full texts of the papers were not available: "
+             "where the paper's exact statement is unknown, the claim checks the derived statement named in its "
+             "row.", "",
+             *seed_paper_summary(judgements, committed), *_ratio_lines(judgements), DETECT_DEFINITION, ""]
+    for cls, group in by_class(judgements):
+        title, what, _ = CLASS_TITLES[cls]
         lines += [f"**{title}** ({what}). {verdict_counts(group)}", "",
                   "| claim | paper | statement | provenance | verdict | reason | tightest ratio | detects (80%) "
                   "| controls |", "|---|---|---|---|---|---|---|---|---|"]
@@ -298,7 +372,7 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
                   f"**Statement.** {c.statement}" + (f" *Scope: {j.scope()}.*" if j.scope() else ""), "",
                   f"**Verdict: {j.verdict.value}**" + (f" ({j.reason})" if j.reason else "")
                   + f"; tightest ratio empirical/bound {_ratio(j.ratio)}; detects (80%) {detect_text(j)}; "
-                  f"{'identity check' if c.about == 'identity' else 'a claim about the paper'}; {len(j.cells)} cells; "
+                  f"class {c.claim_class} ({CLASS_TITLES[c.claim_class][2][0]}); {len(j.cells)} cells; "
                   f"family-wise confidence {c.confidence:g} (Holm over the cells; per-cell level in the "
                   f"column `level`); {_effect_text(c)}; test `{c.test}` on a {c.scale} scale."]
         if j.controls:
@@ -315,10 +389,10 @@ _SCALING_CELL = re.compile(r'<td width="50%"><a href="figures/scaling_[^"]*">.*?
 
 
 def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[str]:
-    lines = []
-    for about, group in by_about(judgements):
-        title, what = ABOUT_TITLES[about]
-        lines += [f"**{title}** ({what}). {verdict_counts(group)}", "",
+    lines = [class_counts(judgements), ""]
+    for cls, group in by_class(judgements):
+        title, what, _ = CLASS_TITLES[cls]
+        lines += [f"**{title}** (class `{cls}`: {what}). {verdict_counts(group)}", "",
                   "| claim | statement | provenance | verdict | reason | tightest ratio | detects (80%) | controls "
                   "| figure |", "|---|---|---|---|---|---|---|---|---|"]
         for j in group:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["Results", "atomic_write_text", "atomic_write_bytes", "write_files", "versions", "git_commit",
+__all__ = ["Results", "atomic_write_text", "atomic_write_bytes", "write_files", "versions", "git_commit", "git_dirty",
            "read_results"]
 
 
@@ -107,6 +107,17 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def git_dirty() -> bool:
+    """Whether tracked files of the checkout differ from its commit (False outside a git work tree)."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and bool(out.stdout.strip())
 
 
 @dataclass

@@ -20,27 +20,42 @@ from typing import Any
 
 from simcomm._errors import SpecError, closest
 
-__all__ = ["ClaimSpec", "ControlSpec", "Spec", "load", "loads", "with_control", "resolve", "sims_dir",
+__all__ = ["ClaimSpec", "ControlSpec", "Spec", "CLASSES", "PAPERS", "SEED_PAPERS", "MAX_ILL_POSED", "load", "loads",
+           "with_control", "resolve", "sims_dir",
            "find_specs",
            "content_hash", "locate", "n_cells", "check_plot_columns", "PLOT_STYLES"]
 
-#: what a claim is about: a statement of a paper (it could refute the paper, or a bound derived here
-#: [N]) or an identity check (the implementation against its own closed form: it catches a bug)
-ABOUT = ("paper", "identity")
-PAPERS = ("expgraph", "rtopk", "urq", "is", "net", "basegraph", "fmmc")
+#: what a claim is (``class`` in ``[claim]``): only the first three are findings (DESIGN.md, "What a
+#: verdict means"). ``seed``: a statement of one of the four seed papers ([P] its text, [B] the seed
+#: summary, [S] a secondary summary of it); ``other``: a statement of another paper, keyed by that
+#: paper; ``derived``: a bound or prediction derived here [N] (a wrong derivation fails it);
+#: ``check``: the implementation against its own closed form, or a fact that cannot fail (a violation
+#: is a bug here, never a finding about a paper).
+CLASSES = ("seed", "other", "derived", "check")
+#: the four seed papers (``papers/``, ``seeds/``)
+SEED_PAPERS = ("expgraph", "rtopk", "urq", "is")
+#: every paper key: the seed papers, then the other papers a claim may be about; titles in simcomm.report
+PAPERS = SEED_PAPERS + ("basegraph", "fmmc", "thomsen", "ef21", "choco", "pushsum", "equitopo", "tracking", "pep",
+                        "natural", "sign", "net")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "confidence": float, "strict": bool,
     "where": dict, "slope_in": str, "slope_tol": float, "slope_space": str, "compare": str,
     "lower": str, "higher": list, "provenance": str, "margin_rel": float, "margin_abs": float,
-    "min_effect_rel": float, "min_effect_abs": float, "scale": str, "test": str, "about": str,
-    "method": str, "versus": list,
+    "min_effect_rel": float, "min_effect_abs": float, "scale": str, "test": str, "class": str,
+    "method": str, "versus": list, "reaches": list, "max_ill_posed": float,
 }
 _REPLACED = {"rtol": "'rtol' is gone: an 'equal' claim states an equivalence margin with 'margin_rel' and/or "
-                     "'margin_abs'; upper/lower/order state 'min_effect_rel'/'min_effect_abs'"}
+                     "'margin_abs'; upper/lower/order state 'min_effect_rel'/'min_effect_abs'",
+             "about": "'about' is replaced by 'class': one of " + ", ".join(CLASSES) + " (seed: a seed paper's "
+                      "statement; other: another paper's, keyed by 'paper'; derived: a bound derived here [N]; "
+                      "check: the implementation against its own closed form, or a fact that cannot fail)"}
 _CONTROL_KEYS = {"name": str, "why": str, "set": dict, "bound_scale": float, "bound": str, "swap": bool,
                  "lower_scale": float}
 SCALES = ("linear", "log")
+#: default largest fraction of a claim's cells that may be ill-posed (the question cannot be asked there)
+#: before the claim is inconclusive instead of holding; a spec states its own with ``max_ill_posed``
+MAX_ILL_POSED = 0.25
 TESTS = ("t", "sign", "bootstrap")
 _EXPERIMENT_KEYS = {"name": str, "replicates": object, "seed": int}
 _PLOT_KEYS = {
@@ -121,7 +136,9 @@ class ClaimSpec:
     higher: tuple = ()
     provenance: str | None = None
     controls: tuple = ()
-    about: str = "paper"
+    claim_class: str = "derived"
+    reaches: tuple = ()
+    max_ill_posed: float = MAX_ILL_POSED
     # set by a negative control's transform (never by a spec, never part of the content hash)
     bound_scale: float = 1.0
     swapped: bool = False
@@ -625,10 +642,7 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = (), shippe
                         f"use one of {', '.join(PAPERS)}")
     kind = KINDS[table["kind"]]
     kind.validate(table, where, grid_axes)
-    if table.get("about", "paper") not in ABOUT:
-        raise SpecError(f"{where}: about '{table['about']}' is unknown{closest(table['about'], ABOUT)}; use 'paper' "
-                        "(the claim could refute a paper's statement, or a bound derived here) or 'identity' (the "
-                        "implementation against its own closed form)")
+    _check_class(table, where)
     if "bound" in table:
         fn = resolve(table["bound"], where)
         if not hasattr(fn, "info"):
@@ -643,6 +657,10 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = (), shippe
                                 f"{closest(key, accepted)}; arguments: {', '.join(sorted(accepted)) or 'none'}")
     elif "provenance" not in table:
         raise SpecError(f"{where}: a claim without 'bound' needs 'provenance' (a tag from papers/: P, C, N, B, R)")
+    tag = fn.info.provenance if "bound" in table else table["provenance"]
+    if table["class"] == "seed" and not set(str(tag).split("+")) & {"P", "B", "S"}:
+        raise SpecError(f"{where}: class 'seed' is a seed paper's statement, tagged [P], [B] or [S]; the tag is "
+                        f"[{tag}]: a statement derived here is class 'derived'")
     if not 0.5 <= table.get("confidence", 0.99) < 1:
         raise SpecError(f"{where}: 'confidence' must be in [0.5, 1), got {table['confidence']}")
     numbers = ("atol", "slope_tol", "margin_rel", "margin_abs", "min_effect_rel", "min_effect_abs")
@@ -664,12 +682,47 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = (), shippe
     for c in controls:
         kind.check_control(c, where)
     data = kind.normalise(dict(table))
+    data["claim_class"] = data.pop("class")
+    data["reaches"] = tuple(data.get("reaches", ()))
+    if "max_ill_posed" in data:
+        data["max_ill_posed"] = float(data["max_ill_posed"])
     data["higher"] = tuple(data.get("higher", ()))
     data["controls"] = controls
     for key in numbers:
         if key in data:
             data[key] = float(data[key])
     return ClaimSpec(**data)
+
+
+def _check_class(table: dict, where: str) -> None:
+    """``class`` (required), its consistency with ``paper``, and the blind-cell keys ``reaches``/``max_ill_posed``."""
+    allowed = ", ".join(CLASSES)
+    if "class" not in table:
+        raise SpecError(f"{where}: missing 'class'; say what the claim is: one of {allowed} (seed: a seed paper's "
+                        "statement; other: another paper's; derived: a bound derived here [N]; check: the "
+                        "implementation against its own closed form, or a fact that cannot fail)")
+    cls = table["class"]
+    if cls not in CLASSES:
+        raise SpecError(f"{where}: class '{cls}' is unknown{closest(cls, CLASSES)}; use one of {allowed}")
+    if cls == "seed" and table["paper"] not in SEED_PAPERS:
+        raise SpecError(f"{where}: class 'seed' needs one of the seed papers as 'paper' ({', '.join(SEED_PAPERS)}), "
+                        f"got '{table['paper']}'; another paper's claim is class 'other'")
+    if cls == "other" and (table["paper"] in SEED_PAPERS or table["paper"] == "net"):
+        raise SpecError(f"{where}: class 'other' is another paper's claim: key it by that paper "
+                        f"({', '.join(p for p in PAPERS if p not in SEED_PAPERS and p != 'net')}), not "
+                        f"'{table['paper']}'")
+    if not 0 <= table.get("max_ill_posed", MAX_ILL_POSED) < 1:
+        raise SpecError(f"{where}: 'max_ill_posed' must be in [0, 1), got {table['max_ill_posed']}")
+    if "reaches" in table:
+        named = [table.get("lower"), *table.get("higher", []), table.get("method"), *table.get("versus", [])]
+        named = [m for m in named if m is not None]
+        if not named:
+            raise SpecError(f"{where}: 'reaches' names methods of an 'order' or 'equivalent' claim; a "
+                            f"'{table['kind']}' claim has none (a non-finite observable already violates it)")
+        for m in table["reaches"]:
+            if m not in named:
+                raise SpecError(f"{where}: 'reaches' names '{m}', which the claim does not compare"
+                                f"{closest(str(m), named)}; methods: {', '.join(map(str, named))}")
 
 
 def with_control(spec: Spec, control: ControlSpec) -> Spec:

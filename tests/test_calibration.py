@@ -168,6 +168,7 @@ TOY = """
 [claim]
 id = "toy.upper"
 paper = "expgraph"
+class = "derived"
 statement = "the sample mean is at most mu"
 kind = "upper"
 observable = "mean"

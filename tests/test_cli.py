@@ -78,7 +78,7 @@ def test_check_writes_figures_report_json(tmp_path):
     verdicts = json.loads((tmp_path / "v.json").read_text())
     assert verdicts == [{"id": "toy.mean", "paper": "expgraph", "kind": "equal", "verdict": "holds",
                          "reason": "", "provenance": "N", "ratio": verdicts[0]["ratio"], "n_cells": 1,
-                         "about": "paper", "detect": verdicts[0]["detect"], "detect_none": False,
+                         "class": "derived", "detect": verdicts[0]["detect"], "detect_none": False,
                          "detect_exact": False, "controls": []}]
     assert verdicts[0]["detect"] > 1  # an equal claim flags a departure above the bound beyond its margin
     folders = list((out / "results" / "toy_claim").iterdir())
@@ -88,6 +88,25 @@ def test_check_writes_figures_report_json(tmp_path):
     assert r.exit_code == 0 and (folders[0] / "figure.png").is_file()
     # no temporary files are left behind
     assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_list_shows_each_claims_class_and_a_bad_class_is_one_line(tmp_path):
+    r = _run(["list"])
+    assert r.exit_code == 0, r.output
+    rows = {line.split()[0]: line.split()[1:4] for line in r.output.splitlines() if line.strip()}
+    assert rows["rtopk.sgd_intermediate_r"] == ["rtopk", "seed", "order"]
+    assert rows["rtopk.contraction"] == ["rtopk", "check", "upper"]
+    assert rows["expgraph.choco_gossip"] == ["choco", "other", "upper"]
+    assert {cls for _, cls, _ in rows.values()} == {"seed", "other", "derived", "check"}
+    bad = tmp_path / "specs"
+    bad.mkdir()
+    text = (DATA / "toy_claim.toml").read_text()
+    (bad / "toy.toml").write_text(text.replace('class = "derived"', 'class = "finding"'))
+    for argv in (["list", "--specs", str(bad)], ["run", str(bad / "toy.toml"), "--out", str(tmp_path)]):
+        r = _run(argv)
+        assert r.exit_code == 2, r.output
+        assert r.output.strip().count("\n") == 0 and "class 'finding' is unknown; use one of seed, other, derived, " \
+            "check" in r.output
 
 
 def test_strict_exits_1_on_violation(tmp_path):
@@ -218,6 +237,9 @@ def test_check_table_is_compact_with_totals_and_wide_on_request(tmp_path):
     r = _run([*args, "--wide"])
     header = next(ln for ln in r.output.splitlines() if "claim" in ln and "verdict" in ln)
     assert "statement" in header and "controls" in header and "the sample mean equals mu" in r.output
+    assert "class" in header and "derived" in r.output  # what the claim is, per row
+    totals = " ".join(r.output.split())
+    assert "1 claim by class: 0 seed-paper claims, 0 other papers' claims, 1 derived bound" in totals
 
 
 def test_short_reason_cuts_at_a_word():

@@ -3,7 +3,7 @@
 A control is a perturbation under which the claim must fail (a biased compressor, wrong weights, the
 methods swapped, the bound moved); a control that is not caught means the claim could not have failed.
 Every claim also needs a SUBSTANTIVE control (``set``: the experiment itself changed so that the
-mechanism the claim is about breaks), and says what it is about (``paper`` or ``identity``). The slow
+mechanism the claim is about breaks), and says what it is (``class``: seed, other, derived or check). The slow
 tests run the whole quick check once (the main job's grids) with the controls.
 """
 
@@ -13,16 +13,36 @@ import pytest
 
 from simcomm.checking import evaluate, select_specs
 from simcomm.experiments import EXPERIMENTS, get_experiment
-from simcomm.spec import ABOUT, find_specs, load, with_control
+from simcomm.spec import CLASSES, SEED_PAPERS, find_specs, load, with_control
 
 SHIPPED = find_specs()
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_every_claim_declares_what_it_is_about(path):
-    # explicit in the file, not the loader's default: the author decided it, with a reason
-    claim = tomllib.loads(path.read_text())["claim"]
-    assert claim.get("about") in ABOUT, f"{path.name}: [claim] needs about = \"paper\" or \"identity\""
+def test_every_claim_declares_what_it_is(path):
+    # explicit in the file, with its reason in a comment: the author decided it
+    text = path.read_text()
+    claim = tomllib.loads(text)["claim"]
+    assert claim.get("class") in CLASSES, f"{path.name}: [claim] needs class = one of {CLASSES}"
+    assert "# class:" in text, f"{path.name}: say why the claim has its class in a '# class:' comment"
+    # a seed-paper claim names its seed paper; another paper's claim names that paper
+    assert (claim["paper"] in SEED_PAPERS) == (claim["class"] == "seed") or claim["class"] in ("derived", "check")
+
+
+def test_shipped_classes_cover_the_audit():
+    # the claims the audit of issue 43 found unable to fail are consistency checks, not findings
+    cannot_fail = ["rtopk.contraction", "compress.sign_l2_gaussian", "compress.sign_l2_not_contraction",
+                   "net.gap_bits", "net.sparse_allgather", "pep.compressed_gd_below", "basegraph.dsgd_loss",
+                   "fmmc.beats_mh", "net.one_peer_time", "compress.fp16_overflow", "compress.fp16_underflow",
+                   "expgraph.transient_below_shape", "expgraph.gt_removes_floor", "expgraph.ed_removes_floor"]
+    classes = {load(p).claim.id: load(p).claim for p in SHIPPED}
+    assert {c: classes[c].claim_class for c in cannot_fail} == {c: "check" for c in cannot_fail}
+    # and the other papers' claims are keyed by those papers, not by a seed paper
+    keyed = {"expgraph.choco_gossip": "choco", "expgraph.pushsum_average": "pushsum",
+             "expgraph.equistatic_norm": "equitopo", "expgraph.gt_removes_floor": "tracking",
+             "expgraph.ed_removes_floor": "tracking", "compress.ef_ef21_same_rate": "thomsen",
+             "pep.delay_certified": "pep", "basegraph.exact": "basegraph"}
+    assert {c: classes[c].paper for c in keyed} == keyed
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)

@@ -200,6 +200,67 @@ def test_ill_posed_cells_and_nan_on_both_sides():
                  table({4: [1.0]})).verdict is Verdict.ILL_POSED
 
 
+def _missing_comparator(n_cells=24, n_missing=23, reps=5):
+    """An order table of ``n_cells`` cells where a is clearly below b, but b's hitting time is NaN (it missed
+    its target) in ``n_missing`` of them."""
+    rows = []
+    for cell in range(n_cells):
+        for r in range(reps):
+            a = 10.0 + 0.1 * r
+            b = math.nan if cell < n_missing else 50.0 + 0.1 * r
+            rows += [{"cell": cell, "replicate": r, "metric": "m", "method": "a", "value": a},
+                     {"cell": cell, "replicate": r, "metric": "m", "method": "b", "value": b}]
+    return pd.DataFrame(rows)
+
+
+def test_a_comparator_that_misses_its_stated_target_is_never_a_blind_cell():
+    # "a reaches the target in fewer steps than b, and b also reaches it": b misses it in 23 of 24 cells.
+    # Judged as ill-posed and dropped, those cells would leave one cell, and the claim would hold on it.
+    t = _missing_comparator()
+    stated = ClaimSpec(**ORDER, scale="log", reaches=("b",))
+    j = judge(stated, t, cell_params=["cell"])
+    assert j.verdict is Verdict.VIOLATED and "23 of 24 cells" in j.reason and "missed the target" in j.reason
+    # Without the statement that b reaches it, the cells cannot ask the question (ill-posed), and a claim
+    # that asked it in 1 of 24 cells is inconclusive, never "holds".
+    j = judge(ClaimSpec(**ORDER, scale="log"), t, cell_params=["cell"])
+    assert (j.cells["verdict"] == "ill-posed").sum() == 23 and (j.cells["verdict"] == "holds").sum() == 1
+    assert j.verdict is Verdict.INCONCLUSIVE and "more than max_ill_posed = 0.25" in j.reason
+    # The allowance is the spec's: 2 of 8 ill-posed cells hold at the default 0.25, not at 0.2.
+    t8 = _missing_comparator(n_cells=8, n_missing=2)
+    assert judge(ClaimSpec(**ORDER, scale="log"), t8, cell_params=["cell"]).verdict is Verdict.HOLDS
+    j = judge(ClaimSpec(**ORDER, scale="log", max_ill_posed=0.2), t8, cell_params=["cell"])
+    assert j.verdict is Verdict.INCONCLUSIVE
+    # A claimed-lower side that is missing while the other is finite contradicts the order: violated.
+    swapped = judge(stated, t, cell_params=["cell"], swap=True)
+    assert swapped.verdict is Verdict.VIOLATED and "b diverged while a did not" in swapped.reason
+    # Both missing where only b is stated to reach: the cell is outside the statement's scope (ill-posed).
+    both = _missing_comparator(n_cells=4, n_missing=1).assign(
+        value=lambda d: d["value"].where(~((d["cell"] == 0) & (d["method"] == "a")), math.nan))
+    j = judge(stated, both, cell_params=["cell"])
+    assert j.verdict is Verdict.HOLDS and j.reason == "1 of 4 cells ill-posed"
+    assert judge(ClaimSpec(**ORDER, scale="log", reaches=("a", "b")), both,
+                 cell_params=["cell"]).verdict is Verdict.VIOLATED
+
+
+def test_detect_is_never_a_negative_ratio():
+    # A lower bound of 2 on a positive observable measured near 4 with a spread of 3: at 6 replicates a
+    # violation would be flagged only below a value of about -2, which a positive quantity never takes.
+    # As a ratio that is about -1.9, which means nothing; it is "none" (nothing detectable).
+    from simcomm.report import detect_text
+
+    spread = table({4: [1.0, 7.5, 0.5, 8.0, 2.0, 5.0]})
+    j = judge(claim(kind="lower", bound="tests._toy:toy_sqrt"), spread)
+    assert j.verdict is not Verdict.VIOLATED and math.isinf(j.detect) and detect_text(j) == "none"
+    # with a tight spread the same claim states a positive detectable ratio below 1
+    tight = judge(claim(kind="lower", bound="tests._toy:toy_sqrt"), table({4: [3.9, 4.0, 4.1, 4.0, 3.95, 4.05]}))
+    assert 0 < tight.detect < 1
+    # a verdict recorded with such a ratio (verdicts.json before this rule) is shown as "none" too
+    from simcomm.claims import Judgement
+
+    recorded = Judgement.from_summary(j.claim, {"verdict": "holds", "detect": -0.65})
+    assert detect_text(recorded) == "none"
+
+
 def test_bound_is_evaluated_per_replicate_row_from_measured_columns():
     # The bound sqrt(n) takes 'n' from each row: a measured column, not a grouping parameter.
     rows = [{"replicate": r, "metric": "m", "value": math.sqrt(n) + 1e-3 * (r % 2), "n": n}
@@ -222,6 +283,7 @@ TOY = """
 [claim]
 id = "toy.mean"
 paper = "expgraph"
+class = "derived"
 statement = "sample mean equals mu"
 kind = "equal"
 observable = "mean"
@@ -287,10 +349,21 @@ def test_adaptive_replicates_add_batches_until_decided():
      "swaps or scales methods, which only an .order. claim has"),
     (("bound_scale = 1.5", "bound_scale = 0"), "'bound_scale' must be positive and not 1"),
     (("name = \"wrong_mu\"", "name = \"bound_off\""), "control name 'bound_off' is used twice"),
+    (('class = "derived"', 'class = "finding"'), "class 'finding' is unknown; use one of seed, other, derived, check"),
+    (('class = "derived"', 'class = "chek"'), "class 'chek' is unknown .did you mean 'check'"),
+    (('class = "derived"\n', ''), "missing 'class'; say what the claim is: one of seed, other, derived, check"),
+    (('class = "derived"', 'about = "paper"'), "'about' is replaced by 'class': one of seed, other, derived, check"),
+    (('class = "derived"', 'class = "other"'), "class 'other' is another paper's claim: key it by that paper"),
+    (('class = "derived"', 'class = "seed"'), "class 'seed' is a seed paper's statement, tagged .P., .B. or .S.; "
+                                              "the tag is .N."),
+    (('class = "derived"', 'class = "derived"\nmax_ill_posed = 1.0'), "'max_ill_posed' must be in .0, 1."),
+    (('class = "derived"', 'class = "derived"\nreaches = ["a"]'), "'reaches' names methods of an 'order' or"),
 ])
 def test_new_spec_fields_are_validated(change, message):
-    with pytest.raises(SpecError, match=message):
+    assert TOY.replace(*change) != TOY
+    with pytest.raises(SpecError, match=message) as err:
         loads(TOY.replace(*change), name="toy", path="toy.toml")
+    assert "\n" not in str(err.value)  # one line
 
 
 # --- calibration: family-wise false violations and power ---------------------------------------------
@@ -374,3 +447,29 @@ def test_report_opens_each_paper_with_what_it_claims_and_what_is_checked():
     text = report_markdown([j], {}, mode="full", meta={})
     assert "# Ying et al. 2021" in text and "**What it claims.**" in text and "**What it cannot check here.**" in text
     assert text.index("**What it claims.**") < text.index("## t")
+
+
+def test_report_opens_with_the_counts_per_class_and_what_is_decided_per_seed_paper():
+    from simcomm.report import report_markdown
+
+    t = table({4: [2.0]})
+    seed = judge(claim(id="s.one", kind="equal", margin_abs=1e-12, claim_class="seed"), t)
+    seed_bad = judge(claim(id="s.two", kind="equal", margin_abs=1e-12, claim_class="seed"), table({4: [3.0]}))
+    check = judge(claim(id="c.one", kind="equal", margin_abs=1e-12, claim_class="check"), t)
+    other = judge(claim(id="o.one", paper="choco", kind="equal", margin_abs=1e-12, claim_class="other"), t)
+    text = report_markdown([seed, seed_bad, check, other], {}, mode="full", meta={})
+    lines = text.splitlines()
+    assert lines[2] == ("4 claims by class: 2 seed-paper claims, 1 other paper's claim, 0 derived bounds, 1 "
+                        "consistency check; the first three classes (3 claims) are findings, the consistency checks "
+                        "are not.")
+    # the seed paper's block names each of its seed claims with the verdict's deciding numbers
+    block = text[text.index("**What is decided about each seed paper**"):text.index("**Tightest ratio**")]
+    assert "Ying et al. 2021" in block and "2 seed claims: **1 holds**, **1 violated**." in block
+    assert "`s.two` [N] **violated** (1 of 1 cells" in block and "tightest ratio 1.5" in block
+    assert "`c.one`" not in block and "Beside them, not deciding: 0 derived, 1 checks." in block
+    assert block.count("no seed claim is judged here.") == 3  # the other three seed papers
+    # then one table per class, in the order seed, other, derived, check (derived has no claim here)
+    heads = [line.split("**")[1] for line in lines if line.startswith("**Claims of") or line.startswith(
+        "**Consistency checks**") or line.startswith("**Bounds derived here**")]
+    assert heads == ["Claims of the seed papers", "Claims of other papers", "Consistency checks"]
+    assert "class seed (seed-paper claim)" in text and "class check (consistency check)" in text

@@ -17,6 +17,7 @@ TOY = """
 [claim]
 id = "toy.mean"
 paper = "expgraph"
+class = "derived"
 statement = "sample mean equals mu"
 kind = "equal"
 observable = "mean"

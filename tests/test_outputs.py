@@ -21,6 +21,7 @@ ORDER_SPEC = """
 [claim]
 id = "toy.order"
 paper = "expgraph"
+class = "derived"
 statement = "the mean of 2n draws varies less than the mean of n draws"
 kind = "order"
 observable = "var_of_mean"
@@ -80,6 +81,18 @@ def test_full_check_writes_gallery_and_merges_verdicts_json(tmp_path):
     data = json.loads((out / "figures" / "verdicts.json").read_text())
     # a claim that is not among the specs any more (retired, renamed) is dropped: the file holds the registered ones
     assert set(data["claims"]) == {"toy.mean"} and data["claims"]["toy.mean"]["verdict"] == "holds"
+    # each entry records the spec and the commit that produced it
+    from simcomm.checking import verdict_provenance
+    from simcomm.results import git_commit
+    from simcomm.spec import load
+
+    entry = data["claims"]["toy.mean"]
+    assert entry["spec_hash"] == load(DATA / "toy_claim.toml").hash and entry["commit"] == git_commit()
+    specs = [load(DATA / "toy_claim.toml")]
+    assert verdict_provenance(data["claims"], specs) == {"stale": [], "unrecorded": [], "missing": []}
+    # the check can fail: a spec changed after its verdict (here mu) is reported stale
+    changed = [load(DATA / "toy_claim.toml", overrides=("mu=2.5",))]
+    assert verdict_provenance(data["claims"], changed)["stale"][0].startswith("toy.mean (recorded ")
     assert (out / "figures" / "toy_mean.png").is_file() and (out / "figures" / "REPORT.md").is_file()
     assert "simcomm check --full" in r.output
 
@@ -329,6 +342,24 @@ def test_committed_verdicts_hold_exactly_the_registered_claims():
     # exactly the registered claims: no retired ids, and every claim has a committed full-grid verdict
     assert set(committed) == ids, (f"retired: {sorted(set(committed) - ids)}; "
                                    f"without a full-grid verdict: {sorted(ids - set(committed))}")
+
+
+def test_committed_verdicts_come_from_the_shipped_specs():
+    # A committed verdict whose entry records a spec hash must come from the spec as shipped: a spec
+    # edited after its full run (statement, grid, margin) fails here until `simcomm check --full ID`
+    # re-runs it. Entries written before hashes were recorded cannot be checked; they are named.
+    import warnings
+
+    from simcomm.checking import select_specs, verdict_provenance
+
+    committed = json.loads((Path(__file__).resolve().parents[1] / "figures" / "verdicts.json").read_text())["claims"]
+    found = verdict_provenance(committed, select_specs((), quick=False))
+    assert not found["stale"], "verdicts made with another version of the spec: " + "; ".join(found["stale"])
+    assert not found["missing"]
+    if found["unrecorded"]:
+        warnings.warn(f"{len(found['unrecorded'])} committed verdicts record no spec hash (made before "
+                      f"check --full recorded one), provenance unchecked: {', '.join(found['unrecorded'])}",
+                      stacklevel=1)
 
 
 def test_a_partial_full_run_keeps_the_other_claims_rows_in_the_readme(tmp_path):

@@ -6,8 +6,8 @@ Pure functions of scalars (math only). Provenance tags:
 * [S] stated in issue 27 as the result of Thomsen, Taylor & Dieuleveut 2025 (arXiv 2506.05271), whose text
   was not read here: the optimal step sizes of EF / EF21 and of compressed GD.
 
-The claims are filed under the paper key ``urq`` (unbiased random quantizers and their relatives):
-the spec format has no key for compressor identities yet.
+Each bound is filed under the paper its compressor or step comes from (``sign``, ``natural``, ``thomsen``;
+the float16 facts under ``net``).
 """
 
 from __future__ import annotations
@@ -36,14 +36,13 @@ __all__ = [
     "cgd_minus_ef_rate",
 ]
 
-PAPER = "urq"
 #: the largest finite IEEE half-precision value, (2 - 2^-10) 2^15
 FP16_MAX = 65504.0
 #: half the smallest float16 subnormal, 2^-25: round to nearest (ties to even) sends |x| <= it to 0
 FP16_HALF_SUBNORMAL = 2.0 ** -25
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
+@bound(kind="equal", provenance="N", paper="sign",
        statement="scaled sign with a = ||v||_1/d: ||C(v) - v||^2 = ||v||^2 - ||v||_1^2/d exactly")
 def scaled_sign_l1_error(norm2: float, norm1: float, d: int) -> float:
     r"""Error of the EF-signSGD scaled sign, :math:`\|v\|^2 - \|v\|_1^2/d` [N].
@@ -59,7 +58,7 @@ def scaled_sign_l1_error(norm2: float, norm1: float, d: int) -> float:
     return norm2 - norm1 * norm1 / d
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
+@bound(kind="equal", provenance="N", paper="sign",
        statement="scaled sign with a = ||v||/sqrt(d): ||C(v) - v||^2 = 2 ||v||^2 (1 - ||v||_1/(sqrt(d) ||v||))")
 def scaled_sign_l2_error(norm2: float, norm1: float, d: int) -> float:
     r"""Error of the 1-bit-Adam-scaled sign, :math:`2\|v\|^2 - 2\|v\|\,\|v\|_1/\sqrt d` [N].
@@ -72,7 +71,7 @@ def scaled_sign_l2_error(norm2: float, norm1: float, d: int) -> float:
     return 2.0 * norm2 - 2.0 * math.sqrt(norm2) * norm1 / math.sqrt(d)
 
 
-@bound(kind="upper", provenance="N", paper=PAPER,
+@bound(kind="upper", provenance="N", paper="sign",
        statement="a contraction: ||C(v) - v||^2 <= ||v||^2 (the squared norm of v itself)")
 def contraction_limit(norm2: float) -> float:
     r"""The contraction limit :math:`\|v\|^2`: a compressor with :math:`\|C(v)-v\|^2 > \|v\|^2` is not one [N].
@@ -85,7 +84,7 @@ def contraction_limit(norm2: float) -> float:
     return norm2
 
 
-@bound(kind="lower", provenance="N", paper=PAPER,
+@bound(kind="lower", provenance="N", paper="sign",
        statement="not a contraction: ||C(v) - v||^2 >= ||v||^2 (the squared norm of v itself)")
 def non_contraction_limit(norm2: float) -> float:
     r"""The same limit :math:`\|v\|^2`, as the lower bound a compressor that is not a contraction exceeds [N].
@@ -114,7 +113,7 @@ def fp16_sum_overflows(n: int, s: float, limit: float = FP16_MAX) -> float:
     return 1.0 if n * s > limit else 0.0
 
 
-@bound(kind="upper", provenance="N", paper=PAPER,
+@bound(kind="upper", provenance="N", paper="natural",
        statement="natural compression: E||C(v) - v||^2 <= ||v||^2/8 (beta = 1/8)")
 def natural_variance_bound(norm2: float) -> float:
     r""":math:`\|v\|^2/8` [N].
@@ -129,7 +128,7 @@ def natural_variance_bound(norm2: float) -> float:
     return norm2 / 8.0
 
 
-@bound(kind="equal", provenance="N", paper=PAPER, constant=True,
+@bound(kind="equal", provenance="N", paper="natural", constant=True,
        statement="an unbiased compressor: E C(v) - v = 0 along every direction")
 def bias_zero() -> float:
     """The bias of an unbiased compressor, 0 [N].
@@ -172,7 +171,7 @@ def _check_lm(L: float, mu: float) -> None:
         raise ValueError(f"mu = {mu!r}, L = {L!r} are not allowed; use 0 < mu <= L")
 
 
-@bound(kind="equal", provenance="S", paper=PAPER,
+@bound(kind="equal", provenance="S", paper="thomsen",
        statement="the optimal step of EF and of EF21 on L-smooth mu-strongly convex functions with a delta-"
                  "compressor: 2/(L + mu) delta/(1 + sqrt(1 - delta))^2 (Thomsen, Taylor, Dieuleveut 2025)")
 def ef_optimal_step(L: float, mu: float, delta: float) -> float:
@@ -192,7 +191,7 @@ def ef_optimal_step(L: float, mu: float, delta: float) -> float:
     return 2.0 / (L + mu) * delta / (1.0 + e) ** 2
 
 
-@bound(kind="equal", provenance="S", paper=PAPER,
+@bound(kind="equal", provenance="S", paper="thomsen",
        statement="the optimal step of compressed GD without feedback: 2/((1 + sqrt(1 - delta))(L + mu)) "
                  "(Thomsen, Taylor, Dieuleveut 2025)")
 def cgd_optimal_step(L: float, mu: float, delta: float) -> float:
@@ -211,7 +210,7 @@ def cgd_optimal_step(L: float, mu: float, delta: float) -> float:
     return 2.0 / ((1.0 + _eps(delta)) * (L + mu))
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
+@bound(kind="equal", provenance="N", paper="thomsen",
        statement="EF and EF21 at eta_EF on diag(mu, L) with the worst fixed scaling C(v) = c v, |1 - c| <= "
                  "sqrt(1 - delta): both contract at (tau + sqrt(tau^2 + 4 eps))/2, tau = (1 - eps)(L - mu)/(L + mu)")
 def ef_optimal_rate(L: float, mu: float, delta: float) -> float:
@@ -242,7 +241,7 @@ def ef_optimal_rate(L: float, mu: float, delta: float) -> float:
     return (tau + math.sqrt(tau * tau + 4.0 * e)) / 2.0
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
+@bound(kind="equal", provenance="N", paper="thomsen",
        statement="compressed GD x' = x - lr c grad f(x) on diag(mu, L), worst fixed scaling |1 - c| <= sqrt(1 - "
                  "delta): rate max(|1 - lr (1 - eps) mu|, |1 - lr (1 + eps) L|)")
 def cgd_scaling_rate(L: float, mu: float, delta: float, lr: float) -> float:
@@ -281,7 +280,7 @@ def _power11(a, b, c, d, R):
     return m[0]
 
 
-@bound(kind="equal", provenance="N", paper=PAPER,
+@bound(kind="equal", provenance="N", paper="thomsen",
        statement="EF / EF21 on diag(mu, L) with C(v) = c v over the grid of n_scalings values c in [1 - eps, 1 + eps]: "
                  "worst rate max spectral radius; with the memory reset every R steps, max |(M^R)_11|^(1/R)")
 def feedback_scaling_rate(L: float, mu: float, delta: float, lr: float, reset_every: int = 0,
@@ -319,7 +318,7 @@ def feedback_scaling_rate(L: float, mu: float, delta: float, lr: float, reset_ev
     return worst
 
 
-@bound(kind="equal", provenance="S+N", paper=PAPER,
+@bound(kind="equal", provenance="S+N", paper="thomsen",
        statement="EF at its stated optimal step eta_EF with the memory reset every R steps, worst fixed scaling on "
                  "diag(mu, L): rate max |(M^R)_11|^(1/R) (R = 1: compressed GD at eta_EF)")
 def ef_reset_rate(L: float, mu: float, delta: float, reset_every: int, n_scalings: int = 41) -> float:
@@ -333,7 +332,7 @@ def ef_reset_rate(L: float, mu: float, delta: float, reset_every: int, n_scaling
     return feedback_scaling_rate(L, mu, delta, ef_optimal_step(L, mu, delta), reset_every, n_scalings)
 
 
-@bound(kind="equal", provenance="S+N", paper=PAPER,
+@bound(kind="equal", provenance="S+N", paper="thomsen",
        statement="worst fixed-scaling rate of compressed GD at eta_CGD minus that of EF / EF21 at eta_EF, on "
                  "diag(mu, L): cgd_scaling_rate(eta_CGD) - ef_optimal_rate")
 def cgd_minus_ef_rate(L: float, mu: float, delta: float) -> float:

@@ -41,7 +41,7 @@ PAPER = "expgraph"
 @bound(
     kind="equal",
     provenance="N",
-    paper=PAPER,
+    paper="pushsum",
     constant=True,
     statement="push-sum over a strongly connected column-stochastic W: the ratio z_i = x_i / w_i tends to the exact "
               "average of the starting values at every node (distance 0)",
@@ -128,7 +128,7 @@ def dsgd_heterogeneity_floor(lr: float, rho: float, b: float, mu: float) -> floa
 @bound(
     kind="upper",
     provenance="N",
-    paper=PAPER,
+    paper="tracking",
     statement="gradient tracking (ATC, exact gradients, the same constant step) has no heterogeneity floor: after T "
               "steps (1/n) sum_i ||x_i - x*||^2 is below a stated fraction of DSGD's floor bound",
 )
@@ -252,7 +252,7 @@ def random_gossip_contraction(sampling: str, n: int, s: int) -> float:
 @bound(
     kind="upper",
     provenance="R+N",
-    paper=PAPER,
+    paper="choco",
     statement="CHOCO-Gossip (Koloskova, Stich & Jaggi 2019, Theorem 2, recalled) with a delta-compressor, "
               "xhat^0 = 0, consensus step gamma* = rho^2 delta/(16 rho + rho^2 + 4 beta^2 + 2 rho beta^2 "
               "- 8 rho delta) and a centred start: E sum_i ||x_i^T - xbar||^2 <= 2 (1 - rho^2 delta/82)^T "
@@ -396,7 +396,7 @@ def _check_equi(M, p, n, variant):
 @bound(
     kind="upper",
     provenance="N",
-    paper=PAPER,
+    paper="equitopo",
     statement="EquiStatic with M offsets uniform on 1..n-1 (W = (I + sum_m P^{u_m})/(M+1), or its symmetrisation): "
               "with probability >= 1 - p, ||W - J||_2 <= (1 + M/(n-1) + 2 sqrt(M ln(4(n-1)/p)))/(M+1) (D) and "
               "(1 + M/(n-1) + sqrt(2 M ln(2(n-1)/p)))/(M+1) (U)",
@@ -439,7 +439,7 @@ def equistatic_norm(M: int, p: float, n: int, variant: str) -> float:
 @bound(
     kind="upper",
     provenance="N",
-    paper=PAPER,
+    paper="equitopo",
     statement="the smallest M with equistatic_norm(M, p, n, variant) <= eps: P(||W - J||_2 < eps) >= 1 - p with "
               "M(eps, p, n) = O(ln(n/p)/eps^2) offsets",
 )

@@ -10,8 +10,8 @@ Taylor, Dieuleveut; the ``pep`` extra, PyPI ``pepit``) writes the SDP; cvxpy wit
 Clarabel fails).
 
 Every number here is **[N]**: computed here by the SDP and checked against closed forms where one is known
-(tests/test_pep.py); none is any of the four papers' theorems. The bounds are registered with ``paper="urq"``,
-the paper of compressed and delayed gradient methods.
+(tests/test_pep.py); none is any of the four papers' theorems. The bounds are registered with ``paper=PAPER``
+(performance estimation), not under a seed paper.
 
 Solved problems are cached by their parameters: the shipped file ``theory/_pep_cache.json`` holds every problem
 the ``pep.*`` claims use (full and quick grids, controls), with its solver status and solve time, so the claims
@@ -48,7 +48,7 @@ __all__ = [
     "lookup",
 ]
 
-PAPER = "urq"
+PAPER = "pep"
 _SHIPPED = Path(__file__).with_name("_pep_cache.json")
 #: a solve is used only with this status (cvxpy's name); anything else is recorded and reported
 OK = "optimal"

@@ -26,8 +26,12 @@ asked (the bound is not finite, the baseline diverged). Each cell also states th
 would be violated with probability 0.8 (``detect``).
 
 A claim is ``violated`` if any cell is, else ``inconclusive`` if any cell is, else ``holds`` if any
-cell holds, else ``ill-posed``. A negative control is a transformation of (claim, table)
-(:meth:`simcomm.spec.ControlSpec.transform`) applied before this pure judge.
+cell holds, else ``ill-posed``; a claim that would hold with more than ``max_ill_posed`` (a fraction
+stated in the spec, default 0.25) of its cells ill-posed is ``inconclusive``. An ``order`` or
+``equivalent`` cell where a method named in the spec's ``reaches`` (the statement says it reaches the
+observable's target) is non-finite is ``violated``, not ill-posed: no blind cells. A negative control
+is a transformation of (claim, table) (:meth:`simcomm.spec.ControlSpec.transform`) applied before
+this pure judge.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ class Judgement:
     detect : float
         Power on the page: the ratio (as in ``ratio``) at which the claim's least powered cell would be
         called violated with probability 0.8 at its replicates and measured spread (a departure past
-        the bound, the margin or the claimed effect); inf where a cell's test cannot reject at all.
+        the bound, the margin or the claimed effect); inf where a cell's test cannot reject at all, or
+        only at a ratio at or below 0 (the observable would have to change sign).
     """
 
     claim: ClaimSpec
@@ -100,8 +105,8 @@ class Judgement:
             return math.nan if v is None else float(v)
 
         detect = num("detect")
-        if summary.get("detect") is None and summary.get("detect_none"):
-            detect = math.inf
+        if (summary.get("detect") is None and summary.get("detect_none")) or detect <= 0:
+            detect = math.inf  # a recorded ratio at or below 0 is "none" (see _detect_ratio)
         cells = pd.DataFrame({"exact": [bool(summary.get("detect_exact", False))]})
         return cls(claim, Verdict(summary["verdict"]), num("ratio"), cells, summary.get("provenance", "?"), [],
                    reason=summary.get("reason", ""), detect=detect,
@@ -121,7 +126,7 @@ class Judgement:
             "id": self.claim.id, "paper": self.claim.paper, "kind": self.claim.kind,
             "verdict": self.verdict.value, "reason": self.reason, "provenance": self.provenance,
             "ratio": None if not math.isfinite(self.ratio) else float(self.ratio),
-            "n_cells": int(len(self.cells)), "about": self.claim.about,
+            "n_cells": int(len(self.cells)), "class": self.claim.claim_class,
             "detect": None if not math.isfinite(self.detect) else float(self.detect),
             "detect_none": bool(math.isinf(self.detect)),
             "detect_exact": bool("exact" in self.cells and len(self.cells)
@@ -211,9 +216,15 @@ def judge(claim: ClaimSpec, table: pd.DataFrame, cell_params=None, *, columns=()
     records = [_record(c, o) for c, o in zip(cells, outcomes)]
     table_out = pd.DataFrame(records)
     verdict = worst(table_out["verdict"]) if len(table_out) else Verdict.INCONCLUSIVE
+    reason = _claim_reason(table_out, verdict) if len(table_out) else "no cells"
+    n_ill = int((table_out["verdict"] == Verdict.ILL_POSED.value).sum()) if len(table_out) else 0
+    if verdict is Verdict.HOLDS and n_ill > claim.max_ill_posed * len(table_out):
+        # Too few cells asked the question: the held ones cannot stand for the claim (no blind cells).
+        verdict = Verdict.INCONCLUSIVE
+        reason = (f"{n_ill} of {len(table_out)} cells ill-posed, more than max_ill_posed = "
+                  f"{claim.max_ill_posed:g} of them; the other cells hold")
     return Judgement(claim, verdict, kind.tightest(table_out.get("ratio", pd.Series(dtype=float))),
-                     table_out, provenance, by, _excluded_cells(claim, table, rows, design),
-                     _claim_reason(table_out, verdict) if len(table_out) else "no cells",
+                     table_out, provenance, by, _excluded_cells(claim, table, rows, design), reason,
                      detect=_claim_detect(table_out.get("detect", pd.Series(dtype=float))))
 
 
@@ -246,9 +257,13 @@ def _detect_ratio(c: _Cell, shift: float) -> float:
     else:
         t = c.viol_line + shift if c.viol_side == "greater" else c.viol_line - shift
     try:
-        return float(c.to_ratio(t))
+        r = float(c.to_ratio(t))
     except OverflowError:
         return math.inf
+    # A ratio at or below 0 would need the observable to change sign against the bound (a share, a
+    # norm, a threshold below zero): no value it can take is flagged at this spread, so none is
+    # detectable, never a negative "ratio".
+    return math.inf if r <= 0 else r
 
 
 def _claim_detect(detect: pd.Series) -> float:

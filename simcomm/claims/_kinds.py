@@ -347,14 +347,8 @@ def _judge_order(claim, rows, paired: bool, swap: bool, cell_params=None) -> tup
             cell = _Cell({**params}, extra=extra)
             cells.append(cell)
             fa, fb = np.all(np.isfinite(a)), np.all(np.isfinite(b))
-            if not fa and not fb:
-                cell.fixed, cell.reason = Verdict.ILL_POSED, "both sides non-finite (both diverged)"
-                continue
-            if not fb:
-                cell.fixed, cell.reason = Verdict.ILL_POSED, f"the baseline ({second}) diverged"
-                continue
-            if not fa:
-                cell.fixed, cell.reason = Verdict.VIOLATED, f"{first} diverged while {second} did not"
+            if not (fa and fb):
+                cell.fixed, cell.reason = _nonfinite(first, second, fa, fb, set(claim.reaches))
                 continue
             if log:
                 la = _log_or_fail(claim, a, "observable", params)
@@ -415,6 +409,25 @@ def _judge_order(claim, rows, paired: bool, swap: bool, cell_params=None) -> tup
                 cell.to_value = lambda t: t
                 cell.to_ratio = (lambda t, mb=mb: 1.0 + t / mb) if mb != 0 else None
     return cells, by
+
+
+def _nonfinite(first: str, second: str, fa: bool, fb: bool, reaches: set) -> tuple[Verdict, str]:
+    """A pair with a non-finite side (a run that diverged or missed its target, e.g. a hitting time of NaN).
+
+    ``first`` not finite while ``second`` is contradicts "first below second": violated. Otherwise a
+    non-finite method that the statement does not say reaches the target (not in ``reaches``) puts
+    the cell outside the question (ill-posed: the baseline diverged); when every non-finite method is
+    one the statement says reaches it, the cell is violated, never dropped (no blind cells).
+    """
+    if not fa and fb:
+        return Verdict.VIOLATED, f"{first} diverged while {second} did not"
+    missing = [m for m, ok in ((first, fa), (second, fb)) if not ok]
+    outside = [m for m in missing if m not in reaches]
+    if outside:
+        return Verdict.ILL_POSED, ("both sides non-finite (both diverged)" if len(missing) == 2
+                                   else f"the baseline ({second}) diverged")
+    return Verdict.VIOLATED, (f"{' and '.join(missing)} non-finite: missed the target the statement says "
+                              f"{'they reach' if len(missing) == 2 else 'it reaches'}")
 
 
 register(BoundKind("upper", "the largest empirical mean / bound over the cells (at most 1 when the bound holds)",

@@ -93,7 +93,8 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
     extra, whole, specs_all = {}, None, specs
     if not quick:
         path = figures / "verdicts.json"
-        extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known)
+        extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known,
+                                    results=outcome.results)
         if claim_ids or readme is not None:  # claims this run did not judge keep their committed full-grid rows
             whole, specs_all = _with_committed_rows(outcome.judgements, specs_dir, path)
     # a partial full run: the gallery's REPORT.md keeps every registered claim
@@ -162,7 +163,7 @@ def committed_verdicts(out: Path) -> dict | None:
     return None
 
 
-def write_verdicts(judgements, path: Path, *, meta: dict, known: set | None = None) -> None:
+def write_verdicts(judgements, path: Path, *, meta: dict, known: set | None = None, results=None) -> None:
     """Merge this full run's verdicts into ``path`` (a partial --full run keeps the other claims').
 
     With ``known`` (the ids of the specs in the folder), entries of claims no longer registered (retired
@@ -170,18 +171,32 @@ def write_verdicts(judgements, path: Path, *, meta: dict, known: set | None = No
     """
     from simcomm.results import atomic_write_text
 
-    atomic_write_text(path, verdicts_text(judgements, path, meta=meta, known=known))
+    atomic_write_text(path, verdicts_text(judgements, path, meta=meta, known=known, results=results))
 
 
-def verdicts_text(judgements, path: Path, *, meta: dict, known: set | None = None) -> str:
-    """The text of ``path`` with this full run's verdicts merged in (the other registered claims' kept)."""
+def verdicts_text(judgements, path: Path, *, meta: dict, known: set | None = None, results=None) -> str:
+    """The text of ``path`` with this full run's verdicts merged in (the other registered claims' kept).
+
+    Each entry this run writes records its provenance: ``commit`` (the checkout's commit, with
+    ``uncommitted: true`` when tracked files differed from it) and ``spec_hash`` (the content hash of
+    the spec that was judged), from ``results`` (one :class:`~simcomm.results.Results` per judgement).
+    Entries of claims this run did not judge keep their own.
+    """
+    from simcomm.results import git_dirty
     try:
         data = json.loads(path.read_text())
         claims = dict(data["claims"])
     except (OSError, ValueError, KeyError, TypeError):
         claims = {}
-    for j in judgements:
-        claims[j.claim.id] = {k: v for k, v in j.summary().items() if k != "id"}
+    dirty = git_dirty()
+    for i, j in enumerate(judgements):
+        entry = {k: v for k, v in j.summary().items() if k != "id"}
+        run_meta = results[i].meta if results is not None else meta
+        entry["commit"] = run_meta.get("git_commit")
+        entry["spec_hash"] = run_meta.get("spec_hash")
+        if dirty:
+            entry["uncommitted"] = True
+        claims[j.claim.id] = entry
     if known is not None:
         claims = {k: v for k, v in claims.items() if k in known}
     data = {"grids": "full", "git_commit": meta.get("git_commit"),
@@ -255,13 +270,21 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
     from rich.markup import escape
     from rich.table import Table
 
-    from simcomm.report import ABOUT_TITLES, by_about, detect_text, verdict_counts, verdict_rows, with_committed
+    from simcomm.report import (
+        CLASS_TITLES,
+        by_class,
+        class_counts,
+        detect_text,
+        verdict_counts,
+        verdict_rows,
+        with_committed,
+    )
 
     colors = {"holds": "green", "violated": "red", "inconclusive": "yellow", "ill-posed": "magenta"}
     table = Table(title=title, show_lines=False)
     if wide:
         widths = {"statement": 48, "reason": 36, "controls": 20}
-        columns = ("claim", "paper", "about", "statement", "prov.", "verdict", "reason", "ratio", "detects", "controls")
+        columns = ("claim", "paper", "class", "statement", "prov.", "verdict", "reason", "ratio", "detects", "controls")
     else:
         columns = ("claim", "verdict", "ratio", "detects", "reason")
     for col in columns:
@@ -278,7 +301,7 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
         if wide:
             row[4] = verdict
             row.insert(7, detect_text(j))
-            row.insert(2, j.claim.about)
+            row.insert(2, j.claim.claim_class)
             table.add_row(*row)
         else:
             table.add_row(row[0], verdict, row[6], detect_text(j), escape(_short_reason(j.reason)))
@@ -286,7 +309,8 @@ def _print_table(judgements, title: str = "simcomm check", committed: dict | Non
     console.print(table)
     if not judgements:
         raise UserError("no claims were run")
-    for about, group in by_about(judgements):
-        console.print(f"{ABOUT_TITLES[about][0]}: " + escape(verdict_counts(group).replace("**", "")))
+    console.print(escape(class_counts(judgements)))
+    for cls, group in by_class(judgements):
+        console.print(f"{CLASS_TITLES[cls][0]}: " + escape(verdict_counts(group).replace("**", "")))
     console.print(escape(verdict_counts(judgements).replace("**", "")) +
-                  ("" if wide else " (--wide adds paper, statement, provenance and controls)"))
+                  ("" if wide else " (--wide adds paper, class, statement, provenance and controls)"))

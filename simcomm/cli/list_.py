@@ -19,7 +19,10 @@ from simcomm.cli._common import PluginCommand, plugin_option
               help="Folder of spec files (default: the shipped sims/).")
 @click.option("--paths", is_flag=True, help="Show each claim's spec file (where the shipped specs live) instead.")
 def list_(experiments, topologies, methods, specs_dir, paths):
-    """List every claim: id, paper, kind, provenance tag and statement in one line.
+    """List every claim: id, paper, class, kind, provenance tag and statement in one line.
+
+    The class says what a claim is: seed (a seed paper's statement), other (another paper's), derived
+    (a bound derived here) or check (a consistency check, never a finding about a paper).
 
     A claim id works wherever a spec file does: 'simcomm run expgraph.rho_even'.
 
@@ -75,7 +78,7 @@ def list_(experiments, topologies, methods, specs_dir, paths):
             click.echo(f"{c['id']:<32} {path.resolve()}")
             continue
         prov = c.get("provenance") or resolve(c["bound"]).info.provenance
-        click.echo(f"{c['id']:<32} {c['paper']:<9} {c['kind']:<6} [{prov}] {c['statement']}")
+        click.echo(f"{c['id']:<32} {c['paper']:<9} {c.get('class', '?'):<7} {c['kind']:<6} [{prov}] {c['statement']}")
 
 
 def _claim_table(path: Path) -> dict | None:
@@ -87,7 +90,7 @@ def _claim_table(path: Path) -> dict | None:
     """
     import tomllib
 
-    from simcomm.spec import load
+    from simcomm.spec import CLASSES, load
 
     try:
         claim = tomllib.loads(path.read_text()).get("claim")
@@ -96,8 +99,9 @@ def _claim_table(path: Path) -> dict | None:
     if claim is None:
         return None
     if not isinstance(claim, dict) or not all(isinstance(claim.get(k), str)
-                                              for k in ("id", "paper", "kind", "statement")):
+                                              for k in ("id", "paper", "kind", "statement", "class")) \
+            or claim["class"] not in CLASSES:
         c = load(path).claim
         return None if c is None else {"id": c.id, "paper": c.paper, "kind": c.kind, "statement": c.statement,
-                                       "provenance": c.provenance, "bound": c.bound}
+                                       "provenance": c.provenance, "bound": c.bound, "class": c.claim_class}
     return claim
