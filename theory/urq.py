@@ -429,7 +429,7 @@ def delay_compressed_limit(tau: int, L: float, alpha: float) -> float:
        statement="f - f* converges linearly: over the last tail_steps steps it falls at least as fast as the "
                  "rate (1 - mu lr / 2)^2 per step")
 def linear_tail_drop(mu: float, lr: float, tail_steps: int) -> float:
-    r"""Largest drop of :math:`f - f^\star` over ``tail_steps`` steps at the witness rate :math:`(1-\mu\gamma/2)^2` ([B+N]; upper).
+    r"""Drop of :math:`f - f^\star` over ``tail_steps`` steps, witness rate :math:`(1-\mu\gamma/2)^2` ([B+N]; upper).
 
     **Statement [B].** The seed summary: the expected suboptimality of compressed (and delayed) gradient
     descent decreases *linearly* in the iteration count. The paper's contraction factor is unknown [X].
