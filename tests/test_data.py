@@ -8,12 +8,12 @@ import pytest
 import sklearn  # noqa: F401,E402  (a core dependency: missing fails, never skips)
 
 from simcomm import UserError
-from simcomm.models import DATASETS, _data, load_dataset, split_workers
+from simcomm.models import _data, load_dataset, split_workers
 
 SHAPES = {"digits": (1797, 64, 10), "breast_cancer": (569, 30, 2), "mnist": (5000, 784, 10)}
 
 
-@pytest.mark.parametrize("name", DATASETS)
+@pytest.mark.parametrize("name", list(SHAPES))  # the image sets: tests/test_data_images.py
 def test_shapes_labels_and_standardisation(name):
     n, d, k = SHAPES[name]
     ds = load_dataset(name, rng=np.random.default_rng(12345))

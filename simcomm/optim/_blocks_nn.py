@@ -31,7 +31,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm.backends._xp import array_namespace
 from simcomm.compress import Compressor
-from simcomm.models._nn import per_example_grad_norms, weighted_gradient, worker_gradients
+from simcomm.models._nn import accuracy, gradient, loss, per_example_grad_norms, weighted_gradient, worker_gradients
 from simcomm.optim._algebra import Method, Transform, stateless
 from simcomm.optim._blocks import error_feedback
 from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
@@ -47,6 +47,11 @@ PROPOSALS = ("uniform", "ideal", "smoothed", "stale")
 
 class ModelProblem:
     r"""A model trained on ``(X, y)`` by ``n`` workers, each drawing minibatches from its own shard.
+
+    The gradient oracle of the model family: the blocks and watches reach the model only through its
+    methods (:meth:`minibatch_gradients`, :meth:`norms`, :meth:`weighted_gradient`, :meth:`full_gradient`,
+    :meth:`loss_accuracy`), so another model (:class:`simcomm.optim.TorchProblem`: a PyTorch module)
+    overrides them.
 
     Parameters
     ----------
@@ -77,16 +82,33 @@ class ModelProblem:
             self.pad[i, : s.size] = s
         self.rows = np.arange(len(shards))[:, None]
 
+    def batch_indices(self, rng) -> np.ndarray:
+        """The examples of every worker's next minibatch, ``(n, batch_size)``: one ``(n, B)`` array of uniforms."""
+        pos = (rng.random((self.n, self.batch_size)) * self.lens[:, None]).astype(np.int64)
+        return self.pad[self.rows, pos]
+
     def minibatch_gradients(self, rng, theta, out=None) -> np.ndarray:
         """Every worker's gradient at ``theta`` on ``batch_size`` examples drawn from its shard: ``(n, D)``."""
-        pos = (rng.random((self.n, self.batch_size)) * self.lens[:, None]).astype(np.int64)
-        bidx = self.pad[self.rows, pos]
+        bidx = self.batch_indices(rng)
         return worker_gradients(self.model, theta, self.X[bidx], self.y[bidx], out=out)
 
     def norms(self, theta, idx=None) -> np.ndarray:
         """Per-example gradient norms at ``theta`` (of the examples ``idx``, or all)."""
         X, y = (self.X, self.y) if idx is None else (self.X[idx], self.y[idx])
         return per_example_grad_norms(self.model, theta, X, y)
+
+    def weighted_gradient(self, theta, idx, weights) -> np.ndarray:
+        r"""Flat :math:`\sum_m w_m g_{I_m}` over the training examples ``idx`` (repeats allowed), ``(D,)``."""
+        return weighted_gradient(self.model, theta, self.X[idx], self.y[idx], weights)
+
+    def full_gradient(self, theta) -> np.ndarray:
+        """Gradient of the mean training loss, ``(D,)``."""
+        return gradient(self.model, theta, self.X, self.y)
+
+    def loss_accuracy(self, theta) -> tuple[float, float]:
+        """The mean training loss and the test accuracy (NaN without a test set)."""
+        tl = loss(self.model, theta, self.X, self.y)
+        return tl, accuracy(self.model, theta, self.X_test, self.y_test) if self.X_test is not None else math.nan
 
 
 def find(state, attr: str):
@@ -410,7 +432,7 @@ def sampled_gradient(unweighted: bool = False) -> Transform:
         batch_size = p.batch_size
         mb = sample_minibatch(q, batch_size, rng=ctx.rng)
         w = np.ones_like(mb.weights) if unweighted else mb.weights
-        g = weighted_gradient(p.model, x[0], p.X[mb.idx], p.y[mb.idx], w / batch_size)
+        g = p.weighted_gradient(x[0], mb.idx, w / batch_size)
         return g[None], SampledState(mb.max_weight)
 
     return Transform(init, update)

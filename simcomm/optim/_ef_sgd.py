@@ -48,6 +48,7 @@ from simcomm.backends._xp import array_namespace, backend_for
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
 from simcomm.models._data import split_workers
 from simcomm.models._nn import MLP, init_params
+from simcomm.models._torch_nn import TorchModel
 from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_nn import (
     EFState,
@@ -62,6 +63,7 @@ from simcomm.optim._driver import progress as progress_bar
 from simcomm.optim._loop import run
 from simcomm.optim._registry import build_method
 from simcomm.optim._schedules import EF_SCHEDULES, ef_learning_rate
+from simcomm.optim._torch_problem import TorchProblem
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch_nn import EFWatch
 
@@ -175,7 +177,9 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
 
     Parameters
     ----------
-    model : MLP
+    model : MLP or simcomm.models.TorchModel
+        A numpy MLP, or a PyTorch module (:func:`simcomm.models.lenet5`, any ``nn.Module`` wrapped as a
+        ``TorchModel``: trained through :class:`simcomm.optim.TorchProblem`).
     X, y : numpy.ndarray
         Training features ``(N, d)`` and labels ``(N,)``; split across workers by ``split``.
     n : int
@@ -201,7 +205,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     X_test, y_test : numpy.ndarray, optional
         Test set for the accuracy.
     x0 : numpy.ndarray, optional
-        Initial parameters (default He init from ``rng``).
+        Initial parameters (default He init from ``rng``; a ``TorchModel``'s own parameters).
     rng : numpy.random.Generator or seed
         Compressor randomness (and ``x0``/split/batches when those are not given).
     batch_rng : numpy.random.Generator or seed, optional
@@ -247,7 +251,8 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     """
     rng = np.random.default_rng(rng)
     batch_rng = rng if batch_rng is None else np.random.default_rng(batch_rng)
-    X = np.asarray(X, dtype=np.float64)
+    torch_model = isinstance(model, TorchModel)  # a PyTorch module keeps its inputs' dtype
+    X = np.asarray(X) if torch_model else np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise UserError(f"n = {n!r} must be a positive integer")
@@ -269,10 +274,12 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     elif isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 0:
         raise UserError(f"record_every = {record_every!r} must be an integer >= 0 (0 turns the monitor off)")
     record_every = int(record_every)
-    x0 = init_params(model, rng=rng) if x0 is None else np.asarray(x0, dtype=np.float64)
+    if x0 is None:
+        x0 = model.params() if torch_model else init_params(model, rng=rng)
+    x0 = np.asarray(x0, dtype=np.float64)
     shards = split_workers(y, n, split=split, rng=batch_rng)
-    problem = ModelProblem(model, X, y, n=n, batch_size=batch_size, shards=shards, X_test=X_test, y_test=y_test,
-                           batch_rng=batch_rng)
+    problem = (TorchProblem if torch_model else ModelProblem)(
+        model, X, y, n=n, batch_size=batch_size, shards=shards, X_test=X_test, y_test=y_test, batch_rng=batch_rng)
     method = build_method("ef_sgd", compressor=compressor, lr=lr, schedule=schedule, feedback=feedback)
     watch = EFWatch(problem, steps, record_every, compressor.bits(D), keep=on_step is not None)
     with progress_bar(steps, f"EF-SGD {compressor.label}", enabled=progress) as bar:

@@ -27,9 +27,11 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm._validate import integer, one_of, positive_int, real, step_size
 from simcomm.models._nn import MLP, init_params
+from simcomm.models._torch_nn import TorchModel
 from simcomm.optim._blocks_nn import PROPOSALS, ModelProblem
 from simcomm.optim._loop import run
 from simcomm.optim._registry import build_method
+from simcomm.optim._torch_problem import TorchProblem
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch_nn import BYTES_PER_FLOAT, ImportanceWatch
 from simcomm.sampling._stale import Staleness
@@ -73,7 +75,8 @@ def importance_sgd(
 
     Parameters
     ----------
-    model : MLP
+    model : MLP or simcomm.models.TorchModel
+        A numpy MLP, or a PyTorch module (trained through :class:`simcomm.optim.TorchProblem`).
     X, y : numpy.ndarray
         Training features ``(N, d)`` and labels ``(N,)``.
     steps : int
@@ -131,14 +134,18 @@ def importance_sgd(
     positive_int(record_every, "record_every")
     step_size(lr)
     real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
-    X = np.asarray(X, dtype=np.float64)
+    torch_model = isinstance(model, TorchModel)  # a PyTorch module keeps its inputs' dtype
+    X = np.asarray(X) if torch_model else np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     integer(batch_size, "batch_size", low=1, high=X.shape[0], hint="at most the training set size")
     if proposal == "stale" and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
         raise UserError(f"n = {n!r} must be a positive integer")
     rng = np.random.default_rng(rng)
-    theta = init_params(model, rng=rng) if x0 is None else np.array(x0, dtype=np.float64)
-    problem = ModelProblem(model, X, y, batch_size=batch_size, X_test=X_test, y_test=y_test)
+    if x0 is None:
+        x0 = model.params() if torch_model else init_params(model, rng=rng)
+    theta = np.array(x0, dtype=np.float64)
+    problem = (TorchProblem if torch_model else ModelProblem)(model, X, y, batch_size=batch_size, X_test=X_test,
+                                                              y_test=y_test)
     method = build_method("importance_sgd", lr=lr, proposal=proposal, smoothing=smoothing,
                           workers=n if proposal == "stale" else 1,
                           staleness=staleness, unweighted=unweighted)

@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 
-from simcomm.models._nn import accuracy, gradient, loss
 from simcomm.optim._blocks_nn import EFState, EFStepInfo, diverged_info, find
 from simcomm.optim._driver import DIVERGED_ERROR, DIVERGED_UNDEFINED, diverged, record_steps
 from simcomm.optim._trace import Trace, diverged_at_step
@@ -48,9 +47,7 @@ class _ModelWatch:
         self.alive = np.ones(1, bool)
 
     def loss_accuracy(self, theta):
-        p = self.p
-        tl = loss(p.model, theta, p.X, p.y)
-        return tl, accuracy(p.model, theta, p.X_test, p.y_test) if p.X_test is not None else math.nan
+        return self.p.loss_accuracy(theta)
 
     def stop(self, k: int) -> None:
         self.diverged, self.done = k, True
@@ -161,7 +158,7 @@ class ImportanceWatch(_ModelWatch):
     def record(self, t, theta, ps):
         p, B, st = self.p, self.p.batch_size, ps.scores
         fresh = p.norms(theta)
-        gbar = gradient(p.model, theta, p.X, p.y)
+        gbar = p.full_gradient(theta)
         tl, ta = self.loss_accuracy(theta)
         q_unif = uniform_proposal(p.X.shape[0])
         values = {"step": t, "train_loss": tl, "test_accuracy": ta,
