@@ -385,10 +385,10 @@ def report_markdown(judgements: list[Judgement], figures: dict[str, str], *, mod
     return "\n".join(lines) + "\n"
 
 
-_SCALING_CELL = re.compile(r'<td width="50%"><a href="figures/scaling_[^"]*">.*?</td>')
+_SCALING_CELL = re.compile(r'<td width="50%"><a href="(?:\.\./)?figures/scaling_[^"]*">.*?</td>')
 
 
-def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[str]:
+def _claims_table(judgements: list[Judgement], figures: dict[str, str], at: str = "figures") -> list[str]:
     lines = [class_counts(judgements), ""]
     for cls, group in by_class(judgements):
         title, what, _ = CLASS_TITLES[cls]
@@ -398,7 +398,7 @@ def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[
         for j in group:
             v = j.verdict.value
             shown = {"violated": f"**{v}**", "inconclusive": f"*{v}*", "ill-posed": f"*{v}*"}.get(v, v)
-            fig = f"[png](figures/{figures[j.claim.id]})" if j.claim.id in figures else ""
+            fig = f"[png]({at}/{figures[j.claim.id]})" if j.claim.id in figures else ""
             lines.append("| " + " | ".join([f"`{j.claim.id}`", _cell(j.claim.statement), f"[{j.provenance}]", shown,
                                              _cell(j.reason), _ratio(j.ratio), detect_text(j),
                                              _cell(controls_text(j)), fig]) + " |")
@@ -407,8 +407,8 @@ def _claims_table(judgements: list[Judgement], figures: dict[str, str]) -> list[
 
 
 def _gallery(judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str],
-             tail: list[str]) -> list[str]:
-    cells = [f'<td width="50%"><a href="figures/{figures[j.claim.id]}"><img src="figures/{figures[j.claim.id]}" '
+             tail: list[str], at: str = "figures") -> list[str]:
+    cells = [f'<td width="50%"><a href="{at}/{figures[j.claim.id]}"><img src="{at}/{figures[j.claim.id]}" '
              f'width="100%"></a><br><b>{j.claim.id}</b> ({j.verdict.value}): {titles.get(j.claim.id, "")}</td>'
              for j in judgements if j.claim.id in figures] + tail
     lines = ["<table>"]
@@ -417,20 +417,38 @@ def _gallery(judgements: list[Judgement], figures: dict[str, str], titles: dict[
     return lines + ["</table>"]
 
 
-def update_readme(text: str, judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str]) -> str:
-    """README text with the claims table and the gallery (between their markers) regenerated.
+def class_verdict_lines(judgements: list[Judgement]) -> list[str]:
+    """The counts per class (:func:`class_counts`), then one line per class with its verdicts."""
+    lines = [class_counts(judgements), ""]
+    for a, js in by_class(judgements):
+        lines.append(f"- {CLASS_TITLES[a][0]}: {verdict_counts(js)}")
+    return lines
 
-    The ``scaling_*`` figures of the gallery (drawn by ``simcomm scaling``) are kept as they are.
+
+def update_readme(text: str, judgements: list[Judgement], figures: dict[str, str], titles: dict[str, str],
+                  at: str = "figures") -> str:
+    """A page's text with its generated blocks (between their markers) regenerated.
+
+    The blocks: ``counts`` (claims per class and their verdicts), ``claims`` (the tables) and
+    ``gallery``; a page holds any of them (README.md the counts, docs/claims.md the tables and the
+    gallery). ``at`` is the figures folder as the page links it (``"../figures"`` from
+    ``docs/claims.md``). The ``scaling_*`` figures of the gallery (drawn by ``simcomm scaling``) are kept.
     """
     def between(text, name, body):
         start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-        if start not in text or end not in text:
-            raise ValueError(f"README has no '{start}' ... '{end}' markers")
         head, rest = text.split(start, 1)
         _, tail = rest.split(end, 1)
         return head + start + "\n" + "\n".join(body) + "\n" + end + tail
 
-    old_gallery = text.split("<!-- gallery:start -->", 1)[-1].split("<!-- gallery:end -->", 1)[0]
-    scaling = _SCALING_CELL.findall(old_gallery)
-    text = between(text, "claims", _claims_table(judgements, figures))
-    return between(text, "gallery", _gallery(judgements, figures, titles, scaling))
+    present = [name for name in ("counts", "claims", "gallery")
+               if f"<!-- {name}:start -->" in text and f"<!-- {name}:end -->" in text]
+    if not present:
+        raise ValueError("the page has none of the '<!-- counts|claims|gallery:start -->' ... ':end -->' markers")
+    if "counts" in present:
+        text = between(text, "counts", class_verdict_lines(judgements))
+    if "claims" in present:
+        text = between(text, "claims", _claims_table(judgements, figures, at))
+    if "gallery" in present:
+        old_gallery = text.split("<!-- gallery:start -->", 1)[-1].split("<!-- gallery:end -->", 1)[0]
+        text = between(text, "gallery", _gallery(judgements, figures, titles, _SCALING_CELL.findall(old_gallery), at))
+    return text

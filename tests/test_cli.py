@@ -157,7 +157,7 @@ def test_list_experiments_names_the_former_name_of_a_renamed_parameter():
 
 
 def _readme_first_spec() -> str:
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
     return text.split("```toml\n", 1)[1].split("```", 1)[0]
 
 

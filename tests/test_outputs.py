@@ -376,3 +376,15 @@ def test_a_partial_full_run_keeps_the_other_claims_rows_in_the_readme(tmp_path):
     text = update_readme("<!-- claims:start -->\n<!-- claims:end -->\n<!-- gallery:start -->\n<!-- gallery:end -->\n",
                          [j], {"a.b": "a_b.png"}, {})
     assert "`a.b`" in text and "**violated**" in text and "1.2" in text
+
+
+def test_readme_counts_are_the_committed_verdicts():
+    # README's claims-per-class block is generated (check --full --readme README.md): it equals what the
+    # committed verdicts.json and the shipped specs give, so the front page cannot drift from the gallery
+    from simcomm.cli.check import _with_committed_rows
+    from simcomm.report import class_verdict_lines
+
+    root = Path(__file__).resolve().parents[1]
+    judgements, _ = _with_committed_rows([], None, root / "figures" / "verdicts.json")
+    block = (root / "README.md").read_text().split("<!-- counts:start -->\n", 1)[1].split("\n<!-- counts:end -->")[0]
+    assert block.splitlines() == class_verdict_lines(judgements)

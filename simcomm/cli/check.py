@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -46,8 +47,9 @@ from simcomm.cli._common import (
                    "OUT/figures/ (PNG, REPORT.md, verdicts.json); --quick writes its own to OUT/results/quick/.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the verdicts as JSON to this file.")
-@click.option("--readme", "readme", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Regenerate the claims table and gallery of this README (between their markers).")
+@click.option("--readme", "readme", type=click.Path(dir_okay=False, exists=True), multiple=True,
+              help="Regenerate the generated blocks of this page (between their markers; repeatable): README.md, "
+                   "docs/claims.md.")
 @click.option("--specs", "specs_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of spec files (default: the shipped sims/).")
 @click.option("--wide", is_flag=True, help="Print every column of the verdict table (paper, statement, provenance, "
@@ -95,7 +97,7 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
         path = figures / "verdicts.json"
         extra[path] = verdicts_text(outcome.judgements, path, meta=outcome.results[0].meta, known=known,
                                     results=outcome.results)
-        if claim_ids or readme is not None:  # claims this run did not judge keep their committed full-grid rows
+        if claim_ids or readme:  # claims this run did not judge keep their committed full-grid rows
             whole, specs_all = _with_committed_rows(outcome.judgements, specs_dir, path)
     # a partial full run: the gallery's REPORT.md keeps every registered claim
     write_outcome(outcome, specs, out, mode="quick" if quick else "full", figures=figures, committed=committed,
@@ -107,14 +109,15 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
         from simcomm.results import atomic_write_text
 
         atomic_write_text(json_path, json.dumps([j.summary() for j in outcome.judgements], indent=2))
-    if readme is not None:
+    for page in readme:
         from simcomm.report import update_readme
         from simcomm.results import atomic_write_text
 
         judgements = outcome.judgements if whole is None else whole
         names = {j.claim.id: f"{j.claim.id.replace('.', '_')}.png" for j in judgements}
         titles = {s.claim.id: s.plot.get("title", "") for s in specs_all}
-        atomic_write_text(readme, update_readme(Path(readme).read_text(), judgements, names, titles))
+        at = Path(os.path.relpath(figures.resolve(), Path(page).resolve().parent)).as_posix()
+        atomic_write_text(page, update_readme(Path(page).read_text(), judgements, names, titles, at))
     if strict and any(j.verdict.value == "violated" for j in outcome.judgements):
         raise SystemExit(1)
 
