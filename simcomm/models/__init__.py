@@ -26,6 +26,7 @@ from simcomm.models._decentralized import (
     problem_to,
     suboptimality,
 )
+from simcomm.models._gradfile import GRADIENT_FORMAT, load_gradients, save_gradients
 from simcomm.models._nn import (
     MLP,
     accuracy,
@@ -61,6 +62,9 @@ from simcomm.models._sparse_skewed import (
 )
 
 __all__ = [
+    "GRADIENT_FORMAT",
+    "load_gradients",
+    "save_gradients",
     "accuracy",
     "capture_gradients",
     "Dataset",
