@@ -91,7 +91,8 @@ def load_gradients(path) -> tuple[np.ndarray, np.ndarray]:
         with np.load(path, allow_pickle=False) as z:
             keys = set(z.files)
             if not {"gradients", "steps"} <= keys:
-                raise UserError(f"{what} has no 'gradients'/'steps' arrays (it has {', '.join(sorted(keys)) or 'none'}); "
+                has = ", ".join(sorted(keys)) or "none"
+                raise UserError(f"{what} has no 'gradients'/'steps' arrays (it has {has}); "
                                 "write it with GradientRecorder.save or simcomm.models.save_gradients")
             G, steps = z["gradients"], z["steps"]
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:

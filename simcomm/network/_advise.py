@@ -9,7 +9,8 @@ r"""Which compressor for my model? Measured error on recorded gradients next to 
   - ``feedback="none"``: :math:`u_t = C(g_t)`;
   - ``feedback="ef"`` (error feedback): the message :math:`C(g_t + e_t)`, whose errors are paid back
     later; its error is that of the running sum,
-    :math:`\|\sum_{s \le t} g_s - \sum_{s \le t} u_s\|^2 / \|\sum_{s \le t} g_s\|^2 = \|e_{t+1}\|^2 / \|\sum_{s\le t} g_s\|^2`;
+    :math:`\|\sum_{s \le t} (g_s - u_s)\|^2 / \|\sum_{s \le t} g_s\|^2
+    = \|e_{t+1}\|^2 / \|\sum_{s \le t} g_s\|^2`;
   - ``feedback="ef21"``: the server's estimate :math:`h_{t+1} = h_t + C(g_t - h_t)` against :math:`g_t`;
 
   reported as the mean over the recorded steps and its 95% t-interval (the steps taken as independent
@@ -153,7 +154,8 @@ class Advice:
     ----------
     rows : list of dict
         Ranked, best first: ``rank``, ``front`` (Pareto front, 1 = not beaten on both error and time),
-        ``compressor`` (registered name), ``setting`` (its settings, e.g. ``k=24``), ``feedback``,
+        ``compressor`` (registered name), ``setting`` (the settings that differ from the defaults, e.g.
+        ``k=24``), ``feedback``,
         ``label`` (``name(settings)[+feedback]``), ``error_mean``, ``error_lo``, ``error_hi`` (95%
         interval), ``model_error`` (the fitted model's mean error, NaN without a fit), ``disagrees``,
         ``bits`` (per node and step), ``bytes`` (encoded message), ``pattern``, ``comm_s``, ``step_s``.
@@ -275,9 +277,10 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
         seen.add(label)
         err = compression_errors(G, comp, feedback=fb, rng=rng)
         m, lo, hi = _interval(err)
-        model_err = float(np.nanmean(compression_errors(M, comp, feedback=fb, rng=rng))) if M is not None else math.nan
+        model_err = math.nan if M is None else float(np.nanmean(compression_errors(M, comp, feedback=fb, rng=rng)))
         t = times[comp.label]
-        setting = ", ".join(f"{s.name}={getattr(comp, s.name)}" for s in comp.settings())
+        setting = ", ".join(f"{s.name}={getattr(comp, s.name)}" for s in comp.settings()
+                            if s.default is None or getattr(comp, s.name) != s.default)
         rows.append(dict(compressor=comp.name, setting=setting, feedback=fb, label=label,
                          error_mean=m, error_lo=lo, error_hi=hi, model_error=model_err,
                          bits=float(comp.bits(d)), bytes=t["bytes"], pattern=t["pattern"], comm_s=t["comm_s"],
@@ -298,4 +301,5 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
             disagreements.append(f"{r['label']}: the fitted model predicts error {me:.3g}, measured {m:.3g} "
                                  f"[{lo:.3g}, {hi:.3g}] ({'model ' + how})")
         ranked.append(r)
-    return Advice(ranked, d, T, int(n), float(net.alpha), float(net.beta), float(compute), model, note, disagreements)
+    return Advice(ranked, d, T, int(n), float(net.alpha), float(net.beta), float(compute), model, note,
+                  disagreements)
