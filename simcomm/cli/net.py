@@ -270,8 +270,8 @@ def parse_bandwidth(text: str) -> tuple[float, bool]:
     return (rate / 8.0 if bits else rate), False
 
 
-#: time units: seconds per unit
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
+#: time units: units per second (a division keeps 5us exactly 5e-06)
+_PER_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "μs": 1e6, "ns": 1e9}
 
 
 def parse_duration(text, option: str = "--alpha") -> float:
@@ -298,4 +298,4 @@ def parse_duration(text, option: str = "--alpha") -> float:
         raise UserError(f"{option} {raw!r} is not a time; {hint}")
     if not math.isfinite(value) or value < 0:
         raise UserError(f"{option} {raw} is not allowed; use a finite time >= 0, e.g. 5us")
-    return value * _TIME_UNITS[m.group(2) or "s"]
+    return value / _PER_SECOND[m.group(2) or "s"]
