@@ -237,6 +237,7 @@ def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
     import os
     import shutil
     import tempfile
+    import warnings
 
     from joblib import Parallel, delayed
 
@@ -247,13 +248,21 @@ def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
 
         ledger = tempfile.mkdtemp(prefix="simcomm-ledger-")
         parent = os.getpid()
+        results = Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
+            delayed(_in_worker)(func, a, parent, ledger, i) for i, a in enumerate(iterable))
         try:
-            yield from Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
-                delayed(_in_worker)(func, a, parent, ledger, i) for i, a in enumerate(iterable))
+            for out in results:  # not `yield from`: the close below must run inside the warnings filter
+                yield out
         except BrokenProcessPool as exc:
             codes = str(exc).partition("exit codes of the workers are ")[2].split("\n")[0].strip()
             raise _WorkersLost(Ledger(ledger).entries(), codes) from None
         finally:
+            # A run stopped early (a full disk, an error) cancels the rest; joblib's warning about the unused
+            # and cancelled tasks would follow the one-line error, so it is dropped here.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r".*tasks (have been successfully executed|which were)",
+                                        category=UserWarning)
+                results.close()
             shutil.rmtree(ledger, ignore_errors=True)
 
     loky_map.workers = jobs
@@ -299,6 +308,8 @@ def read_cache_entry(path: str | Path) -> tuple[list[dict] | None, str | None]:
     its body matches the header (so a value edited inside the rows, a truncation or garbage is caught).
     """
     path = Path(path)
+    if path.is_dir():
+        return None, "it is a folder, not a file (remove the folder to cache this cell again)"
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -322,6 +333,12 @@ def read_cache_entry(path: str | Path) -> tuple[list[dict] | None, str | None]:
     except ValueError:  # pragma: no cover - a body that passes its checksum parses
         return None, "its body is not JSON"
     return rows, None
+
+
+def _write_entry(path: Path, data: bytes) -> None:
+    """Cache one cell; a folder standing where the entry goes (named by the read's warning) is left alone."""
+    if not path.is_dir():
+        atomic_write_bytes(path, data)
 
 
 def cache_problem(spec: Spec, params: dict, backend: str, cache_dir: str | Path) -> tuple[bool, str | None]:
@@ -456,8 +473,8 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                     cached[(s, c)] = heads.pop((s, c))
                     if cache_dir is not None:
                         key = _key(spec, params, backend, version)
-                        atomic_write_bytes(_cache_path(cache_dir, key),
-                                           _entry_bytes(key, spec, params, version, cached[(s, c)]))
+                        _write_entry(_cache_path(cache_dir, key),
+                                     _entry_bytes(key, spec, params, version, cached[(s, c)]))
                     done += 1
                     if progress is not None:
                         progress(done, total)
@@ -482,7 +499,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                 spec = specs[owner[0]]
                 params = cells_of[owner[0]][owner[1]]
                 version = code_version(get_experiment(spec.experiment).func.__module__)
-                atomic_write_bytes(_cache_path(cache_dir, key), _entry_bytes(key, spec, params, version, rows))
+                _write_entry(_cache_path(cache_dir, key), _entry_bytes(key, spec, params, version, rows))
             done += 1
             if progress is not None:
                 progress(done, total)

@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._validate import finite_array
 from simcomm.backends import get_backend
 from simcomm.backends._xp import array_namespace, backend_for
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
@@ -247,8 +248,10 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     """
     rng = np.random.default_rng(rng)
     batch_rng = rng if batch_rng is None else np.random.default_rng(batch_rng)
-    X = np.asarray(X, dtype=np.float64)
+    X = finite_array(X, "X (training features)")
     y = np.asarray(y)
+    if X_test is not None:
+        X_test = finite_array(X_test, "X_test (test features)")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise UserError(f"n = {n!r} must be a positive integer")
     if n > X.shape[0]:
@@ -269,7 +272,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     elif isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 0:
         raise UserError(f"record_every = {record_every!r} must be an integer >= 0 (0 turns the monitor off)")
     record_every = int(record_every)
-    x0 = init_params(model, rng=rng) if x0 is None else np.asarray(x0, dtype=np.float64)
+    x0 = init_params(model, rng=rng) if x0 is None else finite_array(x0, "x0 (initial parameters)")
     shards = split_workers(y, n, split=split, rng=batch_rng)
     problem = ModelProblem(model, X, y, n=n, batch_size=batch_size, shards=shards, X_test=X_test, y_test=y_test,
                            batch_rng=batch_rng)

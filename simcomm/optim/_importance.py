@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm._validate import integer, one_of, positive_int, real, step_size
+from simcomm._validate import finite_array, integer, one_of, positive_int, real, step_size
 from simcomm.models._nn import MLP, init_params
 from simcomm.optim._blocks_nn import PROPOSALS, ModelProblem
 from simcomm.optim._loop import run
@@ -131,7 +131,7 @@ def importance_sgd(
     positive_int(record_every, "record_every")
     step_size(lr)
     real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
-    X = np.asarray(X, dtype=np.float64)
+    X = finite_array(X, "X (training features)")
     y = np.asarray(y)
     integer(batch_size, "batch_size", low=1, high=X.shape[0], hint="at most the training set size")
     if proposal == "stale" and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
