@@ -37,13 +37,15 @@ def cell_id(params: dict, experiment=None) -> int:
     its former name (:attr:`Param.former <simcomm.experiments.Param>`): renaming a parameter changes no
     random stream, so results computed before the rename are reproduced bit for bit. A parameter
     declared ``keyed_at_default=False`` (added later, e.g. a negative-control switch) is left out of
-    the key while it has its default value, so adding it moves no stream either.
+    the key while it has its default value, so adding it moves no stream either; one declared
+    ``column_at_default=False`` (a recording switch, which changes no draw) is never in the key.
     """
     if experiment is not None:
         declared = experiment.params
         # a parameter added later (keyed_at_default = False) is not part of the key at its default
         params = {(declared[k].former or k) if k in declared else k: v for k, v in params.items()
-                  if not (k in declared and not declared[k].keyed_at_default and v == declared[k].default)}
+                  if not (k in declared and not declared[k].keyed_at_default and v == declared[k].default)
+                  and not (k in declared and not declared[k].column_at_default)}  # recording only: no draw
     return int(content_hash(params)[:8], 16)
 
 
@@ -517,6 +519,11 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         if clock:  # wall-clock rows differ between runs: metadata, never the judged table
             rows = [row for row in rows if row.get("metric") not in timed]
         table = pd.DataFrame(rows)
+        declared = get_experiment(spec.experiment).params
+        quiet = [k for k, p in declared.items() if not p.column_at_default and k in table.columns
+                 and k not in spec.grid and spec.params.get(k, p.default) == p.default]
+        if quiet:  # a recording switch left at its default: the table is the one computed before it existed
+            table = table.drop(columns=quiet)
         meta = dict(
             spec=spec.to_dict(), spec_hash=spec.hash, seed=spec.seed,
             spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params), "
