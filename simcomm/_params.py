@@ -45,6 +45,12 @@ class Param:
         negative-control switch): while it has its default value it is left out of the cell's
         random-stream key (:func:`simcomm.runner.cell_id`), so adding it moves no stream and every
         result computed before it is reproduced bit for bit; any other value is keyed as usual.
+    column_at_default : bool
+        ``False`` for a parameter added later that changes only what is recorded (a trace switch): when
+        every cell of a spec has its default value, it is left out of the results table
+        (:func:`simcomm.runner.run_many`), so the tables computed before it stay identical byte for byte;
+        it changes no draw, so it never enters the random-stream key (the end states are the same with
+        the trace on).
     """
 
     kind: str
@@ -58,6 +64,7 @@ class Param:
     former: str | None = None
     keyed_at_default: bool = True
     name: str = ""
+    column_at_default: bool = True
 
     @property
     def required(self) -> bool:

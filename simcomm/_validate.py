@@ -18,7 +18,8 @@ import numpy as np
 
 from simcomm._errors import UserError, closest
 
-__all__ = ["integer", "positive_int", "real", "step_size", "one_of", "generator", "is_integer", "is_real"]
+__all__ = ["integer", "positive_int", "real", "step_size", "one_of", "generator", "is_integer", "is_real",
+           "finite_array"]
 
 
 def is_integer(value) -> bool:
@@ -125,3 +126,22 @@ def generator(rng, what: str | None = None) -> np.random.Generator:
     if what is not None and rng is None:
         raise UserError(f"{what} is random: pass rng= (a seed or a numpy Generator), one draw per call")
     return np.random.default_rng(rng)
+
+
+def finite_array(a, what: str, dtype=np.float64) -> np.ndarray:
+    """``a`` as an array of ``dtype`` (``None``: its own), or one line naming the first NaN/inf entry.
+
+    Training on a NaN or inf only diverges, so it is refused up front.
+
+    Examples
+    --------
+    >>> finite_array([[1, 2], [3, 4]], "X").dtype
+    dtype('float64')
+    """
+    arr = np.asarray(a, dtype=dtype)
+    if not np.all(np.isfinite(arr)):
+        where = np.argwhere(~np.isfinite(arr))
+        at = f" (first at index {tuple(int(i) for i in where[0])})" if arr.ndim else ""
+        raise UserError(f"{what} has {len(where)} NaN or inf entr{'y' if len(where) == 1 else 'ies'}{at}; "
+                        "clean or drop them before training")
+    return arr

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 
 from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict
 
-__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "PAPER_COLORS",
-           "PAPER_SIZES", "EMBED_TRUETYPE"]
+__all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "advice_figure",
+           "PAPER_COLORS", "PAPER_SIZES", "EMBED_TRUETYPE"]
 
 _VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
 
@@ -1186,4 +1186,80 @@ def _sweep_figure(table, metric, x, hue, plot, *, width, subtitle):
         order = sorted(handles)
         _legend_below(fig, [handles[i] for i in order], [_paper_label(keys[i], plot) for i in order],
                       fontsize=7 if paper else 8)
+    return fig
+
+
+def _advice_label(r: dict) -> str:
+    """"top-k, k = 24 + EF" for a row of :func:`simcomm.network.advise`."""
+    name = r["compressor"].replace("_", "-")
+    fb = {"none": "", "ef": " + EF", "ef21": " + EF21"}.get(r["feedback"], f" + {r['feedback']}")
+    shown = [p.strip() for p in r["setting"].split(",") if p.strip() and not p.strip().startswith("scale=")]
+    setting = ", ".join(f"{_SYMBOLS.get(k, k)} = {v}" for k, _, v in (p.partition("=") for p in shown))
+    if r["compressor"] == "rand_k" and "scale=False" not in r["setting"]:
+        name += " (scaled)"
+    return f"{name}, {setting}{fb}" if setting else f"{name}{fb}"
+
+
+def advice_figure(advice, *, size: str | None = None):
+    """Measured relative error against predicted time per step, one marker per row of an ``Advice``.
+
+    Paper style (:func:`paper_figure`'s fonts, palette and widths): log-log axes, the 95% interval of each
+    error as a vertical bar, the Pareto front (no other row both faster and more accurate) joined by a
+    grey line, a legend under the axes. Rows with zero error (lossless) sit on the bottom edge, open.
+
+    Parameters
+    ----------
+    advice : Advice
+    size : {"single", "double"}, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.lines import Line2D
+
+    width = _paper_size(size)
+    rows = list(advice.rows)
+    err = np.array([r["error_mean"] for r in rows], dtype=float)
+    lo = np.array([r["error_lo"] for r in rows], dtype=float)
+    hi = np.array([r["error_hi"] for r in rows], dtype=float)
+    t = np.array([r["step_s"] for r in rows], dtype=float)
+    pos = err[np.isfinite(err) & (err > 0)]
+    floor = pos.min() / 3 if pos.size else 1e-3
+    with matplotlib.rc_context(_PAPER_RC):
+        fig = Figure(figsize=(width, width * 0.72), layout="constrained")
+        ax = fig.subplots()
+        handles, labels = [], []
+        for i, r in enumerate(rows):
+            st = _series_style(i, len(rows))
+            zero = not (err[i] > 0)
+            y = floor if zero else err[i]
+            if np.isfinite(lo[i]) and not zero:
+                yerr = [[max(y - max(lo[i], floor * 0.5), 0.0)], [max(hi[i] - y, 0.0)]]
+                ax.errorbar([t[i]], [y], yerr=yerr, color=st["color"], lw=0.8, capsize=1.5, ls="none")
+            face = "white" if zero or r["feedback"] != "none" else st["color"]
+            ax.plot([t[i]], [y], marker=st["marker"], color=st["color"], mfc=face, mew=1.0, ls="none", ms=4.5)
+            handles.append(Line2D([], [], marker=st["marker"], color=st["color"], mfc=face, mew=1.0, ls="none"))
+            labels.append(f"{r['rank']}: {_advice_label(r)}")
+        front = sorted((t[i], err[i] if err[i] > 0 else floor) for i, r in enumerate(rows) if r["front"] == 1)
+        if len(front) > 1:
+            ax.plot(*zip(*front), color="0.6", lw=0.8, ls="--", zorder=0)
+            handles.append(Line2D([], [], color="0.6", lw=0.8, ls="--"))
+            labels.append("Pareto front")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log_ticks(ax.xaxis)
+        _plain_log_ticks(ax.yaxis)
+        ax.set_xlabel("predicted time per step (s)")
+        ax.set_ylabel(r"relative error $\|g - u\|^2 / \|g\|^2$")
+        ax.grid(True, which="major", alpha=0.25, lw=0.6)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        bw = 8 / advice.beta / 1e9 if advice.beta > 0 else math.inf
+        ax.set_title(f"$D$ = {advice.d:,}, $n$ = {advice.n}, {bw:.3g} Gbit/s, "
+                     f"$\\alpha$ = {advice.alpha * 1e6:.3g} $\\mu$s; {advice.steps} recorded steps", fontsize=7.5)
+        if any(r["feedback"] != "none" for r in rows):
+            ax.annotate("open markers: with feedback", xy=(0.01, 0.01), xycoords="axes fraction", fontsize=6.5,
+                        color="0.35", va="bottom", ha="left")
+        _legend_below(fig, handles, labels, fontsize=6.5)
     return fig

@@ -37,13 +37,15 @@ def cell_id(params: dict, experiment=None) -> int:
     its former name (:attr:`Param.former <simcomm.experiments.Param>`): renaming a parameter changes no
     random stream, so results computed before the rename are reproduced bit for bit. A parameter
     declared ``keyed_at_default=False`` (added later, e.g. a negative-control switch) is left out of
-    the key while it has its default value, so adding it moves no stream either.
+    the key while it has its default value, so adding it moves no stream either; one declared
+    ``column_at_default=False`` (a recording switch, which changes no draw) is never in the key.
     """
     if experiment is not None:
         declared = experiment.params
         # a parameter added later (keyed_at_default = False) is not part of the key at its default
         params = {(declared[k].former or k) if k in declared else k: v for k, v in params.items()
-                  if not (k in declared and not declared[k].keyed_at_default and v == declared[k].default)}
+                  if not (k in declared and not declared[k].keyed_at_default and v == declared[k].default)
+                  and not (k in declared and not declared[k].column_at_default)}  # recording only: no draw
     return int(content_hash(params)[:8], 16)
 
 
@@ -237,6 +239,7 @@ def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
     import os
     import shutil
     import tempfile
+    import warnings
 
     from joblib import Parallel, delayed
 
@@ -247,13 +250,21 @@ def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
 
         ledger = tempfile.mkdtemp(prefix="simcomm-ledger-")
         parent = os.getpid()
+        results = Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
+            delayed(_in_worker)(func, a, parent, ledger, i) for i, a in enumerate(iterable))
         try:
-            yield from Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
-                delayed(_in_worker)(func, a, parent, ledger, i) for i, a in enumerate(iterable))
+            for out in results:  # not `yield from`: the close below must run inside the warnings filter
+                yield out
         except BrokenProcessPool as exc:
             codes = str(exc).partition("exit codes of the workers are ")[2].split("\n")[0].strip()
             raise _WorkersLost(Ledger(ledger).entries(), codes) from None
         finally:
+            # A run stopped early (a full disk, an error) cancels the rest; joblib's warning about the unused
+            # and cancelled tasks would follow the one-line error, so it is dropped here.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r".*tasks (have been successfully executed|which were)",
+                                        category=UserWarning)
+                results.close()
             shutil.rmtree(ledger, ignore_errors=True)
 
     loky_map.workers = jobs
@@ -299,6 +310,8 @@ def read_cache_entry(path: str | Path) -> tuple[list[dict] | None, str | None]:
     its body matches the header (so a value edited inside the rows, a truncation or garbage is caught).
     """
     path = Path(path)
+    if path.is_dir():
+        return None, "it is a folder, not a file (remove the folder to cache this cell again)"
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -322,6 +335,12 @@ def read_cache_entry(path: str | Path) -> tuple[list[dict] | None, str | None]:
     except ValueError:  # pragma: no cover - a body that passes its checksum parses
         return None, "its body is not JSON"
     return rows, None
+
+
+def _write_entry(path: Path, data: bytes) -> None:
+    """Cache one cell; a folder standing where the entry goes (named by the read's warning) is left alone."""
+    if not path.is_dir():
+        atomic_write_bytes(path, data)
 
 
 def cache_problem(spec: Spec, params: dict, backend: str, cache_dir: str | Path) -> tuple[bool, str | None]:
@@ -456,8 +475,8 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                     cached[(s, c)] = heads.pop((s, c))
                     if cache_dir is not None:
                         key = _key(spec, params, backend, version)
-                        atomic_write_bytes(_cache_path(cache_dir, key),
-                                           _entry_bytes(key, spec, params, version, cached[(s, c)]))
+                        _write_entry(_cache_path(cache_dir, key),
+                                     _entry_bytes(key, spec, params, version, cached[(s, c)]))
                     done += 1
                     if progress is not None:
                         progress(done, total)
@@ -482,7 +501,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                 spec = specs[owner[0]]
                 params = cells_of[owner[0]][owner[1]]
                 version = code_version(get_experiment(spec.experiment).func.__module__)
-                atomic_write_bytes(_cache_path(cache_dir, key), _entry_bytes(key, spec, params, version, rows))
+                _write_entry(_cache_path(cache_dir, key), _entry_bytes(key, spec, params, version, rows))
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -500,6 +519,11 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         if clock:  # wall-clock rows differ between runs: metadata, never the judged table
             rows = [row for row in rows if row.get("metric") not in timed]
         table = pd.DataFrame(rows)
+        declared = get_experiment(spec.experiment).params
+        quiet = [k for k, p in declared.items() if not p.column_at_default and k in table.columns
+                 and k not in spec.grid and spec.params.get(k, p.default) == p.default]
+        if quiet:  # a recording switch left at its default: the table is the one computed before it existed
+            table = table.drop(columns=quiet)
         meta = dict(
             spec=spec.to_dict(), spec_hash=spec.hash, seed=spec.seed,
             spawn_key="(cell_id(params), replicate); cell_id = first 8 hex digits of sha256(params), "

@@ -322,6 +322,9 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
     params = dict(_check_table(raw.get("params", {}), {k: object for k in raw.get("params", {})}, f"{where} [params]"))
     grid = dict(_check_table(raw.get("grid", {}), {k: object for k in raw.get("grid", {})}, f"{where} [grid]"))
     plot = dict(_check_table(raw.get("plot", {}), _PLOT_KEYS, f"{where} [plot]"))
+    if both := sorted(set(params) & set(grid)):
+        raise SpecError(f"{where}: '{both[0]}' is in both [params] and [grid]; keep it in one table "
+                        "([params] fixes a value, [grid] sweeps a list)")
     if "name" not in exp:
         raise SpecError(f"{where}: [experiment] needs 'name' "
                         "(a registered experiment; see 'simcomm list --experiments')")

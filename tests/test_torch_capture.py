@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="gradient capture needs the torch extra")
 
-from simcomm.models import fit_sparse_skewed, load_dataset, skew_stats  # noqa: E402
+from simcomm.models import fit_sparse_skewed, load_dataset, load_gradients, skew_stats  # noqa: E402
 from simcomm.torch import GradientRecorder  # noqa: E402
 
 
@@ -33,8 +33,8 @@ def test_recorder_matches_the_module_gradients():
     net, rec = _mlp_gradients(steps=5)
     G = rec.gradients
     D = sum(p.numel() for p in net.parameters())
-    assert G.shape == (5, D) and G.dtype == np.float64
-    last = torch.cat([p.grad.reshape(-1) for p in net.parameters()]).double().numpy()
+    assert G.shape == (5, D) and G.dtype == np.float32
+    last = torch.cat([p.grad.reshape(-1) for p in net.parameters()]).numpy()
     np.testing.assert_array_equal(G[-1], last)  # the last row is the module's gradient, in parameters() order
     assert GradientRecorder(net, every=2).gradients.shape == (0, D)
 
@@ -49,3 +49,37 @@ def test_captured_gradients_into_skew_stats_and_fit():
     assert fit.sample(4, rng=0).shape == (4, G.shape[1])
     fit_t = fit_sparse_skewed(torch.from_numpy(G))  # a tensor works as well
     np.testing.assert_allclose(fit_t.sample(4, rng=0), fit.sample(4, rng=0))
+
+
+def test_recorder_keeps_a_uniform_sample_within_its_memory_bound(tmp_path):
+    net = torch.nn.Linear(10, 10)  # D = 110: 440 bytes a row
+    rec = GradientRecorder(net, max_bytes=440 * 4, rng=0)
+    assert rec.max_rows == 4
+    for t in range(50):
+        net.zero_grad()
+        (net(torch.ones(1, 10)) * (t + 1)).sum().backward()  # the gradient of step t is (t + 1) x that of step 0
+        rec.record()
+    G, steps = rec.gradients, rec.steps
+    assert G.shape == (4, 110) and rec.nbytes <= 440 * 4 and np.all(np.diff(steps) > 0)
+    assert steps.max() > 3  # the sample reaches past the first rows
+    np.testing.assert_allclose(G[:, 0], steps + 1.0)  # each row is the gradient of its step
+    H, s2 = load_gradients(rec.save(tmp_path / "g.npz"))
+    np.testing.assert_array_equal(H, G)
+    np.testing.assert_array_equal(s2, steps)
+
+
+def test_recorder_refuses_a_bound_below_one_row():
+    from simcomm._errors import UserError
+
+    with pytest.raises(UserError, match="raise max_bytes"):
+        GradientRecorder(torch.nn.Linear(10, 10), max_bytes=100)
+
+
+def test_advise_on_gradients_recorded_from_a_torch_model():
+    from simcomm.network import Network, advise
+
+    _, rec = _mlp_gradients(steps=20)
+    adv = advise(rec.gradients, Network(5e-6, 8e-10), 8, rng=0)
+    assert len(adv.rows) >= 6 and all(np.isfinite(r["error_mean"]) for r in adv.rows)
+    topk = {r["label"]: r["error_mean"] for r in adv.rows if r["compressor"] == "top_k" and r["feedback"] == "none"}
+    assert all(0 < v < 1 for v in topk.values())  # top-k keeps the largest entries: error in (0, 1)

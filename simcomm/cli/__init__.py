@@ -145,3 +145,6 @@ def main(argv=None) -> None:
 
 # Subcommands register themselves on import (order = order in --help).
 from simcomm.cli import check, conform, list_, net, payload, plot, run, scaling, topology  # noqa: E402,F401
+
+# isort: split
+from simcomm.cli import advise  # noqa: E402,F401  (listed after the main job's commands in --help)

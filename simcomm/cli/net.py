@@ -108,7 +108,8 @@ def _fmt_bytes(b: float) -> str:
 @click.option("-d", "--params", "d", type=float, required=True, metavar="D",
               help="Model size: parameters (float32 values), e.g. 25e6.")
 @click.option("-n", "--nodes", "n", type=int, required=True, metavar="N", help="Nodes (workers), >= 2.")
-@click.option("--alpha", type=float, default=None, metavar="S", help="Latency, seconds per message (e.g. 1e-5).")
+@click.option("--alpha", default=None, metavar="TIME",
+              help="Latency per message with its unit: 5us, 0.01ms, 1e-5 (a bare number is seconds).")
 @click.option("--bandwidth", default=None, metavar="RATE",
               help="Link bandwidth with its unit: 10Gb/s, 10Gbit/s or 10Gbps (bits), 1.25GB/s (bytes), 100Mb/s, "
                    "25GiB/s. A bare number is read as GB/s (bytes), and the line says so.")
@@ -145,7 +146,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
 
     \b
     Examples:
-      simcomm net predict -d 25e6 -n 64 --bandwidth 10Gb/s --alpha 5e-6 --compute 0.05
+      simcomm net predict -d 25e6 -n 64 --bandwidth 10Gb/s --alpha 5us --compute 0.05
       simcomm net predict -d 1e6 -n 8 --network net.toml -c 'top_k(k=0.1%)' -c 'qsgd(s=4)' --simulate
     """
     import math
@@ -176,7 +177,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
         if beta is None or alpha is None:
             raise UserError("the network is missing: pass --alpha and --bandwidth (or --beta), or --network FILE "
                             "from 'simcomm net calibrate'")
-        net_model = Network(alpha, beta)
+        net_model = Network(parse_duration(alpha), beta)
     labels = list(compressors) or list(DEFAULT_COMPRESSORS)
     rows = predict_step_times(int(d), n, net_model, labels, compute=compute, compute_scale=compute_scale)
     measured = {}
@@ -267,3 +268,34 @@ def parse_bandwidth(text: str) -> tuple[float, bool]:
     bits = m.group(3) in ("bit/s", "bits/s", "bps", "b/s")
     rate = value * _PREFIX[m.group(2) or ""]
     return (rate / 8.0 if bits else rate), False
+
+
+#: time units: units per second (a division keeps 5us exactly 5e-06)
+_PER_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "μs": 1e6, "ns": 1e9}
+
+
+def parse_duration(text, option: str = "--alpha") -> float:
+    """Seconds in a duration such as ``5us``, ``0.5 ms``, ``2e-6`` (a bare number is seconds).
+
+    Examples
+    --------
+    >>> parse_duration("5us"), parse_duration("0.5ms"), parse_duration("2e-6"), parse_duration("1 s")
+    (5e-06, 0.0005, 2e-06, 1.0)
+    """
+    import math
+    import re
+
+    from simcomm._errors import UserError
+
+    raw = str(text).strip()
+    m = re.fullmatch(r"([0-9.eE+-]+)\s*(s|ms|us|µs|μs|ns)?", raw)
+    hint = "write a time with its unit, e.g. 5us, 0.2ms or 1e-5 (seconds)"
+    try:
+        value = float(m.group(1)) if m else math.nan
+    except ValueError:
+        value = math.nan
+    if m is None or math.isnan(value):
+        raise UserError(f"{option} {raw!r} is not a time; {hint}")
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"{option} {raw} is not allowed; use a finite time >= 0, e.g. 5us")
+    return value / _PER_SECOND[m.group(2) or "s"]

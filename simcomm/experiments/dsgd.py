@@ -455,7 +455,9 @@ def _run_cost(p):
     "noise": Param("str", default="auto", choices=NOISES,
                    doc="stream (host per-node streams), counter (counter normals, drawn where the state is) "
                        "or auto (stream on numpy/numba, counter on cupy)"),
-})
+    "trace": Param("bool", default=False, keyed_at_default=False, column_at_default=False,
+                   doc="also a row per recorded step (every record_every) of each measurement, with step"),
+}, columns=("step",))
 def dsgd_run(params, rng, backend):
     r"""One DmSGD run from :math:`x_0 = 0`: the final state's measurements (the end-to-end benchmark run).
 
@@ -468,7 +470,10 @@ def dsgd_run(params, rng, backend):
     ``"diverged at step t"`` (and the value NaN) if the run blew up; then two timings, reported and
     never judged: ``setup_seconds`` (building the problem) and ``run_seconds`` (the
     :func:`~simcomm.optim.run_dsgd` call: data to the backend's device, the steps, the measurements,
-    the final iterates back).
+    the final iterates back). With ``trace = true``, also the curve: ``consensus``, ``subopt`` and
+    ``node_grad_norm_sq`` at every recorded step (``0``, every ``record_every``, ``T``) with ``step``
+    (the end-state rows above have no step, so a sweep figure draws them against the grid and
+    ``simcomm plot --trace`` the curve against steps).
     """
     from simcomm.models._decentralized import make_node_problem
 
@@ -485,4 +490,7 @@ def dsgd_run(params, rng, backend):
             for m in ("consensus", "subopt", "node_grad_norm_sq")]
     rows.append(dict(metric="setup_seconds", value=t1 - t0))
     rows.append(dict(metric="run_seconds", value=t2 - t1))
+    if params.get("trace", False):
+        rows += [dict(metric=m, value=float(v), step=int(s), note=note)
+                 for m in ("consensus", "subopt", "node_grad_norm_sq") for s, v in zip(tr.step, getattr(tr, m))]
     return rows

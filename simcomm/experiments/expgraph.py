@@ -188,7 +188,8 @@ def gossip_consensus(params, rng, backend):
 @experiment(
     "noisy_consensus",
     params={
-        "topology": Param("str", default="ring", choices=_STATIC, doc="static topology"),
+        "topology": Param("str", default="ring", choices=NAMES,
+                          doc="topology (a time-varying one mixes with W_k at step k)"),
         "n": Param("int", default=16, low=2, doc="number of nodes"),
         "d": Param("int", default=16, low=1, doc="dimension (independent coordinates per node)"),
         "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="step size", former="gamma"),
@@ -197,14 +198,20 @@ def gossip_consensus(params, rng, backend):
         "steps": Param("int", default=4000, low=1, doc="steps averaged after burn-in"),
         "lazy": Param("bool", default=False,
                       doc="mix with (I + W)/2 instead of W (wrong mixing weights: the negative control)"),
+        "record_every": Param("int", default=0, low=0, keyed_at_default=False, column_at_default=False,
+                              doc="also record (1/n)||x_k - 1 xbar_k^T||^2 every this many steps (0: off)"),
     },
     check=_check_shape,
+    columns=("step",),
 )
 def noisy_consensus(params, rng, backend):
     """Time-averaged stationary consensus error of x <- W (x - lr xi), xi ~ N(0, sigma^2) (papers C6).
 
-    Starts at x = 0 (``lazy``: mixes with (I + W)/2); ``consensus_error`` is the mean over the last
-    ``steps`` iterations of (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate).
+    Starts at x = 0 (``lazy``: mixes with (I + W)/2; a time-varying topology mixes with ``W_k`` at
+    step ``k``); ``consensus_error`` is the mean over the last ``steps`` iterations of
+    (1/n) ||x_k - 1 xbar_k^T||_F^2 (one independent estimate per replicate). With ``record_every = r > 0``
+    the trace rows ``consensus`` give that error after ``k`` updates, ``step = k``, at ``k = 0, r, 2r, ...``
+    and at the last step (the curve a sweep figure draws against steps; burn-in included).
     """
     n, d = params["n"], params["d"]
     topo = build(params["topology"], n, rng=rng)
@@ -212,6 +219,8 @@ def noisy_consensus(params, rng, backend):
     burn, steps = params["burn_in"], params["steps"]
     x = np.zeros((n, d))
     total, k, chunk = 0.0, 0, 256
+    every = params.get("record_every", 0)
+    trace = [dict(metric="consensus", value=0.0, step=0)] if every else []
     while k < burn + steps:
         m = min(chunk, burn + steps - k)
         noise = rng.standard_normal((m, n, d))  # drawn in chunks: fewer generator calls, same stream
@@ -222,4 +231,7 @@ def noisy_consensus(params, rng, backend):
                 dev = x - x.mean(axis=0)
                 total += float(np.sum(dev * dev)) / n
             k += 1
-    return [dict(metric="consensus_error", value=total / steps)]
+            if every and (k % every == 0 or k == burn + steps):
+                dev = x - x.mean(axis=0)
+                trace.append(dict(metric="consensus", value=float(np.sum(dev * dev)) / n, step=k))
+    return [dict(metric="consensus_error", value=total / steps), *trace]

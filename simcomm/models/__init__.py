@@ -26,6 +26,7 @@ from simcomm.models._decentralized import (
     problem_to,
     suboptimality,
 )
+from simcomm.models._gradfile import GRADIENT_FORMAT, load_gradients, save_gradients
 from simcomm.models._idx import read_idx
 from simcomm.models._nn import (
     MLP,
@@ -64,6 +65,9 @@ from simcomm.models._torch_nets import lenet5, small_resnet
 from simcomm.models._torch_nn import TorchModel
 
 __all__ = [
+    "GRADIENT_FORMAT",
+    "load_gradients",
+    "save_gradients",
     "accuracy",
     "capture_gradients",
     "Dataset",

@@ -11,6 +11,7 @@ Examples
 True
 """
 
+from simcomm.network._advise import DEFAULT_CANDIDATES, FEEDBACK_VARIANTS, Advice, advise, compression_errors
 from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
 from simcomm.network._payload import (
     CODINGS,
@@ -42,6 +43,11 @@ from simcomm.network._time import (
 )
 
 __all__ = [
+    "DEFAULT_CANDIDATES",
+    "FEEDBACK_VARIANTS",
+    "Advice",
+    "advise",
+    "compression_errors",
     "compare_dsgd_comm",
     "dsgd_comm_prediction",
     "predict_step_times",

@@ -87,6 +87,15 @@ def _positive(name, value, *, integer=False, zero=False):
     return int(value) if integer else float(value)
 
 
+def _harmonic(n: int) -> float:
+    r""":math:`H_n = \sum_{i \le n} 1/i`: summed up to 10^4 terms, digamma beyond (no loop over a huge n)."""
+    if n <= 10_000:
+        return sum(1.0 / i for i in range(1, n + 1))
+    from scipy.special import digamma
+
+    return float(digamma(n + 1.0)) + float(np.euler_gamma)
+
+
 def predict_step_times(d: int, n: int, net, compressors, *, compute: float = 0.0,
                        compute_scale: float = 0.0) -> list[dict]:
     r"""Predicted time per step of uncompressed SGD and of each compressor, with the break-even step inflation.
@@ -135,7 +144,7 @@ def predict_step_times(d: int, n: int, net, compressors, *, compute: float = 0.0
     compute_scale = _positive("compute_scale (s)", compute_scale, zero=True)
     if np.ndim(net.alpha) or np.ndim(net.beta) or np.ndim(net.nic_beta):
         raise UserError("net predict: the network must have scalar alpha and beta (one link type)")
-    c = compute + compute_scale * sum(1.0 / i for i in range(1, n + 1))
+    c = compute + compute_scale * _harmonic(n)
     comps = [Identity()] + [resolve_compressor(x, d) if isinstance(x, str) else x for x in compressors]
     rows, seen = [], set()
     for comp in comps:

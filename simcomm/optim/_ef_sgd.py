@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._validate import finite_array
 from simcomm.backends import get_backend
 from simcomm.backends._xp import array_namespace, backend_for
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
@@ -252,8 +253,10 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     rng = np.random.default_rng(rng)
     batch_rng = rng if batch_rng is None else np.random.default_rng(batch_rng)
     torch_model = isinstance(model, TorchModel)  # a PyTorch module keeps its inputs' dtype
-    X = np.asarray(X) if torch_model else np.asarray(X, dtype=np.float64)
+    X = finite_array(X, "X (training features)", dtype=None if torch_model else np.float64)
     y = np.asarray(y)
+    if X_test is not None:
+        X_test = finite_array(X_test, "X_test (test features)")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise UserError(f"n = {n!r} must be a positive integer")
     if n > X.shape[0]:
@@ -276,7 +279,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     record_every = int(record_every)
     if x0 is None:
         x0 = model.params() if torch_model else init_params(model, rng=rng)
-    x0 = np.asarray(x0, dtype=np.float64)
+    x0 = finite_array(x0, "x0 (initial parameters)")
     shards = split_workers(y, n, split=split, rng=batch_rng)
     problem = (TorchProblem if torch_model else ModelProblem)(
         model, X, y, n=n, batch_size=batch_size, shards=shards, X_test=X_test, y_test=y_test, batch_rng=batch_rng)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm._validate import integer, one_of, positive_int, real, step_size
+from simcomm._validate import finite_array, integer, one_of, positive_int, real, step_size
 from simcomm.models._nn import MLP, init_params
 from simcomm.models._torch_nn import TorchModel
 from simcomm.optim._blocks_nn import PROPOSALS, ModelProblem
@@ -135,7 +135,7 @@ def importance_sgd(
     step_size(lr)
     real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
     torch_model = isinstance(model, TorchModel)  # a PyTorch module keeps its inputs' dtype
-    X = np.asarray(X) if torch_model else np.asarray(X, dtype=np.float64)
+    X = finite_array(X, "X (training features)", dtype=None if torch_model else np.float64)
     y = np.asarray(y)
     integer(batch_size, "batch_size", low=1, high=X.shape[0], hint="at most the training set size")
     if proposal == "stale" and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
