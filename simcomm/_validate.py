@@ -18,7 +18,7 @@ import numpy as np
 
 from simcomm._errors import UserError, closest
 
-__all__ = ["integer", "positive_int", "real", "step_size", "one_of", "generator", "is_integer", "is_real"]
+__all__ = ["integer", "positive_int", "real", "step_size", "one_of", "generator", "is_integer", "is_real", "positive"]
 
 
 def is_integer(value) -> bool:
@@ -125,3 +125,15 @@ def generator(rng, what: str | None = None) -> np.random.Generator:
     if what is not None and rng is None:
         raise UserError(f"{what} is random: pass rng= (a seed or a numpy Generator), one draw per call")
     return np.random.default_rng(rng)
+
+
+def positive(name: str, value, *, integer: bool = False, zero: bool = False):
+    """``value`` as a float (an int with ``integer``) if finite and > 0 (>= 0 with ``zero``), else a one-line error."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and math.isfinite(float(value)) and (float(value) >= 0 if zero else float(value) > 0)
+    if ok and integer and float(value) != int(value):
+        ok = False
+    if not ok:
+        need = "an integer >= 1" if integer else ("a finite number >= 0" if zero else "a finite number > 0")
+        raise UserError(f"{name} = {value!r} is not allowed; use {need}")
+    return int(value) if integer else float(value)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from simcomm._errors import UserError
 from simcomm._plugins import import_plugins, loaded_plugins, plugin_files
-from simcomm.experiments._registry import get_experiment
+from simcomm.experiments import get_experiment
 from simcomm.results import Results, atomic_write_bytes, git_commit, versions
 from simcomm.spec import Spec, content_hash
 

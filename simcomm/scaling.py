@@ -66,8 +66,7 @@ class ScalingKernel:
 
 def _on(backend, x):
     """``x`` where the backend computes: on the device for cupy (the timed call then moves no data)."""
-    from simcomm.backends import get_backend
-    from simcomm.backends._xp import to_backend
+    from simcomm.backends import get_backend, to_backend
 
     return to_backend(x, get_backend(backend))
 

@@ -19,8 +19,21 @@ import importlib
 from types import ModuleType
 
 from simcomm._errors import BackendUnavailable, closest
+from simcomm.backends._xp import (
+    array_namespace,
+    backend_for,
+    framework_arrays,
+    from_framework,
+    is_device,
+    is_framework_array,
+    namespace_of_backend,
+    to_backend,
+    to_host,
+)
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "get_backend", "available_backends"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "get_backend", "available_backends", "array_namespace", "backend_for",
+           "framework_arrays", "from_framework", "is_device", "is_framework_array", "namespace_of_backend",
+           "to_backend", "to_host"]
 
 BACKENDS = ("numpy", "numba", "cupy")
 DEFAULT_BACKEND = "numba"

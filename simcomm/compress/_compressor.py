@@ -43,8 +43,8 @@ from typing import ClassVar
 import numpy as np
 
 from simcomm._errors import UserError, closest
-from simcomm._params import Param
-from simcomm.backends._xp import array_namespace, framework_arrays, from_framework, is_framework_array
+from simcomm._params import Param, top_level_split
+from simcomm.backends import array_namespace, framework_arrays, from_framework, is_framework_array
 from simcomm.compress._quantize import (
     _bern_variance,
     _check_delta,
@@ -738,18 +738,6 @@ def compressor_names(available=(), *, unbiased: bool | None = None, defaults: di
     return tuple(out)
 
 
-def _top_level_split(text: str) -> list[str]:
-    """``text`` split at the commas outside parentheses (a setting may itself be a label, as in ``compose``)."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return out
-
-
 def compressor_from_label(text: str) -> Compressor:
     """Build a compressor from its label, ``name`` or ``name(key=value, ...)`` (the inverse of ``.label``).
 
@@ -773,7 +761,7 @@ def compressor_from_label(text: str) -> Compressor:
         raise UserError(f"compressor '{text}': write name(key=value, ...) with a closing parenthesis")
     kinds = {s.name: s.kind for s in cls.settings()}
     settings = {}
-    for item in filter(None, (p.strip() for p in _top_level_split(rest[:-1]))) if rest else ():
+    for item in filter(None, (p.strip() for p in top_level_split(rest[:-1]))) if rest else ():
         key, eq, value = (t.strip() for t in item.partition("="))
         if not eq or key not in kinds:
             raise UserError(f"compressor '{text}': '{item}' is not a setting; {name} takes "

@@ -33,7 +33,7 @@ from typing import ClassVar
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for
+from simcomm.backends import array_namespace, backend_for
 from simcomm.compress._compressor import Compressor, Message, _cast, register_compressor, setting
 from simcomm.compress._quantize import _key, _prepare, require_rng
 from simcomm.compress._sparsify import _check_int, message_bits

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for, framework_arrays
+from simcomm.backends import array_namespace, backend_for, framework_arrays
 
 __all__ = ["qsgd", "ternary", "stochastic_round", "bernoulli_sparsify"]
 

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for, framework_arrays
+from simcomm.backends import array_namespace, backend_for, framework_arrays
 
 __all__ = ["top_k", "top_k_indices", "rand_k", "rtop_k", "message_bits", "index_bits"]
 

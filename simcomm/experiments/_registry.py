@@ -114,7 +114,9 @@ ON_MISS: list[Callable[[], None]] = []
 
 def get_experiment(name: str) -> Experiment:
     """Look up a registered experiment (importing the experiment modules on first use)."""
-    import simcomm.experiments  # noqa: F401  (registers everything)
+    from simcomm.experiments import load_all
+
+    load_all()
 
     if name not in EXPERIMENTS:
         for late in ON_MISS:  # registries that derive experiments (a method a user's plugin registered later)

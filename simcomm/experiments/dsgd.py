@@ -31,8 +31,8 @@ import time
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.models._decentralized import heterogeneous_least_squares
-from simcomm.optim._decentralized import NOISES, messages_per_step, run_dsgd
+from simcomm.models import heterogeneous_least_squares
+from simcomm.optim import NOISES, messages_per_step, run_dsgd
 from simcomm.topology import TOPOLOGIES as _REGISTRY
 from simcomm.topology import build, rho, topology_names
 
@@ -470,7 +470,7 @@ def dsgd_run(params, rng, backend):
     :func:`~simcomm.optim.run_dsgd` call: data to the backend's device, the steps, the measurements,
     the final iterates back).
     """
-    from simcomm.models._decentralized import make_node_problem
+    from simcomm.models import make_node_problem
 
     t0 = time.perf_counter()
     prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng, backend=backend)

@@ -19,10 +19,17 @@ import numpy as np
 
 from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
-from simcomm.models._data import load_dataset
-from simcomm.models._nn import init_params, mlp
-from simcomm.models._real_grads import OPERATORS, capture_gradients, fit_sparse_skewed, operator_errors, skew_stats
-from simcomm.optim._ef_sgd import EF_SCHEDULES, ef_sgd
+from simcomm.models import (
+    OPERATORS,
+    capture_gradients,
+    fit_sparse_skewed,
+    init_params,
+    load_dataset,
+    mlp,
+    operator_errors,
+    skew_stats,
+)
+from simcomm.optim import EF_SCHEDULES, ef_sgd
 
 #: the compressors error-feedback SGD sends ("none" is uncompressed SGD): every registered one whose
 #: settings these experiments can give (k from density, r from r_over_k; the others at their defaults)

@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._params import top_level_split
 from simcomm.compress import COMPRESSORS, StochasticRound, compressor_from_label
-from simcomm.compress._compressor import _top_level_split
 from simcomm.experiments._registry import Param, experiment
 from simcomm.experiments.compressors import _vector
 
@@ -40,7 +40,7 @@ def _parse(label: str) -> tuple[str, dict, float | None, int | None]:
                         f"use one of {', '.join(COMPRESSORS)}")
     fixed, r_over_k, r = {}, None, None
     body = rest.rstrip().removesuffix(")") if rest else ""
-    for part in filter(None, (p.strip() for p in _top_level_split(body))):  # compose's settings are labels
+    for part in filter(None, (p.strip() for p in top_level_split(body))):  # compose's settings are labels
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq:

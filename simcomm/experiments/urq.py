@@ -13,8 +13,7 @@ import numpy as np
 from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
-from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag
-from simcomm.optim._async import stable_step_bracket
+from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag, stable_step_bracket
 
 _Q = {
     "quantizer": None,  # its choices come from the registry, below

@@ -18,11 +18,14 @@ from simcomm.models._decentralized import (
     NodeProblem,
     diagonal_quadratic,
     global_gradient,
+    global_gradients,
     global_loss,
     heterogeneity,
     heterogeneous_least_squares,
     logistic_problem,
     make_node_problem,
+    node_gradients,
+    node_slice,
     problem_to,
     suboptimality,
 )
@@ -34,8 +37,12 @@ from simcomm.models._nn import (
     logistic_regression,
     loss,
     mlp,
+    per_example_grad_norms,
     per_example_gradients,
     predict_logits,
+    unflatten,
+    weighted_gradient,
+    worker_gradients,
 )
 from simcomm.models._quadratic import (
     PROBLEMS,
@@ -47,10 +54,12 @@ from simcomm.models._quadratic import (
     ridge,
 )
 from simcomm.models._real_grads import (
+    OPERATORS,
     FittedSkewModel,
     SkewStats,
     capture_gradients,
     fit_sparse_skewed,
+    operator_errors,
     skew_stats,
 )
 from simcomm.models._sparse_skewed import (
@@ -102,4 +111,7 @@ __all__ = [
     "SparseSkewedModel",
     "split_workers",
     "suboptimality",
+    "global_gradients", "node_gradients", "node_slice",
+    "per_example_grad_norms", "unflatten", "weighted_gradient", "worker_gradients",
+    "operator_errors", "OPERATORS",
 ]

@@ -11,7 +11,13 @@ Examples
 True
 """
 
-from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
+from simcomm.network._calibrate import (
+    DEFAULT_SIZES,
+    calibrate,
+    calibration_toml,
+    compare_dsgd_comm,
+    dsgd_comm_prediction,
+)
 from simcomm.network._payload import (
     CODINGS,
     HEADER_BYTES,
@@ -22,7 +28,7 @@ from simcomm.network._payload import (
     message,
     payload_sections,
 )
-from simcomm.network._predict import predict_step_times
+from simcomm.network._predict import DEFAULT_COMPRESSORS, predict_step_times, resolve_compressor
 from simcomm.network._time import (
     PATTERNS,
     Clock,
@@ -42,6 +48,11 @@ from simcomm.network._time import (
 )
 
 __all__ = [
+    "calibrate",
+    "calibration_toml",
+    "DEFAULT_SIZES",
+    "DEFAULT_COMPRESSORS",
+    "resolve_compressor",
     "compare_dsgd_comm",
     "dsgd_comm_prediction",
     "predict_step_times",

@@ -43,7 +43,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import one_of
-from simcomm.backends._xp import array_namespace, namespace_of_backend
+from simcomm.backends import array_namespace, namespace_of_backend
 from simcomm.optim._algebra import Method, Transform, chain, stateless
 from simcomm.optim._schedules import step_size
 
@@ -237,7 +237,7 @@ class GradState(NamedTuple):
 
 def gradient_at_nodes() -> Transform:
     r"""Starts a chain: every node's gradient :math:`\nabla f_i(x_i)` at its own model, ``(n, d)``."""
-    from simcomm.models._decentralized import node_gradients
+    from simcomm.models import node_gradients
 
     def init(x, ctx):
         return GradState(array_namespace(x).empty_like(x))

@@ -32,8 +32,8 @@ from simcomm._errors import UserError
 from simcomm.backends import get_backend
 from simcomm.optim._algebra import Method, Transform
 from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
+from simcomm.topology import FFT_OFFSETS as _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 from simcomm.topology import EdgeList, edge_list, sparse_matrix, unreliable_mix
-from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = ["ChocoState", "ChocoPlan", "LinkState", "LinkPlan", "NodeOracleState", "node_oracle", "choco_step",
            "choco", "choco_scale", "choco_delta", "choco_topology", "link_topology", "drop_links",
@@ -68,7 +68,7 @@ def node_oracle(sigma: float = 0.0, seed: int = 0) -> Transform:
     noise :math:`\xi_i` comes from node ``i``'s own stream of ``seed`` (those of
     :func:`~simcomm.optim.run_dsgd`), one draw per step, never from the run's ``rng``.
     """
-    from simcomm.models._decentralized import node_gradients
+    from simcomm.models import node_gradients
 
     def init(x, ctx):
         n, d = x.shape

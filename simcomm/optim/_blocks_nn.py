@@ -29,13 +29,12 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace
+from simcomm.backends import array_namespace
 from simcomm.compress import Compressor
-from simcomm.models._nn import per_example_grad_norms, weighted_gradient, worker_gradients
+from simcomm.models import per_example_grad_norms, weighted_gradient, worker_gradients
 from simcomm.optim._algebra import Method, Transform, stateless
 from simcomm.optim._blocks import error_feedback
-from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
-from simcomm.sampling._stale import Staleness, stale_init, stale_update
+from simcomm.sampling import Staleness, norm_proposal, sample_minibatch, stale_init, stale_update, uniform_proposal
 
 __all__ = ["ModelProblem", "minibatch_gradients", "worker_feedback", "scale_by_schedule", "proposal",
            "sampled_gradient", "lookahead", "fused_ef", "find", "EFState", "EFStepInfo", "MinibatchState",
@@ -368,7 +367,7 @@ def proposal(kind: str, smoothing: float = 0.0, staleness: Staleness = Staleness
     def init(x, ctx):
         if kind != "stale":
             return ProposalState(None, None)
-        from simcomm.models._data import split_workers
+        from simcomm.models import split_workers
 
         p = ctx.problem
         shards = split_workers(p.y, workers, split="iid", rng=ctx.rng)

@@ -31,7 +31,7 @@ import numpy as np
 
 from simcomm.optim._algebra import Method, Transform
 from simcomm.optim._decentralized import _Noise, require_stochasticity, resolve_topology
-from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
+from simcomm.topology import FFT_OFFSETS as _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = ["GTState", "EDState", "PushSumState", "per_node_gradients", "tracking", "exact_diffusion", "push_sum",
            "assign", "drawn", "check_symmetric", "GRADIENT_POINTS"]
@@ -140,7 +140,7 @@ def per_node_gradients(sigma: float = 0.0, seed: int = 0, at: str = "x") -> Tran
     (``at="z"``). The noise is node ``i``'s stream ``node_noise_rng(seed, i)``, one ``standard_normal(d)``
     per step (the streams of :func:`simcomm.optim.run_dsgd`: common random numbers across methods).
     """
-    from simcomm.models._decentralized import node_gradients
+    from simcomm.models import node_gradients
 
     sigma = float(sigma)
 

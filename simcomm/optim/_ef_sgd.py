@@ -43,11 +43,9 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends import get_backend
-from simcomm.backends._xp import array_namespace, backend_for
+from simcomm.backends import array_namespace, backend_for, get_backend
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
-from simcomm.models._data import split_workers
-from simcomm.models._nn import MLP, init_params
+from simcomm.models import MLP, init_params, split_workers
 from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_nn import (
     EFState,

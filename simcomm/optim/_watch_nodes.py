@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcomm.backends._xp import array_namespace, to_host
+from simcomm.backends import array_namespace, to_host
 from simcomm.optim._driver import Recorder, diverged
 from simcomm.optim._trace import Trace
 
@@ -39,7 +39,7 @@ def measure_nodes(problem, X) -> tuple:
     ``subopt`` :math:`f(\bar x) - f^\star` (:data:`NODE_RECORDS`). Computed in ``X``'s namespace; only the
     four scalars leave a device.
     """
-    from simcomm.models._decentralized import global_gradient, global_gradients, suboptimality
+    from simcomm.models import global_gradient, global_gradients, suboptimality
 
     xp = array_namespace(X)
     xbar = X.mean(axis=0)

@@ -105,7 +105,7 @@ def tracking_watch(problem, steps: int, record_every: int = 1, blowup: float = 1
     :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, ``subopt`` :math:`f(\bar x) - f^\star`; the distance
     may not exceed ``blowup`` times (1 + its start).
     """
-    from simcomm.models._decentralized import suboptimality
+    from simcomm.models import suboptimality
 
     n = problem.n
 
