@@ -71,19 +71,30 @@ def _on(backend, x):
     return to_backend(x, get_backend(backend))
 
 
+def _under(backend, fn):
+    """``fn`` called with ``backend`` active: the compressors it calls compute there."""
+    from simcomm.backends import use
+
+    def call():
+        with use(backend):
+            return fn()
+
+    return call
+
+
 def _top_k(n, d, rng, backend):
     from simcomm.compress import top_k
 
     x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
     k = max(1, d // 100)
-    return lambda: top_k(x, k, backend=backend)
+    return _under(backend, lambda: top_k(x, k))
 
 
 def _qsgd(n, d, rng, backend):
     from simcomm.compress import qsgd
 
     x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
-    return lambda: qsgd(x, 4, rng=rng, backend=backend)
+    return _under(backend, lambda: qsgd(x, 4, rng=rng))
 
 
 def _gossip(n, d, rng, backend):

@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from contextvars import ContextVar
 from types import ModuleType
@@ -40,9 +41,9 @@ from simcomm.backends._xp import (
     to_host,
 )
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "get_backend", "use", "available_backends", "array_namespace", "backend_for",
-           "framework_arrays", "from_framework", "is_device", "is_framework_array", "namespace_of_backend",
-           "to_backend", "to_host"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "get_backend", "use", "entry_point", "available_backends",
+           "array_namespace", "backend_for", "framework_arrays", "from_framework", "is_device", "is_framework_array",
+           "namespace_of_backend", "to_backend", "to_host"]
 
 BACKENDS = ("numpy", "numba", "cupy")
 DEFAULT_BACKEND = "numba"
@@ -105,6 +106,21 @@ def use(backend: str | ModuleType | None):
         yield be
     finally:
         _ACTIVE.reset(token)
+
+
+def entry_point(fn):
+    """Decorator of a function that configures a run: its ``backend=`` keyword is the active backend inside it.
+
+    The function still receives ``backend`` (its explicit kernels keep it); everything it calls that
+    takes no backend (compressors, quantizers, ...) computes on it through :func:`use`.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, backend=None, **kwargs):
+        with use(backend):
+            return fn(*args, backend=backend, **kwargs)
+
+    return wrapper
 
 
 def available_backends() -> list[str]:

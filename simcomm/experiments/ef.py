@@ -345,8 +345,8 @@ def real_grad_operators(params, rng, backend):
     if params["fit"] == "flat":
         fit = fit._replace(alpha=0.0, profile="powerlaw")  # same support size, equal magnitudes
     M = fit.sample(G.shape[0] * params["model_draws"], rng=rng)
-    real = {m: float(v.mean()) for m, v in operator_errors(G, k, r, rng=rng, backend=backend).items()}
-    mod = {m: float(v.mean()) for m, v in operator_errors(M, k, r, rng=rng, backend=backend).items()}
+    real = {m: float(v.mean()) for m, v in operator_errors(G, k, r, rng=rng).items()}
+    mod = {m: float(v.mean()) for m, v in operator_errors(M, k, r, rng=rng).items()}
     rows = [dict(metric="model_err", value=mod[m], method=m, real_err=real[m]) for m in OPERATORS]
     rows += [dict(metric="model_bias", value=mod[m] - real[m], method=m) for m in OPERATORS]
     rank = sorted(OPERATORS, key=lambda m: (real[m], OPERATORS.index(m)))

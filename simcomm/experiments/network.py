@@ -76,7 +76,7 @@ def payload_bits(params, rng, backend):
         coding = "raw"
     else:
         msg = message(comp, x, k=k, r=min(d, params["r_over_k"] * k), s=params["s"],
-                      value_dtype=params["value_dtype"], rng=c_rng, backend=backend)
+                      value_dtype=params["value_dtype"], rng=c_rng)
     blob = encode(msg, coding)
     extra = {} if decode(blob) == msg else {"note": "round trip failed"}
     rows = [dict(metric="encoded_bits", value=8.0 * len(blob), header_bits=8 * HEADER_BYTES, **extra)]
@@ -141,7 +141,7 @@ def allgather_crossover(params, rng, backend):
     k = _k(params)
     net = Network(params["alpha"], params["beta"])
     G = rng.standard_normal((n, d)).astype(np.float32)
-    idx = np.sort(top_k_indices(G, k, backend=backend), axis=1)
+    idx = np.sort(top_k_indices(G, k), axis=1)
     sizes = np.empty(n)
     for i in range(n):
         m = Message("sparse", d, "float32", values=G[i, idx[i]], indices=idx[i].astype(np.int64))

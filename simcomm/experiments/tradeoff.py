@@ -144,7 +144,7 @@ def compressor_tradeoff(params, rng, backend):
         if name == "stochastic_round":
             m = np.abs(V).max(axis=1, keepdims=True)
             c = StochasticRound(point["delta"])
-            Q = np.asarray(c.apply(V / m, rng=c_rng, backend=backend), dtype=np.float64) * m
+            Q = np.asarray(c.apply(V / m, rng=c_rng), dtype=np.float64) * m
             bits = c.bits(d, span=2.0)
         else:
             if base is not None:
@@ -152,7 +152,7 @@ def compressor_tradeoff(params, rng, backend):
             else:
                 text = ", ".join([*(f"{k}={v}" for k, v in fixed.items()), *(f"{k}={v}" for k, v in point.items())])
                 c = compressor_from_label(f"{name}({text})")
-            Q = np.asarray(c.apply(V.copy(), rng=c_rng, backend=backend), dtype=np.float64)
+            Q = np.asarray(c.apply(V.copy(), rng=c_rng), dtype=np.float64)
             bits = c.bits(d)
         err = ((Q - V) ** 2).sum(axis=1)  # ||v|| = 1
         label = c.label if name != "stochastic_round" else f"stochastic_round(delta={point['delta']:g} max|v|)"

@@ -100,7 +100,7 @@ def urq_quantizer(params, rng, backend):
     err2 = 0.0
     for lo in range(0, M, chunk):
         m = min(chunk, M - lo)
-        Q = scale * np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng, backend=backend), dtype=np.float64)
+        Q = scale * np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng), dtype=np.float64)
         qsum += Q.sum(axis=0)
         err2 += float(((Q - v) ** 2).sum())
     mean = qsum / M

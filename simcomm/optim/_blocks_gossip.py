@@ -150,7 +150,7 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
-    Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng, backend=backend), dtype=np.float64)
+    Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng), dtype=np.float64)
     if scale != 1.0:
         Q = Q * scale  # an unbiased compressor becomes a delta-contraction (choco_scale)
     Xhat = state.x_hat.copy()

@@ -288,12 +288,12 @@ def ef_fused_step(state: EFState, grads, lr: float, compressor: Compressor, rng,
         P, top, tot = be.ef_accumulate_topr(grads, state.residual, r, out=out)
         if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
             return skipped
-        idx = compressor.select_rows(P, rng=rng, backend=be, top=top)
+        idx = compressor.select_rows(P, rng=rng, top=top)
     else:
         if lazy and not np.isfinite(grads).all():
             return skipped
         P = xp.ascontiguousarray(state.residual + grads)
-        idx = compressor.select_rows(P, rng=rng, backend=be)
+        idx = compressor.select_rows(P, rng=rng)
         tot = xp.einsum("ij,ij->i", P, P)
     # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
     # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the

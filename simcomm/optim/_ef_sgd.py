@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends import array_namespace, backend_for, get_backend
+from simcomm.backends import array_namespace, backend_for, entry_point, get_backend
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
 from simcomm.models import MLP, init_params, split_workers
 from simcomm.optim._algebra import Ctx
@@ -105,6 +105,7 @@ def ef_init(x0, n: int) -> EFState:
     return EFState(x0.copy(), xp.zeros((int(n), x0.shape[0])), 0)
 
 
+@entry_point
 def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compressor, rng,
               backend=None) -> tuple[EFState, EFStepInfo]:
     r"""One error-feedback step given the workers' gradients (pure: ``state`` is not modified).

@@ -14,6 +14,7 @@ import os
 import numpy as np
 import pytest
 
+from simcomm.backends import use
 from simcomm.backends._xp import from_framework
 from simcomm.compress import QSGD, RandK, TopK
 from tests.benchmarks._timing import best_time as _best
@@ -30,13 +31,13 @@ def test_bench_torch_tensor_vs_numpy_round_trip(benchmark, comp):
     assert np.shares_memory(view, t.numpy())  # the compressor reads the tensor's own memory
 
     def dlpack():
-        return comp.apply(t, rng=1, backend="numba")
+        return use("numba")(comp.apply)(t, rng=1)
 
     def round_trip():
-        return torch.from_numpy(comp.apply(t.numpy().copy(), rng=1, backend="numba").copy())
+        return torch.from_numpy(use("numba")(comp.apply)(t.numpy().copy(), rng=1).copy())
 
     def numpy_only():
-        return comp.apply(view, rng=1, backend="numba")
+        return use("numba")(comp.apply)(view, rng=1)
 
     out = dlpack()  # compile
     assert isinstance(out, torch.Tensor) and torch.equal(out, round_trip())
