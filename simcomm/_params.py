@@ -14,7 +14,7 @@ from typing import Any
 
 from simcomm._errors import SpecError, closest
 
-__all__ = ["Param"]
+__all__ = ["Param", "top_level_split"]
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,15 @@ class Param:
         if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
             raise SpecError(bad)
         return value
+
+
+def top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses (a setting may itself be a label, as in ``compose``)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out

@@ -19,7 +19,7 @@ import numpy as np
 from simcomm._errors import UserError, closest
 
 __all__ = ["integer", "positive_int", "real", "step_size", "one_of", "generator", "is_integer", "is_real",
-           "finite_array"]
+           "finite_array", "positive"]
 
 
 def is_integer(value) -> bool:
@@ -145,3 +145,15 @@ def finite_array(a, what: str, dtype=np.float64) -> np.ndarray:
         raise UserError(f"{what} has {len(where)} NaN or inf entr{'y' if len(where) == 1 else 'ies'}{at}; "
                         "clean or drop them before training")
     return arr
+
+
+def positive(name: str, value, *, integer: bool = False, zero: bool = False):
+    """``value`` as a float (an int with ``integer``) if finite and > 0 (>= 0 with ``zero``), else a one-line error."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and math.isfinite(float(value)) and (float(value) >= 0 if zero else float(value) > 0)
+    if ok and integer and float(value) != int(value):
+        ok = False
+    if not ok:
+        need = "an integer >= 1" if integer else ("a finite number >= 0" if zero else "a finite number > 0")
+        raise UserError(f"{name} = {value!r} is not allowed; use {need}")
+    return int(value) if integer else float(value)

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import from_framework, is_framework_array
+from simcomm.backends import from_framework, is_framework_array
 from simcomm.claims import judge
 from simcomm.spec import ClaimSpec, resolve
 

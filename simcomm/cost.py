@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from simcomm._errors import UserError
-from simcomm.experiments._registry import get_experiment
+from simcomm.experiments import get_experiment
 from simcomm.spec import Spec
 
 __all__ = ["Estimate", "estimate", "available_memory", "MAX_CELLS", "MAX_HOURS", "fmt_seconds", "fmt_bytes"]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from simcomm._errors import UserError
 from simcomm._plugins import import_plugins, loaded_plugins, plugin_files
-from simcomm.experiments._registry import get_experiment
+from simcomm.experiments import get_experiment
 from simcomm.results import Results, atomic_write_bytes, git_commit, versions
 from simcomm.spec import Spec, content_hash
 
@@ -112,7 +112,7 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
     """
     import importlib
 
-    from simcomm.backends import get_backend
+    from simcomm.backends import get_backend, use
 
     import_plugins(plugins)  # a user's plugins (--plugin, a spec's plugins): their compressors, topologies, ...
     if module is not None:
@@ -135,7 +135,7 @@ def run_cell(experiment: str, params: dict, seed: int, replicates: int, backend:
         for rep in range(first, replicates):
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(cid, rep)))
             try:
-                with memory_ceiling(memory):
+                with memory_ceiling(memory), use(be):  # everything the experiment calls computes on be
                     out = exp.func(dict(params), rng, be)
             except MemoryError as exc:
                 # A plain one-line error that pickles across processes (no worker traceback).

@@ -66,10 +66,20 @@ class ScalingKernel:
 
 def _on(backend, x):
     """``x`` where the backend computes: on the device for cupy (the timed call then moves no data)."""
-    from simcomm.backends import get_backend
-    from simcomm.backends._xp import to_backend
+    from simcomm.backends import get_backend, to_backend
 
     return to_backend(x, get_backend(backend))
+
+
+def _under(backend, fn):
+    """``fn`` called with ``backend`` active: the compressors it calls compute there."""
+    from simcomm.backends import use
+
+    def call():
+        with use(backend):
+            return fn()
+
+    return call
 
 
 def _top_k(n, d, rng, backend):
@@ -77,14 +87,14 @@ def _top_k(n, d, rng, backend):
 
     x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
     k = max(1, d // 100)
-    return lambda: top_k(x, k, backend=backend)
+    return _under(backend, lambda: top_k(x, k))
 
 
 def _qsgd(n, d, rng, backend):
     from simcomm.compress import qsgd
 
     x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
-    return lambda: qsgd(x, 4, rng=rng, backend=backend)
+    return _under(backend, lambda: qsgd(x, 4, rng=rng))
 
 
 def _gossip(n, d, rng, backend):

@@ -207,7 +207,7 @@ class Spec:
 def __getattr__(name: str):
     """``KINDS``: the names of the registered claim kinds (:data:`simcomm.claims.KINDS`), loaded lazily."""
     if name == "KINDS":
-        from simcomm.claims._kinds import KINDS
+        from simcomm._claims.kinds import KINDS
 
         return tuple(KINDS)
     raise AttributeError(f"module 'simcomm.spec' has no attribute '{name}'")
@@ -329,7 +329,7 @@ def loads(text: str, *, name: str = "<string>", path: str = "<string>", quick: b
         raise SpecError(f"{where}: [experiment] needs 'name' "
                         "(a registered experiment; see 'simcomm list --experiments')")
     try:
-        from simcomm.experiments._registry import get_experiment  # lazy: the experiments load the numerical stack
+        from simcomm.experiments import get_experiment  # lazy: the experiments load the numerical stack
 
         experiment = get_experiment(exp["name"])
     except SpecError as exc:
@@ -579,7 +579,7 @@ def check_plot_columns(spec: "Spec", columns) -> None:
     where = f"{spec.path} [plot]"
 
     def hint(name):
-        from simcomm.experiments._registry import get_experiment
+        from simcomm.experiments import get_experiment
 
         new = get_experiment(spec.experiment).renamed(name)
         return f" ('{name}' was renamed to '{new}')" if new else closest(name, columns)
@@ -635,7 +635,7 @@ def _claim(table: dict, where: str, grid_axes: set, controls: tuple = (), shippe
     for key in ("id", "paper", "statement", "kind", "observable"):
         if key not in table:
             raise SpecError(f"{where}: missing '{key}'")
-    from simcomm.claims._kinds import KINDS  # the kind registry (same layer; its module never imports spec)
+    from simcomm._claims.kinds import KINDS  # the kind registry, below spec and claims
 
     if table["kind"] not in KINDS:
         raise SpecError(f"{where}: kind '{table['kind']}' is unknown{closest(table['kind'], KINDS)}; "

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from simcomm import UserError
+from simcomm.backends import use
 from simcomm.compress import QSGD, Bernoulli, Identity, Ternary
 from simcomm.models import logistic, nonconvex, quadratic, ridge
 from simcomm.optim import async_compressed_gd, compressed_gd, largest_stable_step
@@ -166,7 +167,7 @@ def _clocked_oracle(p, q, lr, steps, worker, tau, rng):
     hist = [p.x0.copy()]
     for k in range(steps):
         g = p.grad(hist[k - tau[k]][None, :], np.array([worker[k]]))
-        hist.append(hist[k] - lr / p.n * q.apply(g, rng=rng, backend="numpy")[0])
+        hist.append(hist[k] - lr / p.n * use("numpy")(q.apply)(g, rng=rng)[0])
     return np.array(hist)
 
 

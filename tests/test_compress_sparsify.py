@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from simcomm import UserError
-from simcomm.backends import get_backend
+from simcomm.backends import get_backend, use
 from simcomm.compress import (
     ErrorFeedback,
     ErrorFeedbackState,
@@ -102,12 +102,12 @@ def test_batched_shapes_and_dtype():
 def test_public_functions_agree_across_backends(name):
     rng = np.random.default_rng(12345)
     x = rng.standard_normal((8, 2000))
-    ref = {"top": top_k(x, 20, backend="numpy"),
-           "rand": rand_k(x, 20, rng=1, backend="numpy"),
-           "rtop": rtop_k(x, 20, 100, rng=2, backend="numpy")}
-    np.testing.assert_array_equal(top_k(x, 20, backend=name), ref["top"])
-    np.testing.assert_array_equal(rand_k(x, 20, rng=1, backend=name), ref["rand"])
-    np.testing.assert_array_equal(rtop_k(x, 20, 100, rng=2, backend=name), ref["rtop"])
+    ref = {"top": use("numpy")(top_k)(x, 20),
+           "rand": use("numpy")(rand_k)(x, 20, rng=1),
+           "rtop": use("numpy")(rtop_k)(x, 20, 100, rng=2)}
+    np.testing.assert_array_equal(use(name)(top_k)(x, 20), ref["top"])
+    np.testing.assert_array_equal(use(name)(rand_k)(x, 20, rng=1), ref["rand"])
+    np.testing.assert_array_equal(use(name)(rtop_k)(x, 20, 100, rng=2), ref["rtop"])
 
 
 def test_rtopk_limits_exactly():
@@ -129,7 +129,7 @@ def test_rtopk_with_r_eq_k_is_topk_even_on_ties(name, k):
     rng = np.random.default_rng(12345)
     for alpha in (0.0, 1.0):
         x = sparse_heavy_tailed(1000, 1000, alpha=alpha, profile="powerlaw", rng=rng, size=(50,))
-        np.testing.assert_array_equal(rtop_k(x, k, k, rng=rng, backend=name), top_k(x, k, backend=name))
+        np.testing.assert_array_equal(use(name)(rtop_k)(x, k, k, rng=rng), use(name)(top_k)(x, k))
 
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=64)
@@ -225,12 +225,12 @@ def test_error_feedback_with_scaled_rand_k():
 def test_compressor_classes_apply_the_array_functions(backend):
     # a class applies its array function with the settings bound: identical output on the same generator state
     x = np.random.default_rng(12345).standard_normal((4, 50))
-    pairs = [(TopK(5), lambda g: top_k(x, 5, backend=backend)),
-             (RandK(5), lambda g: rand_k(x, 5, rng=g, backend=backend)),
-             (RandK(5, scale=False), lambda g: rand_k(x, 5, rng=g, scale=False, backend=backend)),
-             (RTopK(5, 20), lambda g: rtop_k(x, 5, 20, rng=g, backend=backend))]
+    pairs = [(TopK(5), lambda g: use(backend)(top_k)(x, 5)),
+             (RandK(5), lambda g: use(backend)(rand_k)(x, 5, rng=g)),
+             (RandK(5, scale=False), lambda g: use(backend)(rand_k)(x, 5, rng=g, scale=False)),
+             (RTopK(5, 20), lambda g: use(backend)(rtop_k)(x, 5, 20, rng=g))]
     for c, f in pairs:
-        got = c.apply(x, rng=np.random.default_rng(7), backend=backend)
+        got = use(backend)(c.apply)(x, rng=np.random.default_rng(7))
         np.testing.assert_array_equal(got, f(np.random.default_rng(7)))
         assert c.bits(50) == message_bits(5, 50) and c.beta(50) == (50 / 5 - 1 if c.unbiased else None)
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcomm._errors import UserError
+from simcomm.backends import use
 from simcomm.compress import (
     ErrorFeedback,
     RTopK,
@@ -75,15 +76,15 @@ def test_select_rows_equal_public_sparsifiers(comp, backend):
 
     P = np.random.default_rng(12345).standard_normal((5, 300))
     c = _comp(comp, 7, 40)
-    ref = {"top_k": lambda: top_k(P, 7, backend=backend),
-           "rand_k": lambda: rand_k(P, 7, rng=np.random.default_rng(3), scale=False, backend=backend),
-           "rtop_k": lambda: rtop_k(P, 7, 40, rng=np.random.default_rng(3), backend=backend)}[comp]()
-    np.testing.assert_array_equal(c.apply(P, rng=np.random.default_rng(3), backend=backend), ref)
+    ref = {"top_k": lambda: use(backend)(top_k)(P, 7),
+           "rand_k": lambda: use(backend)(rand_k)(P, 7, rng=np.random.default_rng(3), scale=False),
+           "rtop_k": lambda: use(backend)(rtop_k)(P, 7, 40, rng=np.random.default_rng(3))}[comp]()
+    np.testing.assert_array_equal(use(backend)(c.apply)(P, rng=np.random.default_rng(3)), ref)
     r = c.top_set(P.shape[1])
     # the fused path: the top-r set comes from the EF kernel, the compressor picks from it
     tops = [None] if r is None else [None, get_backend(backend).ef_accumulate_topr(P, np.zeros_like(P), r)[1]]
     for top in tops:
-        idx = c.select_rows(P, rng=np.random.default_rng(3), backend=backend, top=top)
+        idx = use(backend)(c.select_rows)(P, rng=np.random.default_rng(3), top=top)
         dense = np.zeros_like(P)
         np.put_along_axis(dense, idx, np.take_along_axis(P, idx, axis=1), axis=1)
         np.testing.assert_array_equal(dense, ref)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcomm import UserError
-from simcomm.backends import available_backends, get_backend
+from simcomm.backends import available_backends, get_backend, use
 from simcomm.compress import (
     QSGD,
     Bernoulli,
@@ -36,11 +36,11 @@ def _key_of(seed):
 
 
 CASES = [
-    ("qsgd", lambda x, rng, be: qsgd(x, 3, rng=rng, backend=be), lambda x, key: qsgd_naive(x, 3, key)),
-    ("ternary", lambda x, rng, be: ternary(x, rng=rng, backend=be), ternary_naive),
-    ("stochastic_round", lambda x, rng, be: stochastic_round(x, 0.25, rng=rng, backend=be),
+    ("qsgd", lambda x, rng, be: use(be)(qsgd)(x, 3, rng=rng), lambda x, key: qsgd_naive(x, 3, key)),
+    ("ternary", lambda x, rng, be: use(be)(ternary)(x, rng=rng), ternary_naive),
+    ("stochastic_round", lambda x, rng, be: use(be)(stochastic_round)(x, 0.25, rng=rng),
      lambda x, key: stochastic_round_naive(x, 0.25, key)),
-    ("bernoulli", lambda x, rng, be: bernoulli_sparsify(x, 0.3, rng=rng, backend=be),
+    ("bernoulli", lambda x, rng, be: use(be)(bernoulli_sparsify)(x, 0.3, rng=rng),
      lambda x, key: bernoulli_naive(x, 0.3, key)),
 ]
 
@@ -159,7 +159,7 @@ def test_ternary_beta_is_attained_supremum():
 def test_qsgd_levels_property(vals, s, seed):
     """Every output is sign(v_i) |v| l / s with l in {floor, ceil} of s|v_i|/|v|."""
     v = np.array(vals)
-    q = qsgd(v, s, rng=seed, backend="numpy")
+    q = use("numpy")(qsgd)(v, s, rng=seed)
     nrm = np.linalg.norm(v)
     if nrm == 0:
         assert not q.any()
@@ -208,8 +208,8 @@ def test_bad_input_one_line(call, match):
 def test_nonfinite_detected_by_the_row_reduction(backend, d, bad):
     x = np.ones((2, d))
     x[1, 5] = bad
-    for call in (lambda: qsgd(x, 2, rng=0, backend=backend), lambda: ternary(x, rng=0, backend=backend),
-                 lambda: bernoulli_sparsify(x, 0.5, rng=0, backend=backend)):
+    for call in (lambda: use(backend)(qsgd)(x, 2, rng=0), lambda: use(backend)(ternary)(x, rng=0),
+                 lambda: use(backend)(bernoulli_sparsify)(x, 0.5, rng=0)):
         with pytest.raises(UserError, match="NaN or inf"):
             call()
 

@@ -79,14 +79,15 @@ def test_topk_feedback_hook_equals_simulation(runs):
 
 
 def test_shared_seed_randk_hook_equals_simulation(runs):
+    from simcomm.backends import use
     from simcomm.compress import RandK
 
     c, d = RandK(4, scale=False), W.D1 + W.D2
     w, e = W.w0(), np.zeros((2, d))
     for t in range(W.STEPS):
         p = _grads(w) + e
-        idx = c.select_rows(p[:1], rng=np.random.default_rng(np.random.SeedSequence(5, spawn_key=(0, t))),
-                            backend="numpy")[0]  # the subset every rank draws (bucket 0, step t)
+        with use("numpy"):  # the subset every rank draws (bucket 0, step t)
+            idx = c.select_rows(p[:1], rng=np.random.default_rng(np.random.SeedSequence(5, spawn_key=(0, t))))[0]
         m = np.zeros_like(p)
         m[:, idx] = p[:, idx]
         e = p - m

@@ -1,6 +1,6 @@
 """Judge a claim against a results table: effect sizes, family-wise confidence, censoring, power.
 
-Kinds (see ``sims/README.md`` and :mod:`simcomm.claims._kinds`): ``upper``, ``lower``, ``equal``
+Kinds (see ``sims/README.md`` and :mod:`simcomm._claims.kinds`): ``upper``, ``lower``, ``equal``
 (against a bound from ``theory``, evaluated on every replicate row), ``slope`` (fitted log-log slope
 against a predicted slope), ``order`` (one method's observable below another's) and ``equivalent``
 (two methods' observables within a margin), the methods paired per cell when they share replicate
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simcomm.claims._cells import _excluded_cells, _select
-from simcomm.claims._kinds import KINDS, BoundKind, Kind, MethodsKind, SlopeKind, register
-from simcomm.claims._stats import POWER, Verdict, _Cell, decide, holm, mean_ci, one_sided_p, worst
+from simcomm._claims.cells import _excluded_cells, _select
+from simcomm._claims.kinds import KINDS, BoundKind, Kind, MethodsKind, SlopeKind, register
+from simcomm._claims.stats import POWER, Verdict, _Cell, decide, holm, mean_ci, one_sided_p, worst
 from simcomm.spec import ClaimSpec, ControlSpec, resolve
 
 __all__ = ["Verdict", "Judgement", "judge", "holm", "one_sided_p", "mean_ci", "worst", "decide", "KINDS", "Kind",

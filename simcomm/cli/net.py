@@ -39,8 +39,8 @@ def calibrate(np_, sizes, reps, mpiexec, out, as_json):
       simcomm net calibrate --np 4 --sizes 8,65536,1048576 --reps 5 --json
     """
     from simcomm._errors import UserError
-    from simcomm.network._calibrate import DEFAULT_SIZES, calibration_toml
-    from simcomm.network._calibrate import calibrate as run_calibration
+    from simcomm.network import DEFAULT_SIZES, calibration_toml
+    from simcomm.network import calibrate as run_calibration
     from simcomm.results import atomic_write_text
 
     if sizes is None:
@@ -153,8 +153,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
 
     from simcomm._errors import UserError
     from simcomm.experiments.network import measure_step_inflation
-    from simcomm.network import Network
-    from simcomm.network._predict import DEFAULT_COMPRESSORS, predict_step_times
+    from simcomm.network import DEFAULT_COMPRESSORS, Network, predict_step_times
 
     if not math.isfinite(d) or d < 1 or d != int(d):
         raise UserError(f"--params {d:g} is not allowed; use an integer number of parameters >= 1, e.g. 25e6")

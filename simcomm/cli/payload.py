@@ -170,7 +170,7 @@ def _build(name: str, given: dict):
             raise UserError(f"cannot build {obj.__name__}({', '.join(f'{k}={v!r}' for k, v in given.items())}): "
                             f"{exc}; pass its settings as options (--k 5) or name an instance") from None
     raise UserError(f"{name} is a {type(obj).__name__}, not a simcomm Compressor; subclass "
-                    "simcomm.compress.Compressor with an apply(x, *, rng, backend=None) method (simcomm conform "
+                    "simcomm.compress.Compressor with an apply(x, *, rng) method (simcomm conform "
                     "takes plain callables)")
 
 

@@ -62,8 +62,7 @@ def topology(name, n, k, rule, weights, shape, p, seed, steps, as_json):
       simcomm topology torus -n 64 --shape 8x8 --json
       simcomm topology erdos_renyi -n 32 --p 0.5 --seed 3
     """
-    from simcomm.topology import build, describe, get_topology
-    from simcomm.topology._build import split_name
+    from simcomm.topology import build, describe, get_topology, split_name
 
     if weights not in ("rule", "fastest"):
         raise click.BadParameter(f"'{weights}' is not one of rule, fastest", param_hint="--weights")

@@ -115,15 +115,15 @@ class Compose(Compressor):
         g = np.random.default_rng(require_rng(rng, "compose"))
         return g.spawn(2)
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         r1, r2 = self._rngs(rng)
-        y = self.c1.apply(x, rng=r1, backend=backend)
-        return self.c2.apply(y, rng=r2, backend=backend)
+        y = self.c1.apply(x, rng=r1)
+        return self.c2.apply(y, rng=r2)
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         r1, r2 = self._rngs(rng)
-        y = np.asarray(self.c1.apply(x, rng=r1, backend=backend))
-        return self.c2.to_message(y, rng=r2, backend=backend, value_dtype=value_dtype)
+        y = np.asarray(self.c1.apply(x, rng=r1))
+        return self.c2.to_message(y, rng=r2, value_dtype=value_dtype)
 
     def decode(self, msg: Message) -> np.ndarray:  # noqa: D102
         return self.c2.decode(msg)
@@ -155,7 +155,7 @@ class Scaling(Compressor):
             raise UserError(f"scaling: c = {c!r} is not allowed; use 0 < c < 2 (|1 - c| < 1: a contraction)")
         object.__setattr__(self, "c", float(c))
 
-    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
         from simcomm.compress._quantize import _prepare
 
         a, shape = _prepare(x, "scaling")
@@ -171,7 +171,7 @@ class Scaling(Compressor):
         v = np.asarray(v, dtype=np.float64)
         return (1.0 - self.c) ** 2 * (v * v).sum(axis=-1)
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         from simcomm.compress._compressor import _cast
 
         return Message("dense", x.size, value_dtype, values=_cast(x * self.c, value_dtype))

@@ -5,7 +5,7 @@ settings fixed when it is built, application pure), registered by name with
 :func:`register_compressor`; :data:`COMPRESSORS` is the registry that spec choices, the CLI, the wire
 format and the contract tests (``tests/test_compressor_contract.py``) are derived from. A compressor owns:
 
-* ``c.apply(x, *, rng, backend=None)`` compresses every row ``x[..., :]`` independently; it calls the
+* ``c.apply(x, *, rng)`` compresses every row ``x[..., :]`` independently; it calls the
   array function of the same name (:func:`~simcomm.compress.top_k`, :func:`~simcomm.compress.qsgd`,
   ...), so the two give identical results on the same generator state;
 * ``c.bits(d)``: bits of one message of ``d`` coordinates under the encoding its wire form uses
@@ -23,7 +23,7 @@ format and the contract tests (``tests/test_compressor_contract.py``) are derive
   sends for the vector ``x`` (same selections and randomness as ``apply``), ``c.decode(msg)`` the
   vector it stands for; :mod:`simcomm.network` encodes messages to bytes;
 * an optional fused error-feedback path: a compressor that sends some of ``p``'s own entries
-  unscaled (``c.sends_entries``) gives ``c.select_rows(P, *, rng, backend, top=None)`` (the kept
+  unscaled (``c.sends_entries``) gives ``c.select_rows(P, *, rng, top=None)`` (the kept
   indices of every row, drawing exactly the uniforms ``apply`` draws) and ``c.top_set(d)`` (the size
   ``r`` of the top set they are drawn from, ``None`` when the choice does not depend on the values);
   ``c.lossless`` means nothing is ever kept back. Every other compressor runs error feedback through
@@ -43,8 +43,8 @@ from typing import ClassVar
 import numpy as np
 
 from simcomm._errors import UserError, closest
-from simcomm._params import Param
-from simcomm.backends._xp import array_namespace, framework_arrays, from_framework, is_framework_array
+from simcomm._params import Param, top_level_split
+from simcomm.backends import array_namespace, backend_for, framework_arrays, from_framework, is_framework_array
 from simcomm.compress._quantize import (
     _bern_variance,
     _check_delta,
@@ -158,7 +158,7 @@ class Compressor(abc.ABC):
     >>> @dataclass(frozen=True)
     ... class Threshold(Compressor):
     ...     tau: float = 0.5
-    ...     def apply(self, x, *, rng, backend=None):
+    ...     def apply(self, x, *, rng):
     ...         x = np.asarray(x, dtype=np.float64)
     ...         return np.where(np.abs(x) >= self.tau, x, 0.0)
     >>> c = Threshold()
@@ -202,7 +202,7 @@ class Compressor(abc.ABC):
                 setattr(cls, method, _checking_d(cls.__dict__[method]))
 
     @abc.abstractmethod
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:
+    def apply(self, x, *, rng) -> np.ndarray:
         """Compress each row of ``x`` (the last axis holds the ``d`` coordinates)."""
 
     @_checking_d
@@ -235,7 +235,7 @@ class Compressor(abc.ABC):
         """Size of the top set :meth:`select_rows` draws from (``None``: not a top-set sparsifier)."""
         return None
 
-    def to_message(self, x, *, rng=None, backend=None, value_dtype: str = "float32") -> Message:
+    def to_message(self, x, *, rng=None, value_dtype: str = "float32") -> Message:
         """The wire-form :class:`~simcomm.compress.Message` of the vector ``x`` (the draws ``apply`` makes).
 
         Parameters
@@ -244,7 +244,6 @@ class Compressor(abc.ABC):
             Finite values.
         rng : numpy.random.Generator or seed, optional
             The compressor's randomness (as in :meth:`apply`).
-        backend : str or module, optional
         value_dtype : {"float32", "float16", "bfloat16"}
             Dtype of dense and sparse values on the wire.
 
@@ -255,11 +254,11 @@ class Compressor(abc.ABC):
         if value_dtype not in VALUE_DTYPES:
             raise UserError(f"unknown value dtype '{value_dtype}'; choose one of {', '.join(VALUE_DTYPES)}")
         x = _wire_vector(x, self.name or type(self).__name__)
-        return self._message(x, np.random.default_rng(rng), backend, value_dtype)
+        return self._message(x, np.random.default_rng(rng), value_dtype)
 
-    def _message(self, x: np.ndarray, rng: np.random.Generator, backend, value_dtype: str) -> Message:
+    def _message(self, x: np.ndarray, rng: np.random.Generator, value_dtype: str) -> Message:
         """Wire form of the checked vector ``x`` (see :meth:`to_message`); default: ``C(x)`` sent dense."""
-        y = self.apply(x, rng=rng, backend=backend)
+        y = self.apply(x, rng=rng)
         try:
             y = np.asarray(from_framework(y)[0] if is_framework_array(y) else y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -298,7 +297,7 @@ class Identity(Compressor):
     unbiased: ClassVar[bool] = True
     lossless: ClassVar[bool] = True
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         return _float(x)  # a copy, float64 unless x is float32/float64 already
 
     def bits(self, d: int) -> int:  # noqa: D102
@@ -310,7 +309,7 @@ class Identity(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return np.zeros(np.shape(v)[:-1])
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         return Message("dense", x.size, value_dtype, values=_cast(x, value_dtype))
 
 
@@ -332,7 +331,7 @@ class Sparsifier(Compressor):
         return 1.0
 
     @abc.abstractmethod
-    def select_rows(self, P: np.ndarray, *, rng, backend=None, top: np.ndarray | None = None) -> np.ndarray:
+    def select_rows(self, P: np.ndarray, *, rng, top: np.ndarray | None = None) -> np.ndarray:
         """Kept indices of every row of ``P``, shape ``(n, k)``.
 
         ``P`` is a C-contiguous ``(n, d)`` float array; ``top`` (optional) the ascending indices of each
@@ -343,10 +342,10 @@ class Sparsifier(Compressor):
     def _check_d(self, d: int) -> None:
         _check_k(self.k, d, self.name)
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         d = x.size
         self._check_d(d)
-        idx = self.select_rows(np.ascontiguousarray(x.reshape(1, d)), rng=rng, backend=_backend(backend))[0]
+        idx = self.select_rows(np.ascontiguousarray(x.reshape(1, d)), rng=rng)[0]
         scale = self.entry_scale(d)
         vals = x[idx] * scale if scale != 1.0 else x[idx]
         order = np.argsort(idx, kind="stable")
@@ -354,10 +353,8 @@ class Sparsifier(Compressor):
                        indices=np.asarray(idx, dtype=np.int64)[order])
 
 
-def _backend(backend):
-    from simcomm.backends import get_backend
-
-    return get_backend(backend)
+def _backend(P):
+    return backend_for(None, P)  # the active backend (simcomm.backends.use), or cupy for a device array
 
 
 @register_compressor("top_k")
@@ -378,8 +375,8 @@ class TopK(Sparsifier):
     def __post_init__(self):  # noqa: D105
         _check_int(self.k, "top_k", "k")
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return top_k(x, self.k, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return top_k(x, self.k)
 
     def error_factor(self, d: int) -> float:  # noqa: D102
         return 1.0 - self.k / d  # ||x - top_k(x)||^2 <= (1 - k/d) ||x||^2: the k largest carry >= k/d of it
@@ -387,8 +384,8 @@ class TopK(Sparsifier):
     def top_set(self, d: int) -> int:  # noqa: D102
         return self.k
 
-    def select_rows(self, P, *, rng, backend=None, top=None):  # noqa: D102
-        return _backend(backend).topk_indices(P, self.k) if top is None else top
+    def select_rows(self, P, *, rng, top=None):  # noqa: D102
+        return _backend(P).topk_indices(P, self.k) if top is None else top
 
 
 @register_compressor("rand_k")
@@ -419,8 +416,8 @@ class RandK(Sparsifier):
     def entry_scale(self, d: int) -> float:  # noqa: D102
         return d / self.k if self.scale else 1.0
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return rand_k(x, self.k, rng=rng, scale=self.scale, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return rand_k(x, self.k, rng=rng, scale=self.scale)
 
     def beta(self, d: int) -> float | None:  # noqa: D102
         return d / self.k - 1.0 if self.scale else None
@@ -433,9 +430,9 @@ class RandK(Sparsifier):
         f = v.shape[-1] / self.k - 1.0 if self.scale else 1.0 - self.k / v.shape[-1]
         return f * (v * v).sum(axis=-1)
 
-    def select_rows(self, P, *, rng, backend=None, top=None):  # noqa: D102
+    def select_rows(self, P, *, rng, top=None):  # noqa: D102
         rng = np.random.default_rng(rng)
-        idx = _backend(backend).floyd_sample(rng.random((P.shape[0], self.k)), P.shape[1])
+        idx = _backend(P).floyd_sample(rng.random((P.shape[0], self.k)), P.shape[1])
         return array_namespace(P).asarray(idx)  # the subset is drawn on the host (Floyd), used where P is
 
 
@@ -460,8 +457,8 @@ class RTopK(Sparsifier):
         if self.r < self.k:
             raise UserError(f"rtop_k: r = {self.r} is out of range; use k = {self.k} <= r")
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return rtop_k(x, self.k, self.r, rng=rng, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return rtop_k(x, self.k, self.r, rng=rng)
 
     def error_factor(self, d: int) -> float:  # noqa: D102
         return 1.0 - self.k / d  # rtopk.md B2 [N]
@@ -480,8 +477,8 @@ class RTopK(Sparsifier):
         if not self.k <= self.r <= d:
             raise UserError(f"rtop_k: r = {self.r} is out of range; use k = {self.k} <= r <= d = {d}")
 
-    def select_rows(self, P, *, rng, backend=None, top=None):  # noqa: D102
-        be = _backend(backend)
+    def select_rows(self, P, *, rng, top=None):  # noqa: D102
+        be = _backend(P)
         rng = np.random.default_rng(rng)
         u = rng.random((P.shape[0], self.k))  # the uniforms rtop_k draws
         if top is None:
@@ -507,8 +504,8 @@ class QSGD(Compressor):
     def __post_init__(self):  # noqa: D105
         _check_s(self.s)
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return qsgd(x, self.s, rng=rng, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return qsgd(x, self.s, rng=rng)
 
     def bits(self, d: int) -> int:  # noqa: D102
         # a float32 norm and one signed level in {-s..s} per coordinate, fixed width (notes B3, "naive")
@@ -520,9 +517,9 @@ class QSGD(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return _qsgd_variance(v, self.s)
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         d, s = x.size, self.s
-        q = qsgd(x, s, rng=rng, backend=backend)
+        q = qsgd(x, s, rng=rng)
         norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
         # Q_i = norm * sign * l_i / s with integer l_i: recover l_i by rounding (exact up to float error)
         lev = np.rint(q / norm * s).astype(np.int64) if norm > 0 else np.zeros(d, dtype=np.int64)
@@ -542,8 +539,8 @@ class Ternary(Compressor):
 
     unbiased: ClassVar[bool] = True
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return ternary(x, rng=rng, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return ternary(x, rng=rng)
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 32 + 8 * math.ceil(d / 5)  # a float32 scale and five trits per byte
@@ -554,9 +551,9 @@ class Ternary(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return _ternary_variance(v)
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         d = x.size
-        q = ternary(x, rng=rng, backend=backend)
+        q = ternary(x, rng=rng)
         m = float(np.abs(x).max())
         lev = np.sign(q).astype(np.int64) if m > 0 else np.zeros(d, dtype=np.int64)
         return Message("ternary", d, value_dtype, levels=lev, scale=float(np.float32(m)))
@@ -583,8 +580,8 @@ class StochasticRound(Compressor):
     def __post_init__(self):  # noqa: D105
         object.__setattr__(self, "delta", _check_delta(self.delta))
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return stochastic_round(x, self.delta, rng=rng, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return stochastic_round(x, self.delta, rng=rng)
 
     def bits(self, d: int, span: float | None = None) -> int:
         """Bits per message; ``span`` is the range of the message's values (``None``: 32 bits a coordinate)."""
@@ -600,8 +597,8 @@ class StochasticRound(Compressor):
         r"""Additive bound :math:`d\delta^2/4` on :math:`\mathbb{E}\|Q(v)-v\|^2`."""
         return d * self.delta**2 / 4.0
 
-    def _message(self, x, rng, backend, value_dtype):
-        q = stochastic_round(x, self.delta, rng=rng, backend=backend)
+    def _message(self, x, rng, value_dtype):
+        q = stochastic_round(x, self.delta, rng=rng)
         lev = np.rint(q / float(self.delta)).astype(np.int64)
         if lev.min() < -(2**31) or lev.max() - lev.min() > 2**31:
             raise UserError("stochastic_round: the grid indices do not fit the 32-bit offset; use a larger delta")
@@ -628,8 +625,8 @@ class Bernoulli(Compressor):
     def __post_init__(self):  # noqa: D105
         object.__setattr__(self, "p", _check_p(self.p))
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return bernoulli_sparsify(x, self.p, rng=rng, backend=backend)
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return bernoulli_sparsify(x, self.p, rng=rng)
 
     def bits(self, d: int) -> float:  # noqa: D102
         # expected kept values as float32 plus their positions as indices or a bitmap, whichever is cheaper
@@ -642,8 +639,8 @@ class Bernoulli(Compressor):
     def variance(self, v) -> np.ndarray:  # noqa: D102
         return _bern_variance(v, self.p)
 
-    def _message(self, x, rng, backend, value_dtype):
-        out = bernoulli_sparsify(x, self.p, rng=rng, backend=backend)
+    def _message(self, x, rng, value_dtype):
+        out = bernoulli_sparsify(x, self.p, rng=rng)
         # a kept coordinate is x_i / p, so it is non-zero exactly where x_i is; zeros carry nothing
         idx = np.flatnonzero(out)
         return Message("sparse", x.size, value_dtype, values=_cast(out[idx], value_dtype), indices=idx.astype(np.int64))
@@ -738,18 +735,6 @@ def compressor_names(available=(), *, unbiased: bool | None = None, defaults: di
     return tuple(out)
 
 
-def _top_level_split(text: str) -> list[str]:
-    """``text`` split at the commas outside parentheses (a setting may itself be a label, as in ``compose``)."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return out
-
-
 def compressor_from_label(text: str) -> Compressor:
     """Build a compressor from its label, ``name`` or ``name(key=value, ...)`` (the inverse of ``.label``).
 
@@ -773,7 +758,7 @@ def compressor_from_label(text: str) -> Compressor:
         raise UserError(f"compressor '{text}': write name(key=value, ...) with a closing parenthesis")
     kinds = {s.name: s.kind for s in cls.settings()}
     settings = {}
-    for item in filter(None, (p.strip() for p in _top_level_split(rest[:-1]))) if rest else ():
+    for item in filter(None, (p.strip() for p in top_level_split(rest[:-1]))) if rest else ():
         key, eq, value = (t.strip() for t in item.partition("="))
         if not eq or key not in kinds:
             raise UserError(f"compressor '{text}': '{item}' is not a setting; {name} takes "

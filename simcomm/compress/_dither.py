@@ -80,13 +80,12 @@ class NaturalDithering(Compressor):
         _, lo, hi = _levels(t, self.s)
         return (n2 * (hi - t) * (t - lo)).sum(axis=-1)
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         # the backends' dither_quantize: one pass for the row norm, one for the rounding (counter uniforms)
-        return _run(x, "natural_dithering", "dither_quantize", self.s, _key(rng, "natural_dithering"),
-                    backend=backend)[0]
+        return _run(x, "natural_dithering", "dither_quantize", self.s, _key(rng, "natural_dithering"))[0]
 
-    def _message(self, x, rng, backend, value_dtype):
-        q = np.asarray(self.apply(x, rng=rng, backend=backend), dtype=np.float64)
+    def _message(self, x, rng, value_dtype):
+        q = np.asarray(self.apply(x, rng=rng), dtype=np.float64)
         norm = float(np.sqrt(np.sum(np.asarray(x, np.float64) ** 2)))
         # |q_i| = norm 2^(idx - s) (idx >= 1) or 0: the level index back from the value, rounded to the nearest
         # power of two (apply's float32 norm may put t a rounding below 2^(idx - s), where frexp drops a level)

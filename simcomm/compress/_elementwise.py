@@ -33,7 +33,7 @@ from typing import ClassVar
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for
+from simcomm.backends import array_namespace, backend_for
 from simcomm.compress._compressor import Compressor, Message, _cast, register_compressor, setting
 from simcomm.compress._quantize import _key, _prepare, require_rng
 from simcomm.compress._sparsify import _check_int, message_bits
@@ -44,10 +44,10 @@ _SIGN_MODE = {"l1": 1, "l2": 2}
 FP16_MAX = 65504.0
 
 
-def _run(x, name, kernel, *args, check=True, backend=None):
+def _run(x, name, kernel, *args, check=True):
     """Apply a backend kernel to the rows of ``x``: returns ``(out, shape, a2d, extra)``."""
     a, shape = _prepare(x, name, check=check)
-    be = backend_for(backend, a)
+    be = backend_for(None, a)
     out = array_namespace(a).empty_like(a)
     extra = getattr(be, kernel)(a, *args, out)
     return out.reshape(shape), shape, a, extra
@@ -71,8 +71,8 @@ class Sign(Compressor):
 
     deterministic: ClassVar[bool] = True
 
-    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
-        return _run(x, "sign", "sign_quantize", 0, backend=backend)[0]
+    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
+        return _run(x, "sign", "sign_quantize", 0)[0]
 
     def bits(self, d: int) -> int:  # noqa: D102
         return d
@@ -82,7 +82,7 @@ class Sign(Compressor):
         v = np.asarray(v, dtype=np.float64)
         return _sq(v) - 2.0 * np.abs(v).sum(axis=-1) + v.shape[-1]
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         codes = (np.asarray(x) >= 0).astype(np.int64)
         return Message("coded", x.size, value_dtype, levels=codes, scales=np.zeros(0, np.float32), width=1)
 
@@ -115,9 +115,9 @@ class ScaledSign(Compressor):
         if self.norm not in _SIGN_MODE:
             raise UserError(f"scaled_sign: norm = {self.norm!r} is not allowed; use 'l1' or 'l2'")
 
-    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
         # no separate finiteness pass: a row holding NaN or inf has a non-finite l1 / l2 scale
-        out, _, _, a = _run(x, "scaled_sign", "sign_quantize", _SIGN_MODE[self.norm], check=False, backend=backend)
+        out, _, _, a = _run(x, "scaled_sign", "sign_quantize", _SIGN_MODE[self.norm], check=False)
         _finite(a, "scaled_sign")
         return out
 
@@ -134,8 +134,8 @@ class ScaledSign(Compressor):
             return n2 - n1 * n1 / d
         return 2.0 * n2 - 2.0 * np.sqrt(n2) * n1 / math.sqrt(d)
 
-    def _message(self, x, rng, backend, value_dtype):
-        out, _, _, a = _run(x, "scaled_sign", "sign_quantize", _SIGN_MODE[self.norm], backend=backend)
+    def _message(self, x, rng, value_dtype):
+        out, _, _, a = _run(x, "scaled_sign", "sign_quantize", _SIGN_MODE[self.norm])
         codes = (np.asarray(x) >= 0).astype(np.int64)
         return Message("coded", x.size, value_dtype, levels=codes, scales=np.asarray(a, np.float32), width=1)
 
@@ -165,8 +165,8 @@ class Natural(Compressor):
 
     unbiased: ClassVar[bool] = True
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
-        return _run(x, "natural", "natural_quantize", _key(rng, "natural"), backend=backend)[0]
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
+        return _run(x, "natural", "natural_quantize", _key(rng, "natural"))[0]
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 9 * d
@@ -180,8 +180,8 @@ class Natural(Compressor):
         low = np.ldexp(1.0, ex - 1)
         return np.where(a > 0, (2.0 * low - a) * (a - low), 0.0).sum(axis=-1)
 
-    def _message(self, x, rng, backend, value_dtype):
-        q = np.asarray(self.apply(x, rng=rng, backend=backend), dtype=np.float64)
+    def _message(self, x, rng, value_dtype):
+        q = np.asarray(self.apply(x, rng=rng), dtype=np.float64)
         _, ex = np.frexp(np.abs(q))
         e = ex - 1  # |q| = 2^e exactly
         nz = q != 0
@@ -220,7 +220,7 @@ class FP16(Compressor):
 
     deterministic: ClassVar[bool] = True
 
-    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "fp16")
         xp = array_namespace(a)
         with np.errstate(over="ignore"):
@@ -229,7 +229,7 @@ class FP16(Compressor):
     def bits(self, d: int) -> int:  # noqa: D102
         return 16 * d
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         with np.errstate(over="ignore"):
             return Message("dense", x.size, "float16", values=x.astype(np.float16))
 
@@ -250,19 +250,19 @@ class BF16(Compressor):
 
     deterministic: ClassVar[bool] = True
 
-    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "bf16")
         xp = array_namespace(a)
         with np.errstate(over="ignore"):
             a32 = xp.ascontiguousarray(a.astype(xp.float32))
         out = xp.empty_like(a32)
-        backend_for(backend, a32).bf16_round(a32, out)
+        backend_for(None, a32).bf16_round(a32, out)
         return out.astype(a.dtype, copy=False).reshape(shape)
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 16 * d
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         with np.errstate(over="ignore"):
             return Message("dense", x.size, "bfloat16", values=_cast(x.astype(np.float32), "bfloat16"))
 
@@ -309,10 +309,10 @@ class MinMaxUint8(Compressor):
     def _b(self, d):
         return _buckets(self.bucket, d, "minmax_uint8", "bucket")
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "minmax_uint8")
         key = _key(rng, "minmax_uint8") if self.stochastic else 0
-        be = backend_for(backend, a)
+        be = backend_for(None, a)
         out = array_namespace(a).empty_like(a)
         be.minmax_quantize(a, self._b(a.shape[-1]), self.stochastic, key, out)
         return out.reshape(shape)
@@ -338,10 +338,10 @@ class MinMaxUint8(Compressor):
         r = f * (1.0 - f) if self.stochastic else (t - np.floor(t + 0.5)) ** 2
         return (step * step * r).sum(axis=(-2, -1))
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         d = x.size
         b = self._b(d)
-        q = np.asarray(self.apply(x, rng=rng, backend=backend), dtype=np.float64).reshape(-1, b)
+        q = np.asarray(self.apply(x, rng=rng), dtype=np.float64).reshape(-1, b)
         x2 = np.asarray(x, dtype=np.float64).reshape(-1, b)
         lo, hi = x2.min(axis=1, keepdims=True), x2.max(axis=1, keepdims=True)
         step = (hi - lo) / 255.0
@@ -379,10 +379,10 @@ class BlockInt8(Compressor):
     def _b(self, d):
         return _buckets(self.block, d, "block_int8", "block")
 
-    def apply(self, x, *, rng=None, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "block_int8")
         out = array_namespace(a).empty_like(a)
-        backend_for(backend, a).int8_block_quantize(a, self._b(a.shape[-1]), out)
+        backend_for(None, a).int8_block_quantize(a, self._b(a.shape[-1]), out)
         return out.reshape(shape)
 
     def bits(self, d: int) -> int:  # noqa: D102
@@ -391,13 +391,13 @@ class BlockInt8(Compressor):
     def error_factor(self, d: int) -> float:  # noqa: D102
         return self._b(d) / 64516.0
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         d = x.size
         b = self._b(d)
         x2 = np.asarray(x, dtype=np.float64).reshape(-1, b)
         m = np.abs(x2).max(axis=1, keepdims=True)
         s = np.where(m > 0, m / 127.0, 1.0)
-        q = np.asarray(self.apply(x, backend=backend), dtype=np.float64).reshape(-1, b)
+        q = np.asarray(self.apply(x), dtype=np.float64).reshape(-1, b)
         codes = (np.rint(q / s) + 127).astype(np.int64)
         return Message("coded", d, value_dtype, levels=codes.reshape(-1), scales=m[:, 0].astype(np.float32), width=8)
 
@@ -448,7 +448,7 @@ class RandKReplace(Compressor):
             out = np.where(np.bincount(flat, minlength=rows * d).reshape(rows, d) > 0, a, 0).astype(a.dtype)
         return out, shape
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         out, shape = self._draw(x, rng)
         return out.reshape(shape)
 
@@ -465,7 +465,7 @@ class RandKReplace(Compressor):
         v = np.asarray(v, dtype=np.float64)
         return self.error_factor(v.shape[-1]) * _sq(v)
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         out = self.apply(x, rng=rng)
         # the sent coordinates: the distinct draws (a scaled value may still be 0 where x_i = 0: not sent)
         idx = np.flatnonzero(out)

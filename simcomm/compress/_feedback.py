@@ -71,7 +71,7 @@ class ErrorFeedback:
     Parameters
     ----------
     compressor : Compressor
-        Applied to ``p`` with the ``rng`` and ``backend`` given to :meth:`apply`.
+        Applied to ``p`` with the ``rng`` given to :meth:`apply` (on the active backend).
 
     Examples
     --------
@@ -95,10 +95,10 @@ class ErrorFeedback:
         x = np.asarray(x)
         return ErrorFeedbackState(np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32)))
 
-    def apply(self, g, state: ErrorFeedbackState, *, rng, backend=None) -> tuple[np.ndarray, ErrorFeedbackState]:
+    def apply(self, g, state: ErrorFeedbackState, *, rng) -> tuple[np.ndarray, ErrorFeedbackState]:
         """Return ``(message, new_state)`` for the gradient ``g``; ``state`` is not modified."""
         p = np.asarray(g) + state.residual  # add back what was not sent before
-        m = self.compressor.apply(p, rng=rng, backend=backend)
+        m = self.compressor.apply(p, rng=rng)
         return m, ErrorFeedbackState(p - m)  # residual kept locally for the next step
 
 
@@ -134,9 +134,9 @@ class EF21:
         """Zero estimate shaped like ``x`` (an array, or a shape)."""
         return EF21State(ErrorFeedback(self.compressor).init(x).residual)
 
-    def apply(self, g, state: EF21State, *, rng, backend=None) -> tuple[np.ndarray, EF21State]:
+    def apply(self, g, state: EF21State, *, rng) -> tuple[np.ndarray, EF21State]:
         """Return ``(h', new_state)`` for the gradient ``g``; ``state`` is not modified."""
-        c = self.compressor.apply(np.asarray(g) - state.estimate, rng=rng, backend=backend)
+        c = self.compressor.apply(np.asarray(g) - state.estimate, rng=rng)
         h = state.estimate + c
         return h, EF21State(h)
 
@@ -179,14 +179,14 @@ class ErrorFeedbackLR:
         """Zero residual shaped like ``x``; no step seen yet."""
         return ErrorFeedbackLRState(ErrorFeedback(self.compressor).init(x).residual, 0.0)
 
-    def apply(self, g, state: ErrorFeedbackLRState, *, lr: float, rng, backend=None):
+    def apply(self, g, state: ErrorFeedbackLRState, *, lr: float, rng):
         """Return ``(message, new_state)`` for ``g`` at step size ``lr`` (> 0); ``state`` is not modified."""
         if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr > 0):
             raise UserError(f"ErrorFeedbackLR: lr = {lr!r} must be a finite step size > 0 (the memory is rescaled "
                             "by the ratio of consecutive step sizes)")
         ratio = state.lr / lr if state.lr > 0 else 1.0
         p = np.asarray(g) + ratio * state.residual
-        m = self.compressor.apply(p, rng=rng, backend=backend)
+        m = self.compressor.apply(p, rng=rng)
         return m, ErrorFeedbackLRState(p - m, float(lr))
 
 
@@ -236,12 +236,12 @@ class EF21SGDM:
         """Zero momentum and estimate shaped like ``x``; the momentum starts at the first gradient."""
         return EF21SGDMState(_zeros(x), _zeros(x), False)
 
-    def apply(self, g, state: EF21SGDMState, *, rng, backend=None) -> tuple[np.ndarray, EF21SGDMState]:
+    def apply(self, g, state: EF21SGDMState, *, rng) -> tuple[np.ndarray, EF21SGDMState]:
         """Return ``(h', new_state)`` for the gradient ``g``; ``state`` is not modified."""
         g = np.asarray(g)
         eta = self.momentum if state.started else 1.0
         v = (1.0 - eta) * state.momentum + eta * g
-        c = self.compressor.apply(v - state.estimate, rng=rng, backend=backend)
+        c = self.compressor.apply(v - state.estimate, rng=rng)
         h = state.estimate + c
         return h, EF21SGDMState(v, h, True)
 
@@ -298,11 +298,11 @@ class DIANA:
         """Zero shift shaped like ``x``."""
         return DIANAState(_zeros(x))
 
-    def apply(self, g, state: DIANAState, *, rng, backend=None) -> tuple[np.ndarray, DIANAState]:
+    def apply(self, g, state: DIANAState, *, rng) -> tuple[np.ndarray, DIANAState]:
         """Return ``(g_hat, new_state)`` for the gradient ``g``; ``state`` is not modified."""
         g = np.asarray(g)
         a = self.step_for(g.shape[-1])
-        m = self.compressor.apply(g - state.shift, rng=rng, backend=backend)
+        m = self.compressor.apply(g - state.shift, rng=rng)
         return state.shift + m, DIANAState(state.shift + a * m)
 
 
@@ -345,13 +345,13 @@ class MARINA:
         """Zero estimate and previous gradient shaped like ``x``; the first call sends the full gradient."""
         return MARINAState(_zeros(x), _zeros(x), False)
 
-    def apply(self, g, state: MARINAState, *, rng, backend=None) -> tuple[np.ndarray, MARINAState]:
+    def apply(self, g, state: MARINAState, *, rng) -> tuple[np.ndarray, MARINAState]:
         """Return ``(h', new_state)`` for the gradient ``g``; ``state`` is not modified."""
         g = np.asarray(g)
         rng = np.random.default_rng(rng)
         lead = g.shape[:-2] + (1, 1) if g.ndim >= 2 else (1,)
         full = rng.random(lead) < self.p  # the server's coin (drawn even on the first call: fixed stream)
-        c = self.compressor.apply(g - state.previous, rng=rng, backend=backend)
+        c = self.compressor.apply(g - state.previous, rng=rng)
         h = np.where(full | (not state.started), g, state.estimate + c)
         return h, MARINAState(h, g.copy(), True)
 

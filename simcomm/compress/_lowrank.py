@@ -120,10 +120,10 @@ class PowerSGD(Compressor):
         P, Qn, shape = self._factors(x, state.Q)
         return (P @ np.swapaxes(Qn, 1, 2)).reshape(shape), PowerSGDState(Qn)
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         return self.step(x, self.init(np.shape(x), rng=rng))[0]
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         P, Qn, _ = self._factors(x.astype(np.float32), self.init(x.shape, rng=rng).Q)
         scales = np.concatenate([P.reshape(-1), Qn.reshape(-1)]).astype(np.float32)
         return Message("coded", x.size, value_dtype, levels=np.zeros(0, np.int64), scales=scales, width=0)

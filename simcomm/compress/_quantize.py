@@ -4,7 +4,7 @@ A URQ satisfies :math:`\mathbb{E}\,Q(v) = v` and :math:`\mathbb{E}\|Q(v)-v\|^2 \
 (equivalently :math:`\mathbb{E}\|Q(v)\|^2 \le \alpha\|v\|^2` with :math:`\alpha = 1+\beta`); notes
 ``urq_delay.md`` B1 and table B3 ([N]: derived and Monte-Carlo checked, not quoted from the paper).
 
-Each quantizer is a function ``q(x, param, *, rng, backend)`` that quantizes every row ``x[..., :]``
+Each quantizer is a function ``q(x, param, *, rng)`` that quantizes every row ``x[..., :]``
 independently (norms are taken along the last axis). Its worst-case variance factor
 :math:`\beta(d)`, exact variance and bits per message belong to the matching
 :class:`~simcomm.compress.Compressor` class (:class:`~simcomm.compress.QSGD`,
@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for, framework_arrays
+from simcomm.backends import array_namespace, backend_for, framework_arrays
 
 __all__ = ["qsgd", "ternary", "stochastic_round", "bernoulli_sparsify"]
 
@@ -78,10 +78,6 @@ def _out(out, a, shape):
     return out.reshape(a.shape)
 
 
-def _backend(backend, a=None):
-    return backend_for(backend, a)
-
-
 def _finite(v) -> bool:
     return bool(array_namespace(v).isfinite(v).all())
 
@@ -116,7 +112,7 @@ def _frac_var(t: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------- QSGD
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def qsgd(x, s: int, *, rng, backend=None, out=None) -> np.ndarray:
+def qsgd(x, s: int, *, rng, out=None) -> np.ndarray:
     r"""QSGD with ``s`` levels (Alistarh et al. 2017), 2-norm scaled.
 
     .. math:: Q(v)_i = \|v\|_2\,\mathrm{sign}(v_i)\,\ell_i/s,\qquad
@@ -134,8 +130,6 @@ def qsgd(x, s: int, *, rng, backend=None, out=None) -> np.ndarray:
     rng : numpy.random.Generator or seed
         Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
-    backend : str, optional
-        ``"numpy"`` or ``"numba"`` (default); both give identical results for the same ``rng``.
     out : numpy.ndarray, optional
         Preallocated C-contiguous result of the same shape and dtype (saves the allocation).
 
@@ -163,7 +157,7 @@ def qsgd(x, s: int, *, rng, backend=None, out=None) -> np.ndarray:
     """
     s = _check_s(s)
     a, shape = _prepare(x, "qsgd", check=False)
-    be = _backend(backend, a)
+    be = backend_for(None, a)
     norms = be.row_norms(a)
     if not _finite(norms):  # NaN/inf anywhere in a row makes its norm non-finite
         _nonfinite("qsgd")
@@ -185,7 +179,7 @@ def _qsgd_variance(v, s: int) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------ ternary
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def ternary(x, *, rng, backend=None, out=None) -> np.ndarray:
+def ternary(x, *, rng, out=None) -> np.ndarray:
     r"""Ternary quantization scaled by the infinity norm (TernGrad-type, no clipping).
 
     .. math:: Q(v)_i = \|v\|_\infty\,\mathrm{sign}(v_i)\,\xi_i,\qquad \xi_i\sim\mathrm{Bern}(|v_i|/\|v\|_\infty).
@@ -201,8 +195,6 @@ def ternary(x, *, rng, backend=None, out=None) -> np.ndarray:
     rng : numpy.random.Generator or seed
         Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
-    backend : str, optional
-        ``"numpy"`` or ``"numba"`` (default).
     out : numpy.ndarray, optional
         Preallocated C-contiguous result of the same shape and dtype.
 
@@ -223,7 +215,7 @@ def ternary(x, *, rng, backend=None, out=None) -> np.ndarray:
     [2.0, -2.0, 0.0]
     """
     a, shape = _prepare(x, "ternary", check=False)
-    be = _backend(backend, a)
+    be = backend_for(None, a)
     scales = be.row_absmax(a)
     if not _finite(scales):  # row_absmax is nan for a row holding NaN or inf
         _nonfinite("ternary")
@@ -241,7 +233,7 @@ def _ternary_variance(v, param=None) -> np.ndarray:
 
 # -------------------------------------------------------------------------------- stochastic rounding
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndarray:
+def stochastic_round(x, delta: float, *, rng, out=None) -> np.ndarray:
     r"""Unbiased stochastic rounding to the grid :math:`\delta\mathbb{Z}`.
 
     .. math::
@@ -262,8 +254,6 @@ def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndar
     rng : numpy.random.Generator or seed
         Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
-    backend : str, optional
-        ``"numpy"`` or ``"numba"`` (default).
     out : numpy.ndarray, optional
         Preallocated C-contiguous result of the same shape and dtype.
 
@@ -286,7 +276,7 @@ def stochastic_round(x, delta: float, *, rng, backend=None, out=None) -> np.ndar
     """
     delta = _check_delta(delta)
     a, shape = _prepare(x, "stochastic_round")
-    be = _backend(backend, a)
+    be = backend_for(None, a)
     res = _out(out, a, shape)
     be.stochastic_round_quantize(a, delta, _key(rng, "stochastic_round"), res)
     return res.reshape(shape)
@@ -307,7 +297,7 @@ def _sr_bits(d, delta, span=None):
 
 # ---------------------------------------------------------------------------- Bernoulli sparsification
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def bernoulli_sparsify(x, p: float, *, rng, backend=None, out=None) -> np.ndarray:
+def bernoulli_sparsify(x, p: float, *, rng, out=None) -> np.ndarray:
     r"""Bernoulli sparsification (Wangni et al. 2018) with a common keep probability ``p``, scaled by 1/p.
 
     .. math:: Q(v)_i = v_i\,\xi_i/p,\qquad \xi_i\sim\mathrm{Bern}(p)\ \text{i.i.d.}
@@ -323,8 +313,6 @@ def bernoulli_sparsify(x, p: float, *, rng, backend=None, out=None) -> np.ndarra
     rng : numpy.random.Generator or seed
         Required (``None`` is refused: no unseeded fallback).
         Source of the one 64-bit key used for this call.
-    backend : str, optional
-        ``"numpy"`` or ``"numba"`` (default).
     out : numpy.ndarray, optional
         Preallocated C-contiguous result of the same shape and dtype.
 
@@ -347,7 +335,7 @@ def bernoulli_sparsify(x, p: float, *, rng, backend=None, out=None) -> np.ndarra
     """
     p = _check_p(p)
     a, shape = _prepare(x, "bernoulli_sparsify")
-    be = _backend(backend, a)
+    be = backend_for(None, a)
     res = _out(out, a, shape)
     be.bernoulli_quantize(a, p, _key(rng, "bernoulli_sparsify"), res)
     return res.reshape(shape)

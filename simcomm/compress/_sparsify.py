@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, backend_for, framework_arrays
+from simcomm.backends import array_namespace, backend_for, framework_arrays
 
 __all__ = ["top_k", "top_k_indices", "rand_k", "rtop_k", "message_bits", "index_bits"]
 
@@ -82,7 +82,7 @@ def _scatter(x2: np.ndarray, idx: np.ndarray, shape, scale: float = 1.0) -> np.n
 
 
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def top_k_indices(x, k: int, *, backend=None) -> np.ndarray:
+def top_k_indices(x, k: int) -> np.ndarray:
     r"""Indices of the ``k`` largest :math:`|x_j|` along the last axis, ascending.
 
     Ties are broken by the lower index, so every backend returns the same set.
@@ -93,8 +93,6 @@ def top_k_indices(x, k: int, *, backend=None) -> np.ndarray:
         Finite values.
     k : int
         Number of coordinates kept, ``1 <= k <= d``.
-    backend : str or module, optional
-        ``"numba"`` (default) or ``"numpy"``.
 
     Returns
     -------
@@ -112,12 +110,12 @@ def top_k_indices(x, k: int, *, backend=None) -> np.ndarray:
     """
     x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "top_k")
-    idx = backend_for(backend, x2).topk_indices(x2, int(k))
+    idx = backend_for(None, x2).topk_indices(x2, int(k))
     return idx.reshape(x.shape[:-1] + (k,))
 
 
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def top_k(x, k: int, *, backend=None) -> np.ndarray:
+def top_k(x, k: int) -> np.ndarray:
     r"""Top-k sparsifier: keep the ``k`` entries of largest magnitude, zero the rest.
 
     .. math:: \mathrm{top}_k(x)_j = x_j \,\mathbb{1}\{j \in T_k(x)\},
@@ -132,8 +130,6 @@ def top_k(x, k: int, *, backend=None) -> np.ndarray:
         Finite values; leading axes are a batch.
     k : int
         Number of coordinates kept, ``1 <= k <= d``.
-    backend : str or module, optional
-        ``"numba"`` (default) or ``"numpy"``.
 
     Returns
     -------
@@ -157,12 +153,12 @@ def top_k(x, k: int, *, backend=None) -> np.ndarray:
     """
     x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "top_k")
-    idx = backend_for(backend, x2).topk_indices(x2, int(k))
+    idx = backend_for(None, x2).topk_indices(x2, int(k))
     return _scatter(x2, idx, x.shape)
 
 
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
+def rand_k(x, k: int, *, rng, scale: bool = True) -> np.ndarray:
     r"""Rand-k sparsifier: keep ``k`` coordinates chosen uniformly without replacement.
 
     With ``scale=True`` the kept entries are multiplied by :math:`d/k`, so that
@@ -181,8 +177,6 @@ def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
         Source of randomness (anything :func:`numpy.random.default_rng` accepts).
     scale : bool, default True
         Multiply the kept entries by ``d / k`` (unbiased).
-    backend : str or module, optional
-        ``"numba"`` (default) or ``"numpy"``.
 
     Returns
     -------
@@ -204,7 +198,7 @@ def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
     rng = np.random.default_rng(_require_rng(rng, "rand_k"))
     x = array_namespace(x).asarray(x)
     x2, d = _rows(x, k, "rand_k")
-    be = backend_for(backend, x2)
+    be = backend_for(None, x2)
     if array_namespace(x2) is not np:  # on the device: the k largest of d counter uniforms per row
         idx = be.randk_indices(x2, int(k), int(rng.integers(0, 2**64, dtype=np.uint64)))
         return _scatter(x2, idx, x.shape, d / k if scale else 1.0)
@@ -214,7 +208,7 @@ def rand_k(x, k: int, *, rng, scale: bool = True, backend=None) -> np.ndarray:
 
 
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def rtop_k(x, k: int, r: int, *, rng, backend=None) -> np.ndarray:
+def rtop_k(x, k: int, r: int, *, rng) -> np.ndarray:
     r"""rTop-k sparsifier: keep a uniformly random ``k``-subset of the top-``r`` coordinates.
 
     .. math:: \mathrm{rTop}_k(x)_j = x_j \,\mathbb{1}\{j \in U\},\quad
@@ -237,8 +231,6 @@ def rtop_k(x, k: int, r: int, *, rng, backend=None) -> np.ndarray:
         Size of the top set the ``k`` coordinates are drawn from, ``k <= r <= d``.
     rng : numpy.random.Generator or seed
         Source of randomness.
-    backend : str or module, optional
-        ``"numba"`` (default) or ``"numpy"``.
 
     Returns
     -------
@@ -264,7 +256,7 @@ def rtop_k(x, k: int, r: int, *, rng, backend=None) -> np.ndarray:
         raise UserError(f"rtop_k: r must be an integer, got {r!r}")
     if not k <= r <= d:
         raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
-    be = backend_for(backend, x2)
+    be = backend_for(None, x2)
     if array_namespace(x2) is not np:  # on the device the k-subset is drawn there from one counter key
         u = int(rng.integers(0, 2**64, dtype=np.uint64))
     else:

@@ -6,6 +6,7 @@ validated (unknown key, wrong type, out of domain) before anything runs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -101,11 +102,23 @@ def experiment(name: str, *, params: dict | None = None, check: Callable | None 
     """
 
     def register(func):
-        EXPERIMENTS[name] = Experiment(name, func, dict(params or {}), check, (func.__doc__ or "").strip(), cost,
-                                       deterministic, tuple(columns), tuple(wall_clock))
+        EXPERIMENTS[name] = Experiment(name, _on_backend(func), dict(params or {}), check, (func.__doc__ or "").strip(),
+                                       cost, deterministic, tuple(columns), tuple(wall_clock))
         return func
 
     return register
+
+
+def _on_backend(func):
+    """``func`` run with its third argument, the backend, active (:func:`simcomm.backends.use`) while it runs."""
+    from simcomm.backends import use
+
+    @functools.wraps(func)
+    def run(params, rng, backend):
+        with use(backend):
+            return func(params, rng, backend)
+
+    return run
 
 
 #: callables that may register more experiments, called when a name is not found
@@ -114,7 +127,9 @@ ON_MISS: list[Callable[[], None]] = []
 
 def get_experiment(name: str) -> Experiment:
     """Look up a registered experiment (importing the experiment modules on first use)."""
-    import simcomm.experiments  # noqa: F401  (registers everything)
+    from simcomm.experiments import load_all
+
+    load_all()
 
     if name not in EXPERIMENTS:
         for late in ON_MISS:  # registries that derive experiments (a method a user's plugin registered later)

@@ -249,8 +249,8 @@ def basegraph_dsgd(params, rng, backend):
       ``noise_sum_other``), for ``theory.basegraph:consensus_noise_ratio``;
     * ``steps`` and ``messages_per_node``: what each run did (informational).
     """
-    from simcomm.models._decentralized import heterogeneous_least_squares
-    from simcomm.optim._decentralized import messages_per_step, run_dsgd
+    from simcomm.models import heterogeneous_least_squares
+    from simcomm.optim import messages_per_step, run_dsgd
 
     n, k = params["n"], params["k"]
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)

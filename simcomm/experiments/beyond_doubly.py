@@ -18,9 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.models._decentralized import diagonal_quadratic
-from simcomm.optim._decentralized import run_dsgd
-from simcomm.optim._tracking import TRACKER_STARTS, run_pushsum, run_tracking
+from simcomm.models import diagonal_quadratic
+from simcomm.optim import TRACKER_STARTS, run_dsgd, run_pushsum, run_tracking
 from simcomm.topology import build, directed_exponential, directed_ring, mix, random_matching, rho, s_out
 
 __all__ = []
@@ -223,7 +222,7 @@ def choco_gossip(params, rng, backend):
     stopped (``note``) and reports the ratio it reached: it diverged, and any later value is larger.
     """
     from simcomm.compress import compressor_from_name
-    from simcomm.optim._choco import choco_delta, choco_gamma, run_choco_gossip
+    from simcomm.optim import choco_delta, choco_gamma, run_choco_gossip
 
     n, d = params["n"], params["d"]
     topo = build(params["topology"], n)
@@ -271,7 +270,7 @@ def link_drop_consensus(params, rng, backend):
     ``lap_high`` :math:`= 1 - \lambda_{\min}(W)` (dense eigenvalues of the fixed ``W``; the randomness
     is the formula's part) and ``kept_fraction``.
     """
-    from simcomm.optim._unreliable import run_unreliable_gossip
+    from simcomm.optim import run_unreliable_gossip
     from simcomm.topology import LinkFailures, mixing_matrix
 
     n, d = params["n"], params["d"]

@@ -79,7 +79,7 @@ def compressor_error(params, rng, backend):
     qsum, err2 = np.zeros(d), 0.0
     for lo in range(0, M, chunk):
         m = min(chunk, M - lo)
-        Q = np.asarray(c.apply(np.broadcast_to(v, (m, d)).copy(), rng=c_rng, backend=backend), dtype=np.float64)
+        Q = np.asarray(c.apply(np.broadcast_to(v, (m, d)).copy(), rng=c_rng), dtype=np.float64)
         qsum += Q.sum(axis=0)
         err2 += float(((Q - v) ** 2).sum())
     mean = qsum / M

@@ -31,8 +31,8 @@ import time
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.models._decentralized import heterogeneous_least_squares
-from simcomm.optim._decentralized import NOISES, messages_per_step, run_dsgd
+from simcomm.models import heterogeneous_least_squares
+from simcomm.optim import NOISES, messages_per_step, run_dsgd
 from simcomm.topology import TOPOLOGIES as _REGISTRY
 from simcomm.topology import build, rho, topology_names
 
@@ -475,7 +475,7 @@ def dsgd_run(params, rng, backend):
     (the end-state rows above have no step, so a sweep figure draws them against the grid and
     ``simcomm plot --trace`` the curve against steps).
     """
-    from simcomm.models._decentralized import make_node_problem
+    from simcomm.models import make_node_problem
 
     t0 = time.perf_counter()
     prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng, backend=backend)

@@ -19,10 +19,17 @@ import numpy as np
 
 from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
-from simcomm.models._data import load_dataset
-from simcomm.models._nn import init_params, mlp
-from simcomm.models._real_grads import OPERATORS, capture_gradients, fit_sparse_skewed, operator_errors, skew_stats
-from simcomm.optim._ef_sgd import EF_SCHEDULES, ef_sgd
+from simcomm.models import (
+    OPERATORS,
+    capture_gradients,
+    fit_sparse_skewed,
+    init_params,
+    load_dataset,
+    mlp,
+    operator_errors,
+    skew_stats,
+)
+from simcomm.optim import EF_SCHEDULES, ef_sgd
 
 #: the compressors error-feedback SGD sends ("none" is uncompressed SGD): every registered one whose
 #: settings these experiments can give (k from density, r from r_over_k; the others at their defaults)
@@ -338,8 +345,8 @@ def real_grad_operators(params, rng, backend):
     if params["fit"] == "flat":
         fit = fit._replace(alpha=0.0, profile="powerlaw")  # same support size, equal magnitudes
     M = fit.sample(G.shape[0] * params["model_draws"], rng=rng)
-    real = {m: float(v.mean()) for m, v in operator_errors(G, k, r, rng=rng, backend=backend).items()}
-    mod = {m: float(v.mean()) for m, v in operator_errors(M, k, r, rng=rng, backend=backend).items()}
+    real = {m: float(v.mean()) for m, v in operator_errors(G, k, r, rng=rng).items()}
+    mod = {m: float(v.mean()) for m, v in operator_errors(M, k, r, rng=rng).items()}
     rows = [dict(metric="model_err", value=mod[m], method=m, real_err=real[m]) for m in OPERATORS]
     rows += [dict(metric="model_bias", value=mod[m] - real[m], method=m) for m in OPERATORS]
     rank = sorted(OPERATORS, key=lambda m: (real[m], OPERATORS.index(m)))

@@ -11,21 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.models._data import DATASETS, load_dataset
-from simcomm.models._nn import (
+from simcomm.models import (
+    DATASETS,
     MLP,
     gradient,
     init_params,
+    load_dataset,
     mlp,
     per_example_grad_norms,
     per_example_gradients,
     unflatten,
     weighted_gradient,
 )
-from simcomm.optim._importance import BYTES_PER_FLOAT, importance_sgd
-from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
-from simcomm.sampling._stale import staleness
-from simcomm.sampling._variance import trace_cov, trace_cov_ideal
+from simcomm.optim import BYTES_PER_FLOAT, importance_sgd
+from simcomm.sampling import norm_proposal, sample_minibatch, staleness, trace_cov, trace_cov_ideal, uniform_proposal
 
 _DATA = {
     "dataset": Param("str", default="digits", choices=DATASETS, doc="packaged real data set"),

@@ -76,7 +76,7 @@ def payload_bits(params, rng, backend):
         coding = "raw"
     else:
         msg = message(comp, x, k=k, r=min(d, params["r_over_k"] * k), s=params["s"],
-                      value_dtype=params["value_dtype"], rng=c_rng, backend=backend)
+                      value_dtype=params["value_dtype"], rng=c_rng)
     blob = encode(msg, coding)
     extra = {} if decode(blob) == msg else {"note": "round trip failed"}
     rows = [dict(metric="encoded_bits", value=8.0 * len(blob), header_bits=8 * HEADER_BYTES, **extra)]
@@ -141,7 +141,7 @@ def allgather_crossover(params, rng, backend):
     k = _k(params)
     net = Network(params["alpha"], params["beta"])
     G = rng.standard_normal((n, d)).astype(np.float32)
-    idx = np.sort(top_k_indices(G, k, backend=backend), axis=1)
+    idx = np.sort(top_k_indices(G, k), axis=1)
     sizes = np.empty(n)
     for i in range(n):
         m = Message("sparse", d, "float32", values=G[i, idx[i]], indices=idx[i].astype(np.int64))
@@ -202,10 +202,9 @@ def compression_pays(params, rng, backend):
     and the ``pattern`` of the method (``ring_allreduce``, ``allgather``): a spec's ``[network]``
     table gives them a simulated ``time`` column.
     """
-    from simcomm.models._data import load_dataset
-    from simcomm.models._nn import init_params, mlp
+    from simcomm.models import init_params, load_dataset, mlp
     from simcomm.network import allgather_time, ring_allreduce_time
-    from simcomm.optim._ef_sgd import ef_sgd
+    from simcomm.optim import ef_sgd
 
     data_rng, pilot_rng, eval_rng, straggle_rng = rng.spawn(4)
     ds = load_dataset(params["dataset"], rng=data_rng)
@@ -353,7 +352,7 @@ def model_vs_mpi(params, rng, backend):
     mpi4py the row is NaN with the reason in ``note``. ``rng`` is unused: this is a measurement.
     """
     from simcomm._errors import UserError
-    from simcomm.network._calibrate import calibrate
+    from simcomm.network import calibrate
 
     sizes = sorted({8, 65536, 1048576, params["nbytes"]})
     try:
@@ -414,16 +413,16 @@ def measure_step_inflation(compressors, *, d: int, n: int = 8, steps: int = 500,
         none did), ``rho_min``, ``rho_max``, ``censored`` (replicates where the compressor missed the
         target: then rho > steps / SGD's steps), ``sgd_steps`` (mean).
     """
+    from simcomm._validate import positive
     from simcomm.compress import Identity
-    from simcomm.models._data import load_dataset
-    from simcomm.models._nn import init_params, mlp
-    from simcomm.network._predict import _positive, resolve_compressor
-    from simcomm.optim._ef_sgd import ef_sgd
+    from simcomm.models import init_params, load_dataset, mlp
+    from simcomm.network import resolve_compressor
+    from simcomm.optim import ef_sgd
 
-    steps = _positive("steps", steps, integer=True)
-    replicates = _positive("replicates", replicates, integer=True)
-    target_loss = _positive("target_loss", target_loss)
-    d = _positive("d (model parameters)", d, integer=True)
+    steps = positive("steps", steps, integer=True)
+    replicates = positive("replicates", replicates, integer=True)
+    target_loss = positive("target_loss", target_loss)
+    d = positive("d (model parameters)", d, integer=True)
     comps = [resolve_compressor(x, d) if isinstance(x, str) else x for x in compressors]
     rng = np.random.default_rng(rng)
     data_rng, run_rng = rng.spawn(2)

@@ -43,13 +43,13 @@ class _Scaled(Compressor):
     c: float
     name: ClassVar[str] = "scaled"
 
-    def apply(self, x, *, rng, backend=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
         return self.c * np.asarray(x, dtype=np.float64)
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 32 * d
 
-    def _message(self, x, rng, backend, value_dtype):
+    def _message(self, x, rng, value_dtype):
         return Message("dense", x.size, value_dtype, values=(self.c * x).astype(np.float32))
 
 

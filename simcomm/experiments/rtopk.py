@@ -104,11 +104,11 @@ def sparsifier_error(params, rng, backend):
                             size=(params["draws"],))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
     if method == "top_k":
-        c = top_k(x, k, backend=backend)
+        c = top_k(x, k)
     elif method == "rand_k":
-        c = rand_k(x, k, rng=rng, scale=params["scale"], backend=backend)
+        c = rand_k(x, k, rng=rng, scale=params["scale"])
     else:
-        c = rtop_k(x, k, r, rng=rng, backend=backend)
+        c = rtop_k(x, k, r, rng=rng)
     sq = x**2
     # ||Top_r(x)||^2: the r largest squares of each vector (partition, no full sort)
     topr = np.partition(sq, d - r, axis=-1)[..., d - r :].sum(axis=-1) if r < d else sq.sum(axis=-1)
@@ -143,7 +143,7 @@ def rtopk_limits(params, rng, backend):
     x = sparse_heavy_tailed(d, d, alpha=params["alpha"], profile=params["profile"], rng=rng)
     xs = np.broadcast_to(x, (T, d))
     # Every entry of x is nonzero (nnz = d), so the kept set is the nonzero set.
-    counts = (rtop_k(xs, k, r, rng=rng, backend=backend) != 0).sum(axis=0)
+    counts = (rtop_k(xs, k, r, rng=rng) != 0).sum(axis=0)
     p = k / d
     value = float(np.mean((counts - T * p) ** 2) / (T * p * (1 - p)) - 1.0) if k < d else 0.0
     return [dict(metric="discrepancy", value=value)]

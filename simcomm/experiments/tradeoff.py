@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._params import top_level_split
 from simcomm.compress import COMPRESSORS, StochasticRound, compressor_from_label
-from simcomm.compress._compressor import _top_level_split
 from simcomm.experiments._registry import Param, experiment
 from simcomm.experiments.compressors import _vector
 
@@ -40,7 +40,7 @@ def _parse(label: str) -> tuple[str, dict, float | None, int | None]:
                         f"use one of {', '.join(COMPRESSORS)}")
     fixed, r_over_k, r = {}, None, None
     body = rest.rstrip().removesuffix(")") if rest else ""
-    for part in filter(None, (p.strip() for p in _top_level_split(body))):  # compose's settings are labels
+    for part in filter(None, (p.strip() for p in top_level_split(body))):  # compose's settings are labels
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq:
@@ -144,7 +144,7 @@ def compressor_tradeoff(params, rng, backend):
         if name == "stochastic_round":
             m = np.abs(V).max(axis=1, keepdims=True)
             c = StochasticRound(point["delta"])
-            Q = np.asarray(c.apply(V / m, rng=c_rng, backend=backend), dtype=np.float64) * m
+            Q = np.asarray(c.apply(V / m, rng=c_rng), dtype=np.float64) * m
             bits = c.bits(d, span=2.0)
         else:
             if base is not None:
@@ -152,7 +152,7 @@ def compressor_tradeoff(params, rng, backend):
             else:
                 text = ", ".join([*(f"{k}={v}" for k, v in fixed.items()), *(f"{k}={v}" for k, v in point.items())])
                 c = compressor_from_label(f"{name}({text})")
-            Q = np.asarray(c.apply(V.copy(), rng=c_rng, backend=backend), dtype=np.float64)
+            Q = np.asarray(c.apply(V.copy(), rng=c_rng), dtype=np.float64)
             bits = c.bits(d)
         err = ((Q - V) ** 2).sum(axis=1)  # ||v|| = 1
         label = c.label if name != "stochastic_round" else f"stochastic_round(delta={point['delta']:g} max|v|)"

@@ -13,8 +13,7 @@ import numpy as np
 from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import make_problem
-from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag
-from simcomm.optim._async import stable_step_bracket
+from simcomm.optim import async_compressed_gd, compressed_gd, compressed_iag, stable_step_bracket
 
 _Q = {
     "quantizer": None,  # its choices come from the registry, below
@@ -101,7 +100,7 @@ def urq_quantizer(params, rng, backend):
     err2 = 0.0
     for lo in range(0, M, chunk):
         m = min(chunk, M - lo)
-        Q = scale * np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng, backend=backend), dtype=np.float64)
+        Q = scale * np.asarray(q.apply(np.broadcast_to(v, (m, d)).copy(), rng=rng), dtype=np.float64)
         qsum += Q.sum(axis=0)
         err2 += float(((Q - v) ** 2).sum())
     mean = qsum / M

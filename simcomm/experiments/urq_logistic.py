@@ -15,9 +15,7 @@ import numpy as np
 from simcomm.experiments._registry import Param, experiment
 from simcomm.experiments.urq import _Q, _check_k, _quantizer
 from simcomm.models import make_problem
-from simcomm.optim import async_compressed_gd, compressed_iag
-from simcomm.optim._async import stable_step_bracket
-from simcomm.optim._blocks import DELAY_MODELS, IAG_ORDERS
+from simcomm.optim import DELAY_MODELS, IAG_ORDERS, async_compressed_gd, compressed_iag, stable_step_bracket
 
 _LOGISTIC = {
     "problem": Param("str", default="logistic_breast_cancer", choices=("logistic_breast_cancer", "logistic_digits"),

@@ -18,11 +18,14 @@ from simcomm.models._decentralized import (
     NodeProblem,
     diagonal_quadratic,
     global_gradient,
+    global_gradients,
     global_loss,
     heterogeneity,
     heterogeneous_least_squares,
     logistic_problem,
     make_node_problem,
+    node_gradients,
+    node_slice,
     problem_to,
     suboptimality,
 )
@@ -36,8 +39,12 @@ from simcomm.models._nn import (
     logistic_regression,
     loss,
     mlp,
+    per_example_grad_norms,
     per_example_gradients,
     predict_logits,
+    unflatten,
+    weighted_gradient,
+    worker_gradients,
 )
 from simcomm.models._quadratic import (
     PROBLEMS,
@@ -49,10 +56,12 @@ from simcomm.models._quadratic import (
     ridge,
 )
 from simcomm.models._real_grads import (
+    OPERATORS,
     FittedSkewModel,
     SkewStats,
     capture_gradients,
     fit_sparse_skewed,
+    operator_errors,
     skew_stats,
 )
 from simcomm.models._sparse_skewed import (
@@ -110,4 +119,7 @@ __all__ = [
     "split_workers",
     "suboptimality",
     "read_idx", "TorchModel", "lenet5", "small_resnet",
+    "global_gradients", "node_gradients", "node_slice",
+    "per_example_grad_norms", "unflatten", "weighted_gradient", "worker_gradients",
+    "operator_errors", "OPERATORS",
 ]

@@ -40,7 +40,7 @@ import numpy as np
 
 from simcomm._errors import UserError, closest
 from simcomm._validate import integer, real
-from simcomm.backends._xp import array_namespace
+from simcomm.backends import array_namespace
 from simcomm.models._ops import log_softmax_and_softmax
 
 __all__ = [
@@ -172,7 +172,7 @@ def problem_to(problem: NodeProblem, xp) -> NodeProblem:
     True
     """
     if xp is np:
-        from simcomm.backends._xp import to_host
+        from simcomm.backends import to_host
 
         if all(getattr(problem, f) is None or isinstance(getattr(problem, f), np.ndarray) for f in _ARRAYS):
             return problem
@@ -594,8 +594,7 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
     ok = all(isinstance(v, (int, float, np.floating)) and np.isfinite(v) for v in (mu, L))
     if not (ok and 0 < mu <= L):
         raise UserError(f"curvatures need 0 < mu <= L (finite), got mu={mu!r}, L={L!r}")
-    from simcomm.backends import get_backend
-    from simcomm.backends._xp import namespace_of_backend
+    from simcomm.backends import get_backend, namespace_of_backend
 
     be = get_backend(backend)
     xp = namespace_of_backend(be)

@@ -23,7 +23,7 @@ per-module copies these functions replaced: the order of operations is theirs.
 
 from __future__ import annotations
 
-from simcomm.backends._xp import array_namespace
+from simcomm.backends import array_namespace
 
 __all__ = [
     "log_softmax",

@@ -234,7 +234,7 @@ def fit_sparse_skewed(G, *, profile: str = "pareto", tail_fraction: float = 0.1)
     return FittedSkewModel(int(G.shape[1]), nnz, max(alpha, 0.0) if profile == "powerlaw" else alpha, profile)
 
 
-def operator_errors(G, k: int, r: int, *, rng, backend=None) -> dict:
+def operator_errors(G, k: int, r: int, *, rng) -> dict:
     r"""Relative errors :math:`\|g - C(g)\|^2 / \|g\|^2` of top-k, rTop-k and (unscaled) rand-k per row.
 
     For any vector, :math:`\mathbb{E}` of the three errors is :math:`1 - S_k`,
@@ -246,7 +246,6 @@ def operator_errors(G, k: int, r: int, *, rng, backend=None) -> dict:
     k, r : int
         Kept coordinates and rTop-k's top-set size, ``1 <= k <= r <= D``.
     rng : numpy.random.Generator or seed
-    backend : str or module, optional
 
     Returns
     -------
@@ -263,8 +262,8 @@ def operator_errors(G, k: int, r: int, *, rng, backend=None) -> dict:
     G = np.atleast_2d(np.asarray(G, dtype=np.float64))
     tot = np.einsum("ij,ij->i", G, G)
     out = {}
-    for name, c in (("top_k", top_k(G, k, backend=backend)), ("rtop_k", rtop_k(G, k, r, rng=rng, backend=backend)),
-                    ("rand_k", rand_k(G, k, rng=rng, scale=False, backend=backend))):
+    for name, c in (("top_k", top_k(G, k)), ("rtop_k", rtop_k(G, k, r, rng=rng)),
+                    ("rand_k", rand_k(G, k, rng=rng, scale=False))):
         res = G - c
         out[name] = np.divide(np.einsum("ij,ij->i", res, res), tot, out=np.zeros(tot.shape), where=tot > 0)
     return out

@@ -45,6 +45,9 @@ import numpy as np
 
 from simcomm._errors import UserError
 
+# DSGD's checks and random streams: private to simcomm.optim, shared here so that a rank draws what the simulator draws
+from simcomm.optim._decentralized import check_hyper, node_noise_rng, noise_kind, problem_rng, resolve_topology
+
 __all__ = ["run_rank", "run_pushsum_rank", "main"]
 
 
@@ -84,12 +87,12 @@ def run_rank(comm, *, topology, problem, steps: int, lr: float, beta: float = 0.
     counted). ``barrier=True`` puts an untimed ``Barrier`` before each exchange, so the time is the
     exchange itself, not the wait for a slower neighbour's compute (the iterates are the same either way).
     """
-    from simcomm.backends._numpy.noise import add_counter_normals
-    from simcomm.models._decentralized import node_gradients, node_slice
-    from simcomm.optim._decentralized import check_hyper, node_noise_rng, noise_kind
-    from simcomm.optim._schedules import step_size
+    from simcomm.backends import get_backend
+    from simcomm.models import node_gradients, node_slice
+    from simcomm.optim import step_size
 
     check_hyper(lr, beta)
+    add_counter_normals = get_backend("numpy").add_counter_normals
     kind = noise_kind(noise, np)
     rank, size = comm.Get_rank(), comm.Get_size()
     local = node_slice(problem, rank, rank + 1)
@@ -162,8 +165,7 @@ def run_pushsum_rank(comm, *, topology, problem, steps: int, lr: float, sigma: f
     with ``n == comm.size``. Rank ``i`` adds ``W[i, i + h_t] * (y, w)_{i + h_t}`` over the shifts in
     order, from 0.0, as the simulator's ``pushsum_shift_step`` does, so the iterates agree to rounding.
     """
-    from simcomm.models._decentralized import node_gradients, node_slice
-    from simcomm.optim._decentralized import check_hyper, node_noise_rng
+    from simcomm.models import node_gradients, node_slice
 
     check_hyper(lr, 0.0)
     if getattr(topology, "node_shifts", None) is None:
@@ -238,9 +240,8 @@ def main(argv=None) -> int:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     try:
-        from simcomm.models._decentralized import make_node_problem
-        from simcomm.optim._decentralized import problem_rng, resolve_topology
-        from simcomm.optim._schedules import step_size
+        from simcomm.models import make_node_problem
+        from simcomm.optim import step_size
 
         n = size if args.n is None else args.n
         if n != size:
@@ -249,7 +250,7 @@ def main(argv=None) -> int:
         if args.sigma < 0:
             raise UserError(f"noise sigma must be >= 0, got {args.sigma}")
         if args.command == "pushsum":
-            from simcomm.optim._tracking import uneven_digraph
+            from simcomm.optim import uneven_digraph
 
             topo = uneven_digraph(args.topology, n, seed=args.seed, low=args.self_low, high=args.self_high)
             problem = make_node_problem(args.problem, n, d=args.d, b=args.b, split=args.split,

@@ -12,7 +12,13 @@ True
 """
 
 from simcomm.network._advise import DEFAULT_CANDIDATES, FEEDBACK_VARIANTS, Advice, advise, compression_errors
-from simcomm.network._calibrate import compare_dsgd_comm, dsgd_comm_prediction
+from simcomm.network._calibrate import (
+    DEFAULT_SIZES,
+    calibrate,
+    calibration_toml,
+    compare_dsgd_comm,
+    dsgd_comm_prediction,
+)
 from simcomm.network._payload import (
     CODINGS,
     HEADER_BYTES,
@@ -23,7 +29,7 @@ from simcomm.network._payload import (
     message,
     payload_sections,
 )
-from simcomm.network._predict import predict_step_times
+from simcomm.network._predict import DEFAULT_COMPRESSORS, predict_step_times, resolve_compressor
 from simcomm.network._time import (
     PATTERNS,
     Clock,
@@ -48,6 +54,11 @@ __all__ = [
     "Advice",
     "advise",
     "compression_errors",
+    "calibrate",
+    "calibration_toml",
+    "DEFAULT_SIZES",
+    "DEFAULT_COMPRESSORS",
+    "resolve_compressor",
     "compare_dsgd_comm",
     "dsgd_comm_prediction",
     "predict_step_times",

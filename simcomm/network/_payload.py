@@ -79,7 +79,7 @@ def _named(compressor, loose: dict) -> Compressor:
     return compressor
 
 
-def message(compressor, x, *, value_dtype: str = "float32", rng=None, backend=None, **settings) -> Message:
+def message(compressor, x, *, value_dtype: str = "float32", rng=None, **settings) -> Message:
     """Run ``compressor`` on the vector ``x`` and return its wire-form :class:`~simcomm.compress.Message`.
 
     The selections and random draws are the compressor's own (``Compressor.to_message``):
@@ -97,8 +97,6 @@ def message(compressor, x, *, value_dtype: str = "float32", rng=None, backend=No
         Dtype of dense and sparse values on the wire.
     rng : numpy.random.Generator or seed, optional
         Randomness of the compressor.
-    backend : str, optional
-        Selection/quantization kernels (as in :mod:`simcomm.compress`).
     **settings
         The named compressor's settings (``k=``, ``r=``, ``s=``, ``p=``, ``delta=``, ...); settings it does
         not declare and ``None`` values are ignored, so one pool of parameters serves every compressor.
@@ -116,7 +114,7 @@ def message(compressor, x, *, value_dtype: str = "float32", rng=None, backend=No
         comp = _named(compressor, settings)
     else:
         comp = compressor_from_settings(compressor, settings)
-    return comp.to_message(x, rng=np.random.default_rng(rng), backend=backend, value_dtype=value_dtype)
+    return comp.to_message(x, rng=np.random.default_rng(rng), value_dtype=value_dtype)
 
 
 def _coding(msg: Message, coding: str | None) -> str:

@@ -32,6 +32,7 @@ import re
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm._validate import positive
 
 __all__ = ["DEFAULT_COMPRESSORS", "resolve_compressor", "predict_step_times"]
 
@@ -74,17 +75,6 @@ def resolve_compressor(label: str, d: int):
         return compressor_from_label(text)
     except UserError as exc:
         raise UserError(f"compressor '{label}': {exc}") from None
-
-
-def _positive(name, value, *, integer=False, zero=False):
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-        and math.isfinite(float(value)) and (float(value) >= 0 if zero else float(value) > 0)
-    if ok and integer and float(value) != int(value):
-        ok = False
-    if not ok:
-        need = "an integer >= 1" if integer else ("a finite number >= 0" if zero else "a finite number > 0")
-        raise UserError(f"{name} = {value!r} is not allowed; use {need}")
-    return int(value) if integer else float(value)
 
 
 def _harmonic(n: int) -> float:
@@ -136,12 +126,12 @@ def predict_step_times(d: int, n: int, net, compressors, *, compute: float = 0.0
     from simcomm.network._payload import HEADER_BYTES
     from simcomm.network._time import allgather_time, ring_allreduce_time
 
-    d = _positive("d (model parameters)", d, integer=True)
-    n = _positive("n (nodes)", n, integer=True)
+    d = positive("d (model parameters)", d, integer=True)
+    n = positive("n (nodes)", n, integer=True)
     if n < 2:
         raise UserError(f"n = {n} is not allowed; communication needs n >= 2 nodes")
-    compute = _positive("compute (s per step)", compute, zero=True)
-    compute_scale = _positive("compute_scale (s)", compute_scale, zero=True)
+    compute = positive("compute (s per step)", compute, zero=True)
+    compute_scale = positive("compute_scale (s)", compute_scale, zero=True)
     if np.ndim(net.alpha) or np.ndim(net.beta) or np.ndim(net.nic_beta):
         raise UserError("net predict: the network must have scalar alpha and beta (one link type)")
     c = compute + compute_scale * _harmonic(n)

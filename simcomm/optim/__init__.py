@@ -17,12 +17,19 @@ of the nodes, one watch (:mod:`simcomm.optim._watch_nodes`), each method carryin
 
 Every compressed optimiser takes a :class:`simcomm.compress.Compressor` (e.g. ``QSGD(4)``, ``TopK(k)``),
 and every optimiser returns one record type, :class:`Trace`.
-Helpers that only the experiments and :mod:`simcomm.mpi` need (``problem_rng``, ``node_noise_rng``,
-``resolve_topology``, ``BLOWUP``) stay importable from their private modules.
+DSGD's random streams and checks (``problem_rng``, ``node_noise_rng``, ``resolve_topology``) are no part of
+the public surface: :mod:`simcomm.mpi` alone takes them from the private module, so a rank draws what the
+simulator draws (the one allowed exception in ``tests/test_layout.py``).
 """
 
 from simcomm.optim._algebra import Ctx, Method, Transform, assign, chain, descend, stateless
-from simcomm.optim._async import DELAY_MODELS, async_compressed_gd, clock_schedules, largest_stable_step
+from simcomm.optim._async import (
+    DELAY_MODELS,
+    async_compressed_gd,
+    clock_schedules,
+    largest_stable_step,
+    stable_step_bracket,
+)
 from simcomm.optim._blocks import (
     aggregate,
     clocked,
@@ -47,10 +54,10 @@ from simcomm.optim._choco import (
     run_choco_gossip,
     run_choco_sgd,
 )
-from simcomm.optim._decentralized import DSGDState, dsgd_init, dsgd_update, messages_per_step, run_dsgd
+from simcomm.optim._decentralized import NOISES, DSGDState, dsgd_init, dsgd_update, messages_per_step, run_dsgd
 from simcomm.optim._ef_sgd import EFState, EFStepInfo, ef_init, ef_sgd, ef_update
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
-from simcomm.optim._importance import PROPOSALS, bytes_per_example, importance_sgd
+from simcomm.optim._importance import BYTES_PER_FLOAT, PROPOSALS, bytes_per_example, importance_sgd
 from simcomm.optim._loop import run
 from simcomm.optim._registry import ACCELERATIONS, METHODS, MethodInfo, accelerate, build_method, get_method, method
 from simcomm.optim._schedules import EF_SCHEDULES, SCHEDULES, ef_learning_rate, step_size
@@ -142,6 +149,9 @@ __all__ = [
     "IAG_ORDERS",
     "importance_sgd",
     "largest_stable_step",
+    "stable_step_bracket",
+    "NOISES",
+    "BYTES_PER_FLOAT",
     "messages_per_step",
     "PROPOSALS",
     "pushsum_init",

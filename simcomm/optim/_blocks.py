@@ -45,7 +45,7 @@ IAG_ORDERS = ("cyclic", "random")
 def _apply(compressor, u, ctx):
     """``compressor`` on the rows of ``u`` (any leading axes), in ``u``'s shape."""
     d = u.shape[-1]
-    return compressor.apply(u.reshape(-1, d), rng=ctx.rng, backend=ctx.backend).reshape(u.shape)
+    return compressor.apply(u.reshape(-1, d), rng=ctx.rng).reshape(u.shape)
 
 
 # --------------------------------------------------------------------------- gradient oracles
@@ -208,8 +208,8 @@ def iag_memory(compressor, order: str = "cyclic") -> Transform:
     def init(x, ctx):
         p = ctx.problem
         R, n, d = x.shape[0], p.n, p.d
-        U = compressor.apply(p.grad(np.repeat(x, n, axis=0), np.tile(np.arange(n), R)), rng=ctx.rng,
-                             backend=ctx.backend).reshape(R, n, d).astype(np.float64)
+        U = compressor.apply(p.grad(np.repeat(x, n, axis=0), np.tile(np.arange(n), R)),
+                             rng=ctx.rng).reshape(R, n, d).astype(np.float64)
         return IAGState(U, U.sum(axis=1))
 
     def update(u, state, x, ctx):
@@ -220,7 +220,7 @@ def iag_memory(compressor, order: str = "cyclic") -> Transform:
             S[~ctx.alive] = 0.0
         rows = np.arange(R)
         i = np.full(R, k % n) if order == "cyclic" else ctx.rng.integers(0, n, size=R)
-        q = np.asarray(compressor.apply(ctx.problem.grad(x, i), rng=ctx.rng, backend=ctx.backend),
+        q = np.asarray(compressor.apply(ctx.problem.grad(x, i), rng=ctx.rng),
                        dtype=np.float64)
         S += q - U[rows, i]
         U[rows, i] = q
@@ -256,7 +256,7 @@ def error_feedback(variant, lr: float | Callable[[int], float] | None = None) ->
 
     def update(u, state, x, ctx):
         kw = {"lr": lr(ctx.k) if callable(lr) else lr} if takes_lr else {}
-        return variant.apply(u, state, rng=ctx.rng, backend=ctx.backend, **kw)
+        return variant.apply(u, state, rng=ctx.rng, **kw)
 
     return Transform(init, update)
 
@@ -290,7 +290,7 @@ def downlink(compressor, feedback: bool = False) -> Transform:
 
     def update(u, state, x, ctx):
         P = u + state.residual if feedback else u
-        U = np.asarray(compressor.apply(P, rng=ctx.rng, backend=ctx.backend), dtype=np.float64)
+        U = np.asarray(compressor.apply(P, rng=ctx.rng), dtype=np.float64)
         return U, DownlinkState(P - U) if feedback else state
 
     return Transform(init, update)

@@ -43,7 +43,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import one_of
-from simcomm.backends._xp import array_namespace, namespace_of_backend
+from simcomm.backends import array_namespace, namespace_of_backend
 from simcomm.optim._algebra import Method, Transform, assign, chain, stateless
 from simcomm.optim._schedules import step_size
 
@@ -246,7 +246,7 @@ def gradient_at_nodes(sigma: float = 0.0, seed: int = 0, noise: str = "auto", at
     ``noise`` is ``"stream"``, ``"counter"`` or ``"auto"``, :func:`noise_kind` of the backend's
     namespace), never from the run's ``rng``: every method with the same seed sees the same draws.
     """
-    from simcomm.models._decentralized import node_gradients
+    from simcomm.models import node_gradients
 
     sigma = float(sigma)
 

@@ -33,8 +33,8 @@ from simcomm._errors import UserError
 from simcomm.backends import get_backend
 from simcomm.optim._algebra import Method, Transform, assign, chain
 from simcomm.optim._blocks_dsgd import require_stochasticity, resolve_topology
+from simcomm.topology import FFT_OFFSETS as _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 from simcomm.topology import EdgeList, edge_list, sparse_matrix, unreliable_mix
-from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = ["ChocoState", "ChocoPlan", "LinkState", "LinkPlan", "choco_step", "choco_combine", "choco",
            "choco_scale", "choco_delta", "choco_topology", "link_topology", "link_edges", "link_init", "drop_links",
@@ -121,7 +121,7 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
-    Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng, backend=backend), dtype=np.float64)
+    Q = np.asarray(compressor.apply(Xh - state.x_hat, rng=rng), dtype=np.float64)
     if scale != 1.0:
         Q = Q * scale  # an unbiased compressor becomes a delta-contraction (choco_scale)
     Xhat = state.x_hat.copy()

@@ -29,13 +29,12 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace
+from simcomm.backends import array_namespace
 from simcomm.compress import Compressor
-from simcomm.models._nn import accuracy, gradient, loss, per_example_grad_norms, weighted_gradient, worker_gradients
+from simcomm.models import accuracy, gradient, loss, per_example_grad_norms, weighted_gradient, worker_gradients
 from simcomm.optim._algebra import Method, Transform, stateless
 from simcomm.optim._blocks import error_feedback
-from simcomm.sampling._proposals import norm_proposal, sample_minibatch, uniform_proposal
-from simcomm.sampling._stale import Staleness, stale_init, stale_update
+from simcomm.sampling import Staleness, norm_proposal, sample_minibatch, stale_init, stale_update, uniform_proposal
 
 __all__ = ["ModelProblem", "minibatch_gradients", "worker_feedback", "scale_by_schedule", "proposal",
            "sampled_gradient", "lookahead", "fused_ef", "find", "EFState", "EFStepInfo", "MinibatchState",
@@ -311,12 +310,12 @@ def ef_fused_step(state: EFState, grads, lr: float, compressor: Compressor, rng,
         P, top, tot = be.ef_accumulate_topr(grads, state.residual, r, out=out)
         if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
             return skipped
-        idx = compressor.select_rows(P, rng=rng, backend=be, top=top)
+        idx = compressor.select_rows(P, rng=rng, top=top)
     else:
         if lazy and not np.isfinite(grads).all():
             return skipped
         P = xp.ascontiguousarray(state.residual + grads)
-        idx = compressor.select_rows(P, rng=rng, backend=be)
+        idx = compressor.select_rows(P, rng=rng)
         tot = xp.einsum("ij,ij->i", P, P)
     # m_i' = p_i - C(p_i): the sent entries of P are zeroed in place, so every coordinate of p_i ends up
     # in exactly one of the message and the residual, and p_i = C(p_i) + m_i' holds bit for bit; the
@@ -390,7 +389,7 @@ def proposal(kind: str, smoothing: float = 0.0, staleness: Staleness = Staleness
     def init(x, ctx):
         if kind != "stale":
             return ProposalState(None, None)
-        from simcomm.models._data import split_workers
+        from simcomm.models import split_workers
 
         p = ctx.problem
         shards = split_workers(p.y, workers, split="iid", rng=ctx.rng)

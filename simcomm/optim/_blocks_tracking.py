@@ -29,7 +29,7 @@ import numpy as np
 
 from simcomm.optim._algebra import Transform
 from simcomm.optim._blocks_dsgd import require_stochasticity, resolve_topology
-from simcomm.topology._mixing import _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
+from simcomm.topology import FFT_OFFSETS as _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = ["GTState", "EDState", "PushSumState", "tracking", "exact_diffusion", "push_sum", "drawn",
            "check_symmetric"]

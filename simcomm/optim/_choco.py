@@ -34,6 +34,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import real
+from simcomm.backends import entry_point
 from simcomm.optim._blocks_gossip import ChocoState, choco_delta, choco_scale, choco_step, choco_topology
 from simcomm.optim._decentralized import check_hyper
 from simcomm.optim._loop import run
@@ -94,6 +95,7 @@ def choco_gamma(gap: float, beta: float, delta: float) -> float:
     return gap * gap * delta / (16 * gap + gap * gap + 4 * beta * beta + 2 * gap * beta * beta - 8 * gap * delta)
 
 
+@entry_point
 def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 0.0, gamma: float, rng,
                  backend=None) -> ChocoState:
     r"""One CHOCO-SGD step (module doc); ``grads=None`` (or ``lr = 0``) is a CHOCO-Gossip step.

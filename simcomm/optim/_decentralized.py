@@ -27,7 +27,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm._validate import integer, positive_int, real
 from simcomm._validate import step_size as step_size_check
-from simcomm.backends._xp import array_namespace, namespace_of_backend, to_host
+from simcomm.backends import array_namespace, namespace_of_backend, to_host
 from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_dsgd import (
     NOISE_KEY,
@@ -357,7 +357,7 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     (True, 600.0)
     """
     from simcomm.backends import get_backend
-    from simcomm.models._decentralized import problem_to
+    from simcomm.models import problem_to
     from simcomm.optim._registry import build_method
 
     check_hyper(lr, beta)

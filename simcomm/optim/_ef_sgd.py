@@ -44,12 +44,9 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import finite_array
-from simcomm.backends import get_backend
-from simcomm.backends._xp import array_namespace, backend_for
+from simcomm.backends import array_namespace, backend_for, entry_point, get_backend
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
-from simcomm.models._data import split_workers
-from simcomm.models._nn import MLP, init_params
-from simcomm.models._torch_nn import TorchModel
+from simcomm.models import MLP, TorchModel, init_params, split_workers
 from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_nn import (
     EFState,
@@ -110,6 +107,7 @@ def ef_init(x0, n: int) -> EFState:
     return EFState(x0.copy(), xp.zeros((int(n), x0.shape[0])), 0)
 
 
+@entry_point
 def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compressor, rng,
               backend=None) -> tuple[EFState, EFStepInfo]:
     r"""One error-feedback step given the workers' gradients (pure: ``state`` is not modified).

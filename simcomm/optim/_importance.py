@@ -26,15 +26,14 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import finite_array, integer, one_of, positive_int, real, step_size
-from simcomm.models._nn import MLP, init_params
-from simcomm.models._torch_nn import TorchModel
+from simcomm.models import MLP, TorchModel, init_params
 from simcomm.optim._blocks_nn import PROPOSALS, ModelProblem
 from simcomm.optim._loop import run
 from simcomm.optim._registry import build_method
 from simcomm.optim._torch_problem import TorchProblem
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch_nn import BYTES_PER_FLOAT, ImportanceWatch
-from simcomm.sampling._stale import Staleness
+from simcomm.sampling import Staleness
 
 __all__ = ["importance_sgd", "PROPOSALS", "BYTES_PER_FLOAT", "bytes_per_example"]
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import integer
+from simcomm.backends import entry_point
 from simcomm.optim._algebra import Ctx, Method
 from simcomm.optim._driver import drive
 from simcomm.optim._registry import ACCELERATIONS
@@ -27,6 +28,7 @@ from simcomm.optim._watch import Monitor, start
 __all__ = ["run"]
 
 
+@entry_point
 def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: int = 1, record_every: int = 1,
         track_grad: bool = False, stop_gap: float | None = None, backend=None, on_step=None,
         watch=None) -> Trace:

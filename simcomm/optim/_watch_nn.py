@@ -25,8 +25,7 @@ import numpy as np
 from simcomm.optim._blocks_nn import EFState, EFStepInfo, diverged_info, find
 from simcomm.optim._driver import DIVERGED_ERROR, DIVERGED_UNDEFINED, diverged, record_steps
 from simcomm.optim._trace import Trace, diverged_at_step
-from simcomm.sampling._proposals import uniform_proposal
-from simcomm.sampling._variance import trace_cov, trace_cov_ideal
+from simcomm.sampling import trace_cov, trace_cov_ideal, uniform_proposal
 
 __all__ = ["EFWatch", "ImportanceWatch", "BYTES_PER_FLOAT"]
 

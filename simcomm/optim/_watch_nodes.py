@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends._xp import array_namespace, to_host
+from simcomm.backends import array_namespace, to_host
 from simcomm.optim._driver import Recorder, diverged
 from simcomm.optim._trace import Trace
 
@@ -171,7 +171,7 @@ def measure_nodes(problem, X, k=None) -> tuple:
     ``subopt`` :math:`f(\bar x) - f^\star` (:data:`NODE_RECORDS`). Computed in ``X``'s namespace; only the
     four scalars leave a device. ``k`` (the step) is not read.
     """
-    from simcomm.models._decentralized import global_gradient, global_gradients, suboptimality
+    from simcomm.models import global_gradient, global_gradients, suboptimality
 
     xp = array_namespace(X)
     xbar = X.mean(axis=0)
@@ -233,7 +233,7 @@ def tracking_watch(problem, steps: int, record_every: int = 1, blowup: float = 1
     :math:`\frac1n\|X - \mathbf 1\bar x^\top\|_F^2`, ``subopt`` :math:`f(\bar x) - f^\star` of the state's
     ``x``; the distance may not exceed ``blowup`` times (1 + its start).
     """
-    from simcomm.models._decentralized import suboptimality
+    from simcomm.models import suboptimality
 
     def measure(p, s, k):
         X = s.x

@@ -16,7 +16,7 @@ declared properties (:mod:`simcomm.topology._registry`); :data:`TOPOLOGIES` hold
 """
 
 from simcomm.topology._basegraph import base_graph, hyper_hypercube, one_peer_hypercube, simple_base_graph
-from simcomm.topology._build import build
+from simcomm.topology._build import build, split_name
 from simcomm.topology._directed import WEIGHTINGS, directed_exponential, directed_ring, random_matching, s_out
 from simcomm.topology._drops import DROP_KINDS, EdgeList, LinkFailures, edge_list, unreliable_mix
 from simcomm.topology._equitopo import OFFSET_LAWS, d_equistatic, equistatic_offsets, one_peer_equidyn, u_equistatic
@@ -40,6 +40,7 @@ from simcomm.topology._graphs import (
 )
 from simcomm.topology._mixing import (
     DENSE_MAX,
+    FFT_OFFSETS,
     is_doubly_stochastic,
     max_degree,
     mix,
@@ -71,6 +72,8 @@ __all__ = [
     "STOCHASTICITIES",
     "WEIGHTINGS",
     "DENSE_MAX",
+    "FFT_OFFSETS",
+    "split_name",
     "DROP_KINDS",
     "OFFSET_LAWS",
     "d_equistatic",

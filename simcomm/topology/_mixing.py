@@ -11,13 +11,15 @@ import scipy.sparse as sp
 from simcomm._errors import UserError
 from simcomm.topology._graphs import Topology, _check_rule, _rule_weights
 
-__all__ = ["mix", "mixing_matrix", "sparse_matrix", "max_degree", "is_doubly_stochastic", "DENSE_MAX", "to_networkx"]
+__all__ = ["mix", "mixing_matrix", "sparse_matrix", "max_degree", "is_doubly_stochastic", "DENSE_MAX", "FFT_OFFSETS",
+           "to_networkx"]
 
 #: Largest n for which a dense n x n matrix is ever built for a circulant or sparse topology.
 DENSE_MAX = 4096
 
-# A 1-D circulant with more offsets than this is mixed through the FFT (e.g. the complete graph).
-_FFT_OFFSETS = 64
+#: A 1-D circulant with more offsets than this is mixed through the FFT (e.g. the complete graph); the gossip
+#: blocks of simcomm.optim shift the same circulants with their kernels up to it.
+FFT_OFFSETS = 64
 
 
 def _circulant_csr(topo: Topology) -> sp.csr_array:
@@ -124,7 +126,7 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     >>> mix(topo, mix(topo, X, 0, backend="numpy"), 1, backend="numpy").ravel()   # exact average
     array([1.5, 1.5, 1.5, 1.5])
     """
-    from simcomm.backends._xp import array_namespace, backend_for
+    from simcomm.backends import array_namespace, backend_for
 
     if not isinstance(topology, Topology):
         raise UserError(f"mix: topology must be a Topology (e.g. ring(8)), got {type(topology).__name__}; "
@@ -141,7 +143,7 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     be = backend_for(backend, X)
     if layer.kind == "circulant" and len(layer.shape) == 1:
         shifts = layer.offsets[:, 0]
-        if len(shifts) <= _FFT_OFFSETS:
+        if len(shifts) <= FFT_OFFSETS:
             return be.shift_mix(X, shifts, layer.weights)
         return _fft_mix(layer, X)
     if layer.node_shifts is not None:
@@ -155,7 +157,7 @@ def _fft_mix(layer: Topology, X: np.ndarray) -> np.ndarray:
     # Y_i = sum_h w_h X_{i+h}  <=>  F(Y) = conj(F(c)) * F(X) along the node axis (c = first row)
     import scipy.fft
 
-    from simcomm.backends._xp import array_namespace
+    from simcomm.backends import array_namespace
 
     xp = array_namespace(X)
     fft = scipy.fft if xp is np else xp.fft

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.backends import use
 from simcomm.compress import Compressor, Identity, RandK, Sparsifier
 
 __all__ = ["HookState", "comm_hook"]
@@ -220,7 +221,8 @@ def _hook(state: HookState, bucket):
     elif isinstance(c, RandK):
         # the same k indices on every rank (shared seed): the messages add up coordinate-wise, so the k values
         # are allreduced as they are (a linear compressor)
-        idx_np = c.select_rows(p_np, rng=np.random.default_rng(shared), backend="numpy")[0]
+        with use("numpy"):
+            idx_np = c.select_rows(p_np, rng=np.random.default_rng(shared))[0]
         idx = torch.from_numpy(np.ascontiguousarray(idx_np, dtype=np.int64))
         vals = p[idx] * (d / c.k if c.scale else 1.0)
         m = torch.zeros_like(p).index_copy_(0, idx, vals)
@@ -230,7 +232,8 @@ def _hook(state: HookState, bucket):
         def done(f, idx=idx):
             return torch.zeros_like(p).index_copy_(0, idx, f.value()[0])
     elif isinstance(c, Sparsifier):
-        idx_np = c.select_rows(p_np, rng=np.random.default_rng(own), backend="numpy")[0]
+        with use("numpy"):
+            idx_np = c.select_rows(p_np, rng=np.random.default_rng(own))[0]
         idx = torch.from_numpy(np.ascontiguousarray(idx_np, dtype=np.int64))
         vals = p[idx]
         m = torch.zeros_like(p).index_copy_(0, idx, vals)
@@ -250,7 +253,8 @@ def _hook(state: HookState, bucket):
                 out.index_add_(0, g[k:].to(torch.int64), v)
             return out / n
     else:
-        m = torch.as_tensor(c.apply(p_np, rng=np.random.default_rng(own), backend="numpy")[0], dtype=p.dtype)
+        with use("numpy"):
+            m = torch.as_tensor(c.apply(p_np, rng=np.random.default_rng(own))[0], dtype=p.dtype)
         wire = (m / n).contiguous()
         fut = dist.all_reduce(wire, group=group, async_op=True).get_future()
         done = lambda f: f.value()[0]  # noqa: E731

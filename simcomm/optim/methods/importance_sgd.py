@@ -16,7 +16,7 @@ from simcomm.optim._blocks import scale_by_lr
 from simcomm.optim._blocks_nn import PROPOSALS, lookahead, proposal, sampled_gradient
 from simcomm.optim._registry import method
 from simcomm.optim.methods._components import LR
-from simcomm.sampling._stale import Staleness
+from simcomm.sampling import Staleness
 
 
 @method("importance_sgd", family="model", params={

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simcomm._errors import SpecError
-from simcomm.claims._cells import (
+from simcomm._claims.cells import (
     _bound_rows,
     _call_bound,
     _cells_by,
@@ -26,7 +25,8 @@ from simcomm.claims._cells import (
     _notes,
     _per_replicate,
 )
-from simcomm.claims._stats import Verdict, _Cell, mean_ci
+from simcomm._claims.stats import Verdict, _Cell, mean_ci
+from simcomm._errors import SpecError
 
 __all__ = ["Kind", "KINDS", "register", "BoundKind", "SlopeKind", "MethodsKind"]
 
