@@ -30,11 +30,25 @@ def _pep_specs():
             and load(p).claim.bound.startswith("theory.pep:")]
 
 
+def _measured(cell) -> dict:
+    """The row statistics a bound may take besides the cell: L and mu of a logistic problem (what the
+    experiment measures and emits with each row, computed here the same way)."""
+    if not str(cell.get("problem", "")).startswith("logistic_"):
+        return {}
+    from simcomm.models import make_problem
+
+    p = make_problem(cell["problem"], n=cell["n"], heterogeneous=cell.get("heterogeneous", False), l2=cell["l2"])
+    return {"L": p.L, "mu": p.mu}
+
+
 def _bound_calls(spec):
     fn = getattr(pep, spec.claim.bound.split(":")[1])
     names = inspect.signature(fn).parameters
     for cell in spec.cells():
-        yield fn, {k: ({**cell, **spec.claim.bound_args})[k] for k in names}
+        given = {**cell, **spec.claim.bound_args}
+        if any(k not in given for k in names):
+            given.update(_measured(cell))
+        yield fn, {k: given[k] for k in names}
 
 
 def test_cache_key_is_canonical():

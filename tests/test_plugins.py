@@ -61,6 +61,7 @@ SPEC = textwrap.dedent('''
     [claim]
     id = "mine.threshold"
     paper = "mine"
+    class = "derived"
     statement = "thresholding keeps the largest entry: ||C(x) - x||^2 <= (1 - 1/d) ||x||^2"
     kind = "upper"
     observable = "rel_error"

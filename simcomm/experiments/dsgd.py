@@ -456,7 +456,8 @@ def _run_cost(p):
                    doc="stream (host per-node streams), counter (counter normals, drawn where the state is) "
                        "or auto (stream on numpy/numba, counter on cupy)"),
     "trace": Param("bool", default=False, keyed_at_default=False, column_at_default=False,
-                   doc="also a row per recorded step (every record_every) of each measurement, with step"),
+                   doc="also a row per recorded step (every record_every) of each measurement, with step; "
+                       "its default changes nothing (the end-state rows are the same either way)"),
 }, columns=("step",))
 def dsgd_run(params, rng, backend):
     r"""One DmSGD run from :math:`x_0 = 0`: the final state's measurements (the end-to-end benchmark run).

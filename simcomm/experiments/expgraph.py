@@ -199,7 +199,8 @@ def gossip_consensus(params, rng, backend):
         "lazy": Param("bool", default=False,
                       doc="mix with (I + W)/2 instead of W (wrong mixing weights: the negative control)"),
         "record_every": Param("int", default=0, low=0, keyed_at_default=False, column_at_default=False,
-                              doc="also record (1/n)||x_k - 1 xbar_k^T||^2 every this many steps (0: off)"),
+                              doc="also record (1/n)||x_k - 1 xbar_k^T||^2 every this many steps; its default (0: off) "
+                                  "changes nothing"),
     },
     check=_check_shape,
     columns=("step",),
