@@ -289,6 +289,20 @@ def delay_exact(params, rng, backend):
     tau = params["tau"]
     # diagonal Hessian: Bernoulli keeps act on eigen-coordinates, the setting of the 2/(alpha L) limit
     p = make_problem("quadratic", n=1, d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
+    g = largest_stable_async_step(p, q, params, tau, rng, backend, decay=1.0)
+    return [dict(metric="lr_max", value=g, alpha=float(q.alpha(p.d)))]
+
+
+def largest_stable_async_step(p, q, params, tau: int, rng, backend, *, decay: float) -> float:
+    r"""The largest step of delayed (``q``-compressed) GD on ``p`` that still converges, by bisection.
+
+    A run of ``params["steps"] + params["steps_per_tau"] * tau`` steps (``params["delay"]`` delays up to
+    ``tau``, one stream drawn from ``rng`` and reused for every trial step) is stable when it did not
+    diverge and the mean of :math:`\|x - x^\star\|^2` over its last tenth is at most ``decay`` times its mean
+    over steps 0.4 K to 0.5 K, or below 1e-20 of the start (a run decayed to rounding level only jitters,
+    whatever the windows' order). The bracket ``[0.1/(L (tau + 1)), 4/L]`` is halved ``params["iters"]``
+    times (:func:`simcomm.optim.stable_step_bracket`); the result is its geometric midpoint.
+    """
     K = params["steps"] + params["steps_per_tau"] * tau
     every = max(1, K // 100)
     stream = int(rng.integers(2**63))
@@ -303,13 +317,10 @@ def delay_exact(params, rng, backend):
             return False
         early = d2[(tr.step >= 0.4 * K) & (tr.step < 0.5 * K)].mean()
         late = d2[tr.step >= K - K // 10].mean()
-        # a run that decayed to rounding level (|x - x*|^2 ~ 1e-28 |x_0 - x*|^2 here) only jitters:
-        # below 1e-20 of the start it has converged, whatever the windows' order
-        return bool(late <= early or late <= 1e-20 * d2[0])
+        return bool(late <= decay * early or late <= 1e-20 * d2[0])
 
     lo, hi = stable_step_bracket(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, params["iters"])
-    g = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else (hi if lo == 0 else math.inf)
-    return [dict(metric="lr_max", value=g, alpha=float(q.alpha(p.d)))]
+    return math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else (hi if lo == 0 else math.inf)
 
 
 def second_moment_operator(c: float, tau: int, alpha: float, delay: str = "constant") -> np.ndarray:

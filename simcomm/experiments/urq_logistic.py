@@ -13,9 +13,9 @@ import math
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.experiments.urq import _Q, _check_k, _quantizer
+from simcomm.experiments.urq import _Q, _check_k, _quantizer, largest_stable_async_step
 from simcomm.models import make_problem
-from simcomm.optim import DELAY_MODELS, IAG_ORDERS, async_compressed_gd, compressed_iag, stable_step_bracket
+from simcomm.optim import DELAY_MODELS, IAG_ORDERS, async_compressed_gd, compressed_iag
 
 _LOGISTIC = {
     "problem": Param("str", default="logistic_breast_cancer", choices=("logistic_breast_cancer", "logistic_digits"),
@@ -145,20 +145,5 @@ def delay_logistic_threshold(params, rng, backend):
     q = _quantizer(params)
     tau = params["tau"]
     p = make_problem(params["problem"], n=params["n"], heterogeneous=params["heterogeneous"], l2=params["l2"])
-    K = params["steps"] + params["steps_per_tau"] * tau
-    every = max(1, K // 100)
-    stream = int(rng.integers(2**63))
-
-    def stable(lr):
-        tr = async_compressed_gd(p, q, lr=lr, steps=K, tau=tau, delay=params["delay"], record_every=every,
-                                 rng=np.random.default_rng(stream), backend=backend)
-        d2 = tr.dist2[0]
-        if tr.diverged_at[0] >= 0 or not np.isfinite(d2).all():
-            return False
-        early = d2[(tr.step >= 0.4 * K) & (tr.step < 0.5 * K)].mean()
-        late = d2[tr.step >= K - K // 10].mean()
-        return bool(late <= 0.5 * early or late <= 1e-20 * d2[0])
-
-    lo, hi = stable_step_bracket(stable, 0.1 / (p.L * (tau + 1)), 4.0 / p.L, params["iters"])
-    g = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else (hi if lo == 0 else math.inf)
+    g = largest_stable_async_step(p, q, params, tau, rng, backend, decay=0.5)
     return [dict(metric="lr_max", value=g, L=p.L, mu=p.mu, alpha=float(q.alpha(p.d)))]
