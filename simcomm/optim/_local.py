@@ -26,6 +26,7 @@ parallel SGD of step :math:`\eta` (to rounding: the pseudo-gradient is a differe
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -90,7 +91,9 @@ def local_updates(H: int, inner: Transform, outer: Transform, *, fragments: int 
     offsets = sync_offsets(H, fragments)
     bits_of = bits_per_value or (lambda dp: 32 * dp)
 
+    @functools.lru_cache(maxsize=4)
     def parts(d):
+        """The fragments' coordinates (computed once per dimension: every step and every bit count reads them)."""
         if fragments > d:
             raise UserError(f"fragments = {fragments} is larger than the model (d = {d}); use at most {d}")
         return np.array_split(np.arange(d), fragments)
