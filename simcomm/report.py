@@ -261,7 +261,11 @@ def _cell_lines(j: Judgement, limit: int = 12) -> list[str]:
         return ["", "Cells: not recorded in this report; `simcomm check " + j.claim.id + " --full` lists them."]
     bad = cells[cells["verdict"] != "holds"]
     show = bad if len(bad) else cells
-    cols = [c for c in show.columns if c not in ("note", "exact")]
+    # the figure's columns (its point and lines) stay out of the table; a censored side shows when there is one
+    hidden = {"note", "exact", "estimate", "line_low", "line_high"}
+    if "censored_side" in show and not show["censored_side"].fillna("").astype(bool).any():
+        hidden.add("censored_side")
+    cols = [c for c in show.columns if c not in hidden]
     head = "| " + " | ".join(_column_names(j, cols)) + " | note |"
     lines = ["", f"{'Cells not holding' if len(bad) else 'Cells'} ({len(show)} of {len(cells)}"
              f"{', first ' + str(limit) + ' shown' if len(show) > limit else ''}):", "", head,

@@ -250,6 +250,7 @@ def _bound_cell(claim, params: dict, v: np.ndarray, b: np.ndarray, cens: np.ndar
         # a violation above the band (never below it, never a hold).
         horizon = float(np.max(v[cens]))
         cell.censored = f"censored at {horizon:g} in {int(cens.sum())} of {len(v)} replicates"
+        extra["censored_side"] = "above"  # the truth lies at or above the drawn value
         if kind == "upper":
             cell.block_hold = True
         elif kind == "lower":
@@ -346,9 +347,23 @@ def _judge_order(claim, rows, paired: bool, swap: bool, cell_params=None) -> tup
             _, extra["other_lo"], extra["other_hi"] = mean_ci(b)
             cell = _Cell({**params}, extra=extra)
             cells.append(cell)
+            # the drawn quantity is first - second (on a log scale first/second): a censored first side
+            # is a lower bound on its truth, so the truth of the comparison lies above; second: below
+            ca_any, cb_any = bool(a_c.any()), bool(b_c.any())
+            if ca_any or cb_any:
+                extra["censored_side"] = "unknown" if ca_any and cb_any else ("above" if ca_any else "below")
+            if log:
+                cell.to_value = cell.to_ratio = math.exp
+            else:
+                cell.to_value = lambda t: t
+                cell.to_ratio = (lambda t, mb=mb: 1.0 + t / mb) if mb != 0 else None
             fa, fb = np.all(np.isfinite(a)), np.all(np.isfinite(b))
             if not (fa and fb):
                 cell.fixed, cell.reason = _nonfinite(first, second, fa, fb, set(claim.reaches))
+                # a side that never reached its target (or diverged) is larger than any finite value:
+                # the comparison lies beyond the axis on that side (unknown when both sides miss)
+                beyond = math.nan if not (fa or fb) else (math.inf if not fa else -math.inf)
+                extra["estimate"] = cell.to_value(beyond)
                 continue
             if log:
                 la = _log_or_fail(claim, a, "observable", params)
@@ -360,6 +375,8 @@ def _judge_order(claim, rows, paired: bool, swap: bool, cell_params=None) -> tup
                 effect = claim.min_effect_abs + claim.min_effect_rel * abs(mb)
                 margin = claim.margin_abs + claim.margin_rel * abs(mb)
             cell.effect = effect
+            # the point drawn where the judge has no interval (a cell decided without a test)
+            extra["estimate"] = cell.to_value(float(np.mean(la) - np.mean(lb)))
             if claim.kind == "equivalent":
                 # Two-sided: holds when the CI of first - second lies inside +- margin, violated outside.
                 cell.equal_margin = margin
@@ -402,12 +419,6 @@ def _judge_order(claim, rows, paired: bool, swap: bool, cell_params=None) -> tup
                     cell.fixed, cell.reason = Verdict.INCONCLUSIVE, "censored values in an unpaired comparison"
                     continue
                 cell.x, cell.y = la, lb
-            if log:
-                cell.to_value = lambda t: math.exp(t)
-                cell.to_ratio = cell.to_value
-            else:
-                cell.to_value = lambda t: t
-                cell.to_ratio = (lambda t, mb=mb: 1.0 + t / mb) if mb != 0 else None
     return cells, by
 
 

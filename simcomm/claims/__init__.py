@@ -66,7 +66,13 @@ class Judgement:
     cells : pandas.DataFrame
         One row per judged comparison: its parameters, ``n_rep`` (or ``n_points``), ``mean``,
         ``ci_low``, ``ci_high`` (at the per-cell level ``level`` actually used), ``bound`` (or
-        ``predicted``/``other``), ``ratio``, ``verdict``, ``reason``, ``note``.
+        ``predicted``/``other``), ``ratio``, ``verdict``, ``reason``, ``note``; and what the figure draws:
+        ``estimate`` (the point the interval is around, in the units of ``ci_low``/``ci_high``: the
+        observable for a bound, the paired ratio (log scale) or difference of an order/equivalent
+        claim, the slope; +-inf where a method never reached its target), ``line_low``/``line_high``
+        (the decision lines, or the band's edges, in the same units) and ``censored_side`` ("" or
+        where the truth lies from the drawn value when a value is censored: "above", "below",
+        "unknown").
     provenance : str
     columns : list of str
         Parameters that vary between cells.
@@ -240,10 +246,35 @@ def _record(c: _Cell, outcome: tuple) -> dict:
         rec.setdefault("ci_high", math.nan)
     rec.setdefault("mean", math.nan)
     rec.setdefault("ratio", math.nan)
+    if c.to_value is not None and math.isfinite(est):
+        rec["estimate"] = c.to_value(est)
+    rec.setdefault("estimate", math.nan)
+    rec["line_low"], rec["line_high"] = _lines(c)
+    rec.setdefault("censored_side", "")
     rec["verdict"], rec["reason"], rec["level"] = v.value, why, (1 - a) if math.isfinite(a) else math.nan
     rec["detect"] = _detect_ratio(c, shift)
     rec["exact"] = shift == 0.0 if math.isfinite(shift) else None
     return rec
+
+
+def _lines(c: _Cell) -> tuple[float, float]:
+    """The cell's decision lines in the units of its interval (``ci_low``, ``ci_high``), low then high.
+
+    One-sided claims: the hold line and the violation line (equal when the claim has one line, e.g. a
+    strict claim or an order claim); two-sided (equal, equivalent, slope): the band's edges. NaN when
+    the cell was decided without a test and has no lines (a bound that is not finite, a diverged run).
+    """
+    if c.to_value is None or (c.x is None and c.fixed is not None and c.equal_margin is None):
+        return math.nan, math.nan
+    if c.equal_margin is not None:
+        ends = (-c.equal_margin, c.equal_margin)
+    else:
+        ends = (c.hold_line, c.viol_line)
+    try:
+        lo, hi = sorted(float(c.to_value(t)) for t in ends)
+    except (OverflowError, ValueError):
+        return math.nan, math.nan
+    return lo, hi
 
 
 def _detect_ratio(c: _Cell, shift: float) -> float:
