@@ -46,7 +46,7 @@ def _pick_axes(j: Judgement, plot: dict, exclude=()) -> tuple[str | None, list[s
     hue = [c for c in cols if c != x]
     # A column that the x axis and the other hue columns already determine (a statistic the bound
     # reads from the row, e.g. a graph's rho or noise sum) tells no series apart: leave it out.
-    for c in list(hue):
+    for c in reversed(list(hue)):  # the experiment's own columns (listed last) go first, the grid's stay
         rest = [x] + [h for h in hue if h != c] if x is not None else [h for h in hue if h != c]
         if c != plot.get("hue") and rest and len(j.cells) and \
                 int(j.cells.groupby(rest, dropna=False)[c].nunique(dropna=False).max()) <= 1:
@@ -74,14 +74,20 @@ def _scales(ax, plot: dict, y: np.ndarray) -> None:
             # few x values spanning under four decades: label them plainly instead of 2x10^1, 3x10^1
             ax.set_xticks(xs, [f"{v:g}" for v in xs.astype(float)])
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    if _want_logy(plot, y):
+        ax.set_yscale("log")
+
+
+def _want_logy(plot: dict, y: np.ndarray) -> bool:
+    """The spec's ``logy``, else log when the values are positive and span decades."""
     logy = plot.get("logy")
     if logy is None:  # log axes when the quantity spans decades and is positive
+        y = np.asarray(y, dtype=float)
         pos = y[np.isfinite(y) & (y > 0)]
         # Spanning more than 8 decades means some values are zero up to rounding: stay linear.
         span = pos.max() / pos.min() if pos.size > 1 else 1.0
         logy = pos.size == y[np.isfinite(y)].size and 30 < span < 1e8
-    if logy:
-        ax.set_yscale("log")
+    return bool(logy)
 
 
 def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgement | None = None, *,
@@ -128,10 +134,20 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
     return fig
 
 
-def _errorbar(ax, x, m, lo, hi, color, label, marker="o"):
+def _errorbar(ax, x, m, lo, hi, color, label, marker="o", floor=None):
+    """Means with interval bars; on a log axis (``floor`` given) a bar reaching 0 or below stops at
+    ``floor`` (the axis' bottom) with an arrow there, never a bar crossing zero."""
     m, lo, hi = (np.asarray(v, dtype=float) for v in (m, lo, hi))
-    yerr = np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
-    ax.errorbar(x, m, yerr=yerr, fmt=marker, ms=4, capsize=3, color=color, label=label, lw=1)
+    x = np.asarray(x)
+    cut = np.zeros(m.shape, bool)
+    if floor is not None:
+        cut = np.isfinite(lo) & (lo <= 0) & (m > 0)
+        lo = np.where(cut, floor, lo)
+    ax.errorbar(x, m, yerr=_yerr(m, lo, hi), fmt=marker, ms=4, capsize=3, color=color, label=label, lw=1)
+    if cut.any():
+        ax.scatter(x[cut], np.full(int(cut.sum()), floor), marker="v", s=30, color=color, zorder=4, clip_on=False,
+                   gid="clipped")
+    return bool(cut.any())
 
 
 def _merge_identical(series, x):
@@ -175,6 +191,15 @@ def _plain_linear_ticks(ax) -> None:
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:.3g}" if v else "0"))
 
 
+def _log_ticks_at(ax, xs) -> None:
+    """A log x axis with few values (spanning under four decades): ticks at exactly those values."""
+    xs = np.unique(np.asarray(xs, dtype=float))
+    xs = xs[np.isfinite(xs) & (xs > 0)]
+    if ax.get_xscale() == "log" and 1 < xs.size <= 12 and xs.max() / xs.min() < 1e4:
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+
+
 def _numeric_ticks(ax, xs) -> None:
     """Few numeric x values on a linear axis: ticks at exactly those values (N = 4, 8, not 4.5, 5.0 ...)."""
     xs = np.unique(np.asarray(xs, dtype=float)[np.isfinite(np.asarray(xs, dtype=float))])
@@ -189,11 +214,22 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     spec_xlabel = plot.get("xlabel")
     x, hue = _pick_axes(j, plot)
     handles, labels = [], []
+    # the axis' scale first, so that an interval reaching 0 or below is cut at a log axis' bottom
+    values = np.concatenate([j.cells[c].to_numpy(float) for c in ("mean", "bound") if c in j.cells] or [[]])
+    floor = None
+    if _want_logy(plot, values):
+        ax.set_yscale("log")
+        pos = np.concatenate([j.cells[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high", "bound")
+                              if c in j.cells])
+        pos = pos[np.isfinite(pos) & (pos > 0)]
+        floor = float(pos.min()) / 2 if pos.size else None
+    clipped = False
     if context is not None and x in context.cells and x in j.cells:
         extra = context.cells[~context.cells[x].isin(j.cells[x])]
         if len(extra):
-            _errorbar(ax, extra[x].to_numpy(), extra["mean"].to_numpy(float), extra["ci_low"].to_numpy(float),
-                      extra["ci_high"].to_numpy(float), "#8c959f", None, marker="D")
+            clipped |= _errorbar(ax, extra[x].to_numpy(), extra["mean"].to_numpy(float),
+                                 extra["ci_low"].to_numpy(float), extra["ci_high"].to_numpy(float), "#8c959f", None,
+                                 marker="D", floor=floor)
             handles.append(Line2D([], [], color="#8c959f", marker="D", ls="none"))
             labels.append("measured outside the claim's range (not judged)")
     ys = []
@@ -212,20 +248,24 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     m = len(drawn)
     own_curves = m > 1 and len(curves) == m  # no two series share a bound
     colour_of = {id(grp): _series_style(i, m)["color"] for i, (_, grp) in enumerate(drawn)}
-    flagged = False
     word = f"{j.claim.kind} bound" if j.claim.kind in ("upper", "lower") else "prediction (equal claim)"
+    marks = []  # (x, value, verdict, censored side) of every judged cell
     for i, (plist, grp) in enumerate(drawn):
         st = _series_style(i, m)
         xs = grp[x].to_numpy() if x else np.arange(len(grp))
+        if x is not None and not categorical:  # series at one x drawn side by side, none hiding another
+            xs = _dodge(xs, i, m, plot, j.cells[x].to_numpy(float))
         mean = grp["mean"].to_numpy(float)
-        _errorbar(ax, xs, mean, grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float), st["color"], None,
-                  marker=st["marker"])
+        clipped |= _errorbar(ax, xs, mean, grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float),
+                             st["color"], None, marker=st["marker"], floor=floor)
         if m > 1 or plist[0]:
             handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls="none"))
             labels.append(_group_label(plist, plot) if plist[0] else "empirical")
-        flagged = _mark_states(ax, xs, grp, flagged)
+        side = grp["censored_side"] if "censored_side" in grp else pd.Series([""] * len(grp))
+        pos_x = ax.xaxis.convert_units(xs) if categorical else xs
+        marks.extend(zip(np.asarray(pos_x, dtype=float), mean, grp["verdict"], side.fillna("")))
         ys.append(mean)
-    slack_any = False
+    slack_any = tolerance_any = False
     bound_styles = ["--", ":", "-.", (0, (5, 1.5)), (0, (1, 1)), (0, (3, 1, 1, 1))]
     for ci_, (key, (plist, grp)) in enumerate(curves.items()):
         xs = grp[x].to_numpy() if x else np.arange(len(grp))
@@ -236,14 +276,25 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
             color, ls = "k", "--"
         else:
             color, ls = "0.25", bound_styles[ci_ % len(bound_styles)]
-        slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
-        band = j.claim.kind == "equal" and np.any(slack > 0)
+        # the judge's band (equal) or violation line (upper/lower: past the bound by more than
+        # min_effect), as the judge computed them for each cell
+        b_lo, b_hi = (grp[c].to_numpy(float) if c in grp else np.full(len(b), np.nan)
+                      for c in ("line_low", "line_high"))
+        if not np.all(np.isfinite(b_lo)):  # a judgement without its lines (recorded before they were)
+            slack = np.abs(b) * j.claim.margin_rel + j.claim.margin_abs + j.claim.atol
+            b_lo, b_hi = (b - slack, b + slack) if j.claim.kind == "equal" else (b, b)
+        band = j.claim.kind == "equal" and np.any(b_hi > b_lo)
         slack_any |= bool(band)
+        tolerance = b_hi if j.claim.kind == "upper" else b_lo
+        if j.claim.kind in ("upper", "lower") and np.any(np.abs(tolerance - b) > 1e-12 * np.abs(b)):
+            tol_x = np.arange(len(xs)) if categorical else xs
+            ax.plot(tol_x, tolerance, ls="none", marker="_", ms=10, mew=1.0, color=color, alpha=0.6)
+            tolerance_any = True
         if len(b) == 1 and (len(drawn) == 1 or x is None):
             # one judged cell: a line through one point is invisible; draw the bound (and margin) across
             ax.axhline(b[0], ls=ls, color=color, lw=1.2)
             if band:
-                ax.axhspan(b[0] - slack[0], b[0] + slack[0], color="0.5", alpha=0.15, lw=0)
+                ax.axhspan(b_lo[0], b_hi[0], color="0.5", alpha=0.15, lw=0)
             if x is None:  # no axis to read: the spec's x label names the cell
                 ax.set_xticks([])
                 plot["xlabel"] = spec_xlabel or "the one judged cell"
@@ -252,28 +303,36 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
             pos = np.arange(len(xs))
             ax.plot(pos, b, ls="none", marker="_", ms=22, mew=1.6, color=color)
             if band:
-                for p_, lo_, hi_ in zip(pos, b - slack, b + slack):
+                for p_, lo_, hi_ in zip(pos, b_lo, b_hi):
                     ax.fill_between([p_ - 0.3, p_ + 0.3], lo_, hi_, color="0.5", alpha=0.15, lw=0)
         else:
-            ax.plot(xs, b, ls=ls, color=color, lw=1.2)
+            if len(b) > 1:
+                ax.plot(xs, b, ls=ls, color=color, lw=1.2)
+            # the bound at each judged cell: a bound read from the row (a witness computed from that
+            # cell's parameters) is seen where it was evaluated, even for a series of one point
+            ax.plot(xs, b, ls="none", marker="_", ms=14, mew=1.6, color=color)
             if band:
-                ax.fill_between(xs, b - slack, b + slack, color="0.5", alpha=0.15, lw=0)
+                ax.fill_between(xs, b_lo, b_hi, color="0.5", alpha=0.15, lw=0)
         if own_curves:  # every series has its own bound: drawn in the series' colour, one legend entry
             pass
         else:
             common = _common(plist) if not one_curve else {}
             tag = f" ({_paper_label(common, plot)})" if common else ""
             handles.append(Line2D([], [], color=color, ls="none" if categorical else ls,
-                                  marker="_" if categorical else None, ms=12, lw=1.2))
+                                  marker="_", ms=12, mew=1.6, lw=1.2))
             labels.append(f"{word}{tag}")
         ys.append(b)
     if own_curves:
         handles.append(Line2D([], [], color="0.3", ls="none" if categorical else "--",
-                              marker="_" if categorical else None, ms=12, lw=1.2))
-        labels.append(f"{'bars' if categorical else 'dashed'}: {word} of each series (its colour)")
+                              marker="_", ms=12, mew=1.6, lw=1.2))
+        labels.append(f"{'bars' if categorical else 'dashes'}: {word} of each series (its colour) at each cell")
     if slack_any:
         handles.append(Patch(color="0.5", alpha=0.15, lw=0))
         labels.append("equivalence margin")
+    if tolerance_any:
+        handles.append(Line2D([], [], ls="none", marker="_", ms=10, mew=1.0, color="0.25", alpha=0.6))
+        labels.append(f"thin dashes: violated only past these (the bound {'plus' if j.claim.kind == 'upper' else 'minus'}"
+                      " min_effect)")
     if m == 1 and not drawn[0][0][0]:  # one unnamed series: the header entry carries its marker
         st = _series_style(0, 1)
         handles.insert(0, Line2D([], [], color=st["color"], marker=st["marker"], ls="none"))
@@ -283,10 +342,16 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
     mapping = getattr(ax.xaxis.get_units(), "_mapping", None) if categorical else None
     if mapping:  # category names as plain text ("minmax-uint8, bucket = 100"), not raw labels
         ax.set_xticks(list(mapping.values()), [_value_text(x, k, plot) for k in mapping])
-    plot["_legend"] = (handles, labels)
     _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
+    if clipped:
+        ax.set_ylim(bottom=floor)
+        handles.append(Line2D([], [], marker="v", ls="none", color="0.3", ms=6))
+        labels.append("interval reaching 0 or below: cut at the log axis' bottom")
+    _cell_marks(ax, marks, False, None, handles, labels)
+    plot["_legend"] = (handles, labels)
     if x is not None and not categorical:
-        _numeric_ticks(ax, np.concatenate([np.asarray(g[x], dtype=float) for _, g in drawn]))
+        _numeric_ticks(ax, j.cells[x].to_numpy(float))
+        _log_ticks_at(ax, j.cells[x].to_numpy(float))
     if ax.get_xscale() == "log":
         _plain_log_ticks(ax.xaxis)
     if ax.get_yscale() == "log":
@@ -301,19 +366,6 @@ _STATE_MARK = {  # verdict -> (marker, colour, legend text); holds is the plain 
     Verdict.INCONCLUSIVE.value: ("o", "#9a6700", "inconclusive"),
     Verdict.ILL_POSED.value: ("s", "#6e7781", "ill-posed"),
 }
-
-
-def _mark_states(ax, xs, grp, shown: set | bool) -> set:
-    """Ring each cell that does not hold with a marker for its state (one legend entry per state)."""
-    shown = set() if not isinstance(shown, set) else shown
-    for state, (marker, color, text) in _STATE_MARK.items():
-        sel = (grp["verdict"] == state).to_numpy()
-        if sel.any():
-            ax.scatter(np.asarray(xs)[sel], grp["mean"].to_numpy(float)[sel], s=110, marker=marker,
-                       facecolors="none" if marker != "X" else color, edgecolors=color, lw=1.5, zorder=5,
-                       alpha=0.8, label=None if state in shown else f"cell {text}")
-            shown.add(state)
-    return shown
 
 
 def _draw_slope(ax, j: Judgement, plot: dict) -> None:
@@ -337,119 +389,216 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     del x, hue
 
 
-def _draw_order(ax, j: Judgement, plot: dict) -> None:
+def _draw_methods(ax, j: Judgement, plot: dict) -> None:
+    """An order or equivalent claim as the judge tests it: per cell, the paired ratio (log scale) or
+    difference of the two methods with the judge's interval, against the decision line or the band.
+
+    The numbers are the judge's own (``estimate``, ``ci_low``/``ci_high``, ``line_low``/``line_high``,
+    ``censored_side``, ``verdict``), so the figure cannot disagree with the verdict. Series (one per
+    competitor and group) are dodged sideways with their own colour and marker; categorical x values
+    are not joined by lines.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    claim, cells = j.claim, j.cells
+    log = claim.scale == "log"
+    compare = claim.compare or "method"
+    lower = _value_text(compare, claim.lower, plot)
     x, hue = _pick_axes(j, plot, exclude=("other",))
-    series = list(_series(j.cells, hue))
-    if x is None:
-        _draw_order_single(ax, j, plot)
-    elif len(series) * (1 + len(j.claim.higher)) > 8:  # too many lines to read: show lower/other ratios
-        _draw_order_ratios(ax, j, plot, x, series)
+    keys = (["other"] if len(claim.higher) > 1 else []) + hue
+    series = [(params, grp.sort_values(x) if x else grp) for params, grp in _series(cells, keys)]
+    m = len(series)
+    categorical = x is None or not pd.api.types.is_numeric_dtype(cells[x])
+    levels = list(dict.fromkeys(cells[x].tolist())) if x is not None else None
+    if x is None:  # no axis varies: each competitor at its own position
+        levels = list(dict.fromkeys(cells["other"].astype(str)))
+    neutral = 1.0 if log else 0.0
+    if log:
+        ax.set_yscale("log")
+    handles, labels = [], []
+    finite = []
+    rows = []  # (xpos, estimate, verdict, censored side) of every drawn cell
+    for i, (params, grp) in enumerate(series):
+        st = _series_style(i, m)
+        if x is None:
+            pos = np.array([levels.index(str(v)) for v in grp["other"]], dtype=float)
+        elif categorical:
+            pos = np.array([levels.index(v) for v in grp[x]], dtype=float)
+        else:
+            pos = grp[x].to_numpy(float)
+        if categorical:
+            xs = pos + ((i - (m - 1) / 2) * 0.6 / m if m > 1 else 0.0)
+        else:
+            xs = np.asarray(_dodge(pos, i, m, plot, cells[x].to_numpy(float)), dtype=float)
+        est = grp["estimate"].to_numpy(float)
+        lo, hi = grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float)
+        ok = np.isfinite(est)
+        mfc = "white" if i % 2 else st["color"]
+        if ok.any():
+            ax.errorbar(xs[ok], est[ok], yerr=_yerr(est[ok], lo[ok], hi[ok]), fmt=st["marker"], ms=5, capsize=3,
+                        lw=1.1, color=st["color"], mfc=mfc, mew=1.1, zorder=3,
+                        ls=st["ls"] if not categorical and ok.sum() > 1 else "none")
+        finite.extend(v for v in (*est[ok], *lo[np.isfinite(lo)], *hi[np.isfinite(hi)]))
+        other = params.get("other")
+        name = f"{lower} / " if log else f"{lower} \u2212 "
+        name += _value_text(compare, other if other is not None else claim.higher[0], plot) \
+            if len(claim.higher) == 1 or other is not None else "other"
+        rest = {k: v for k, v in params.items() if k != "other"}
+        handles.append(Line2D([], [], color=st["color"], marker=st["marker"], mfc=mfc, mew=1.1,
+                              ls=st["ls"] if not categorical else "none"))
+        labels.append(name + (f", {_paper_label(rest, plot)}" if rest else ""))
+        rows.extend(zip(xs, est, grp["verdict"], grp.get("censored_side", pd.Series([""] * len(grp)))))
+    # the decision line (order) or the equivalence band, from the judge's cells
+    line_lo, line_hi = cells["line_low"].to_numpy(float), cells["line_high"].to_numpy(float)
+    finite.extend(v for v in (*line_lo, *line_hi) if np.isfinite(v))
+    band = claim.kind == "equivalent"
+    lines = np.concatenate([line_lo, line_hi])
+    lines = lines[np.isfinite(lines)]
+    same = lines.size and np.allclose(line_lo[np.isfinite(line_lo)], line_lo[np.isfinite(line_lo)][0], rtol=1e-9) \
+        and np.allclose(line_hi[np.isfinite(line_hi)], line_hi[np.isfinite(line_hi)][0], rtol=1e-9)
+    if lines.size:
+        what = ("equivalence band: holds inside, violated outside" if band
+                else "decision line: holds below, violated above")
+        if same and band:
+            ax.axhspan(np.nanmin(line_lo), np.nanmax(line_hi), color="0.5", alpha=0.18, lw=0, zorder=0)
+            handles.append(Patch(color="0.5", alpha=0.18, lw=0))
+        elif same:
+            ax.axhline(float(np.nanmax(line_hi)), color="k", ls="--", lw=1.2, zorder=1)
+            handles.append(Line2D([], [], color="k", ls="--", lw=1.2))
+        else:  # the line depends on the cell (a relative effect of a linear difference): one at each cell
+            xs_all = np.array([r[0] for r in rows], dtype=float)
+            order = _cell_order(cells, series)
+            if band:
+                ax.vlines(xs_all, line_lo[order], line_hi[order], color="0.5", alpha=0.25, lw=9, zorder=0)
+                handles.append(Line2D([], [], color="0.5", alpha=0.25, lw=9))
+            else:
+                ax.plot(xs_all, line_hi[order], ls="none", marker="_", ms=16, mew=1.6, color="k", zorder=2)
+                handles.append(Line2D([], [], color="k", ls="none", marker="_", ms=12, mew=1.6))
+            what += " (at each cell)"
+        labels.append(what)
+        if not np.any(np.isclose(lines, neutral, rtol=1e-9, atol=1e-15)):
+            ax.axhline(neutral, color="0.55", ls=":", lw=1.0, zorder=0)
+            handles.append(Line2D([], [], color="0.55", ls=":", lw=1.0))
+            labels.append("no difference" if not log else "ratio 1 (no difference)")
+    _limits(ax, finite, log)
+    _cell_marks(ax, rows, log, neutral, handles, labels)
+    reps = int(cells["n_rep"].max()) if "n_rep" in cells and len(cells) else 1
+    what = "paired ratio" if log else "paired difference"
+    ci = f"the judge's interval (family-wise {_pct(claim.confidence)}, {reps} replicates)" if reps > 1 \
+        else "one replicate"
+    handles.insert(0, Line2D([], [], color="0.3", marker="o", ls="none", ms=0))
+    labels.insert(0, f"markers: {what} per cell with {ci}")
+    if categorical:
+        names = [_value_text(compare, v, plot) for v in levels] if x is None else \
+            [_value_text(x, v, plot) for v in levels]
+        ax.set_xticks(range(len(levels)), names)
+        ax.set_xlim(-0.6, len(levels) - 0.4)
     else:
-        _draw_order_lines(ax, j, plot, x, series)
-
-
-def _flag(ax, xs, ys, bad, j: Judgement, flagged: bool) -> bool:
-    """Circle the points where the order is not shown at the claim's confidence."""
-    # an ill-posed cell may have no finite value to circle: a NaN point on a categorical axis makes
-    # matplotlib's legend placement fail, so only finite points are drawn
-    bad = np.asarray(bad) & np.isfinite(np.asarray(ys, float))
-    if bad.any():
-        what = ("not shown equal to its competitor" if j.claim.kind == "equivalent"
-                else "not shown below a competitor")
-        label = None if flagged else (f"circled: {j.claim.lower} {what} here (inconclusive, violated or ill-posed)")
-        ax.scatter(np.asarray(xs)[bad], np.asarray(ys, float)[bad], s=110, facecolors="none", edgecolors="#cf222e",
-                   lw=1.5, zorder=5, label=label)
-        return True
-    return flagged
-
-
-def _draw_order_single(ax, j: Judgement, plot: dict) -> None:
-    # One cell: each method at its own position, with its CI.
-    cells = j.cells
-    colors = plt.cm.tab10.colors
-    first = cells.iloc[0]
-    _errorbar(ax, [0], [first["mean"]], [first["mean_lo"]], [first["mean_hi"]], colors[0], None)
-    flagged = False
-    for k, (_, row) in enumerate(cells.iterrows(), start=1):
-        _errorbar(ax, [k], [row["other_mean"]], [row["other_lo"]], [row["other_hi"]], colors[k % 10], None, marker="s")
-        flagged = _flag(ax, [0], [first["mean"]], np.array([row["verdict"] != Verdict.HOLDS.value]), j, flagged)
-    ax.set_xticks(range(len(cells) + 1), [j.claim.lower, *cells["other"].astype(str)])
-    ax.set_xlim(-0.6, len(cells) + 0.6)
-    ax.set_xlabel(j.claim.compare)
-    ax.set_ylabel(plot.get("ylabel", j.claim.observable))
-
-
-def _draw_order_lines(ax, j: Judgement, plot: dict, x: str, series) -> None:
-    colors = plt.cm.tab10.colors
-    styles = ["-", "-.", ":"]
-    ys = []
-    flagged = False
-    for s_i, (params, grp) in enumerate(series):
-        tag = f", {_paper_label(params, plot)}" if params else ""
-        ls = styles[s_i % len(styles)]
-        lower = grp.drop_duplicates(subset=[x]).sort_values(x)
-        xs = lower[x].to_numpy()
-        ax.plot(xs, lower["mean"].to_numpy(float), ls, color=colors[0], lw=1.6)
-        _errorbar(ax, xs, lower["mean"].to_numpy(float), lower["mean_lo"].to_numpy(float),
-                  lower["mean_hi"].to_numpy(float), colors[0],
-                  f"{_value_text(j.claim.compare or 'method', j.claim.lower, plot)}{tag}")
-        ys.append(lower["mean"].to_numpy(float))
-        for k, other in enumerate(j.claim.higher, start=1):
-            g = grp[grp["other"] == other].sort_values(x)
-            xs_o = g[x].to_numpy()
-            ax.plot(xs_o, g["other_mean"].to_numpy(float), ls, color=colors[k % 10], lw=1.2)
-            _errorbar(ax, xs_o, g["other_mean"].to_numpy(float), g["other_lo"].to_numpy(float),
-                      g["other_hi"].to_numpy(float), colors[k % 10],
-                      f"{_value_text(j.claim.compare or 'method', other, plot)}{tag}", marker="s")
-            flagged = _flag(ax, xs_o, g["mean"], (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
-            ys.append(g["other_mean"].to_numpy(float))
-    _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
-    xs_all = np.concatenate([grp[x].to_numpy() for _, grp in series]) if series else np.array([])
-    if np.issubdtype(xs_all.dtype, np.number):
-        _numeric_ticks(ax, xs_all)  # p = 4, 5, 6: not 4.25, 4.5 ...
-    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
-        if scale == "log":
-            _plain_log_ticks(axis)
-    ax.set_xlabel(plot.get("xlabel", x))
-    ax.set_ylabel(plot.get("ylabel", j.claim.observable))
-
-
-def _draw_order_ratios(ax, j: Judgement, plot: dict, x: str, series) -> None:
-    # Many cells: one line per cell and competitor, showing lower/higher; below 1 = order holds.
-    flagged = False
-    ys, xs_all = [], []
-    m = len(series) * len(j.claim.higher)
-    few = len(series) <= 12  # few lines: each labelled with its own colour and marker; many: one entry
-    for s_i, (params, grp) in enumerate(series):
-        for k, other in enumerate(j.claim.higher, start=1):
-            idx = s_i * len(j.claim.higher) + k - 1
-            st = _series_style(idx, m) if few else _style(k - 1)
-            g = grp[grp["other"] == other].sort_values(x)
-            xs, r = g[x].to_numpy(), g["ratio"].to_numpy(float)
-            xs_all.append(xs)
-            pretty = _value_text(j.claim.compare or "method", other, plot)
-            label = f"{_value_text(j.claim.compare or 'method', j.claim.lower, plot)} / {pretty}"
-            if few and params:
-                label += f", {_paper_label(params, plot)}"
-            # dodged a little sideways, so lines that nearly coincide stay visible
-            ax.plot(_dodge(xs, idx, m, plot) if few else xs, r, marker=st["marker"], ls=st["ls"], color=st["color"],
-                    lw=1.0, ms=4.5 if few else 3, alpha=0.9, label=label if few else None,
-                    mfc="white" if idx % 2 else st["color"])
-            flagged = _flag(ax, xs, r, (g["verdict"] != Verdict.HOLDS.value).to_numpy(), j, flagged)
-            ys.append(r)
-    if not few:
-        for k, other in enumerate(j.claim.higher, start=1):
-            st = _style(k - 1)
-            ax.plot([], [], marker=st["marker"], ls=st["ls"], color=st["color"],
-                    label=f"{j.claim.lower} / {other} (one line per cell)")
-    ax.axhline(1.0, color="k", lw=1, ls="--", label="equal (order holds below)")
-    _scales(ax, plot, np.concatenate(ys) if ys else np.array([]))
-    if xs_all and np.issubdtype(np.concatenate(xs_all).dtype, np.number):
-        _numeric_ticks(ax, np.concatenate(xs_all))
-    if ax.get_yscale() == "log":
+        if plot.get("logx") and np.all(cells[x].to_numpy(float) > 0):
+            ax.set_xscale("log")
+        _numeric_ticks(ax, cells[x].to_numpy(float))
+        _log_ticks_at(ax, cells[x].to_numpy(float))
+        if ax.get_xscale() == "log":
+            _plain_log_ticks(ax.xaxis)
+    if log:
         _plain_log_ticks(ax.yaxis)
-    ax.set_xlabel(plot.get("xlabel", x))
-    ax.set_ylabel(f"ratio of {j.claim.observable.replace('_', ' ')}: {j.claim.lower} / other")
+    _plain_linear_ticks(ax)
+    ax.set_xlabel(plot.get("xlabel", x) if x is not None else compare)
+    obs = claim.observable.replace("_", " ")
+    ax.set_ylabel(f"{obs}: {lower} / other (paired ratio)" if log else f"{obs}: {lower} \u2212 other (paired)")
+    plot["_legend"] = (handles, labels)
+
+
+def _cell_order(cells: pd.DataFrame, series) -> np.ndarray:
+    """Positions in ``cells`` of the rows of ``series`` in drawing order."""
+    return np.concatenate([cells.index.get_indexer(grp.index) for _, grp in series]) if series else np.array([], int)
+
+
+def _yerr(m, lo, hi) -> np.ndarray:
+    """Error bar lengths below and above ``m`` (0 where the interval is unknown)."""
+    m, lo, hi = (np.asarray(v, dtype=float) for v in (m, lo, hi))
+    return np.vstack([np.nan_to_num(np.clip(m - lo, 0, None)), np.nan_to_num(np.clip(hi - m, 0, None))])
+
+
+def _limits(ax, values, log: bool) -> None:
+    """y limits around the finite (positive, on a log axis) values, with room for the edge markers."""
+    v = np.asarray([float(t) for t in values], dtype=float)
+    v = v[np.isfinite(v) & ((v > 0) if log else True)]
+    if not v.size:
+        return
+    lo, hi = v.min(), v.max()
+    if log:
+        span = max(np.log10(hi / lo), 0.2)
+        ax.set_ylim(lo / 10 ** (0.12 * span), hi * 10 ** (0.12 * span))
+    else:
+        pad = 0.12 * (hi - lo) if hi > lo else max(abs(hi) * 0.1, 1e-12)
+        ax.set_ylim(lo - pad, hi + pad)
+
+
+_ARROW = dict(arrowstyle="-|>", lw=1.2, mutation_scale=9)
+
+
+def _cell_marks(ax, rows, log: bool, neutral: float, handles, labels) -> None:
+    """State rings, censored arrows, and the cells without a finite value, each kind once in the legend.
+
+    ``rows`` holds ``(x, value, verdict, censored side)`` per drawn cell. A censored value gets an
+    arrow from its marker in the direction where the truth lies; a value beyond the axis (a method
+    that never reached its target: ratio +inf) sits on the axis' edge with an arrow out of it; a cell
+    without any value (ill-posed, both sides missed) sits on the no-difference line.
+    """
+    from matplotlib.lines import Line2D
+
+    shown: set = set()
+    edge = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    for xv, y, verdict, side in rows:
+        y = float(y)
+        marker, color, text = _STATE_MARK.get(verdict, (None, None, None))
+        if np.isinf(y) or (log and y == 0):
+            top = y > 0
+            yf = 0.93 if top else 0.07
+            ax.annotate("", xy=(xv, 1.0 if top else 0.0), xytext=(xv, yf), xycoords=edge, textcoords=edge,
+                        arrowprops=dict(_ARROW, color=color or "k"), annotation_clip=False).set_gid("beyond")
+            ax.scatter([xv], [yf], transform=edge, s=60, marker=marker or "o", color=color or "k", zorder=5,
+                       clip_on=False, gid="beyond")
+            shown.add("beyond")
+            shown.add(verdict)
+            continue
+        at = {}
+        if not np.isfinite(y):  # no value at all: on the no-difference line (else the bottom edge)
+            y, at = (neutral, {}) if neutral is not None else (0.04, dict(transform=edge, clip_on=False))
+            shown.add("novalue")
+        if marker is not None:
+            ax.scatter([xv], [y], s=110, marker=marker, facecolors="none" if marker != "X" else color,
+                       edgecolors=color, lw=1.5, zorder=5, alpha=0.85, gid=verdict, **at)
+            shown.add(verdict)
+        if at:
+            continue
+        if side:
+            up = {"above": 24, "below": -24}.get(side)
+            for dy in ([up] if up is not None else [24, -24]):  # from the marker towards the truth
+                ax.annotate("", xy=(xv, y), xytext=(0, dy), textcoords="offset points",
+                            arrowprops=dict(_ARROW, color="0.2", arrowstyle="<|-"),
+                            annotation_clip=False).set_gid("censored")
+            shown.add("censored")
+    for state, (marker, color, text) in _STATE_MARK.items():
+        if state in shown:
+            handles.append(Line2D([], [], marker=marker, ls="none", ms=9, mfc="none" if marker != "X" else color,
+                                  mec=color, mew=1.5))
+            labels.append(f"cell {text}" + (": the question cannot be asked here" if state == "ill-posed" else ""))
+    if "censored" in shown:
+        handles.append(Line2D([], [], marker="$\\uparrow$", ls="none", ms=10, color="0.2"))
+        labels.append("censored (a run hit the horizon): the truth lies where the arrow points")
+    if "beyond" in shown:
+        handles.append(Line2D([], [], marker="$\\Uparrow$", ls="none", ms=10, color="0.2"))
+        labels.append("no finite value (never reached the target or diverged): beyond the axis")
+    if "novalue" in shown:
+        if neutral is None:
+            handles.append(Line2D([], [], ls="none"))
+            labels.append("cells without a value: on the bottom edge")
+        else:
+            handles.append(Line2D([], [], color="0.55", ls=":", lw=1.0))
+            labels.append(f"cells without a value: on the line at {neutral:g}")
 
 
 # ------------------------------------------------------------------------------------------ paper style
@@ -788,16 +937,22 @@ def _paper_order(j: Judgement, plot: dict):
     return fig
 
 
-def _dodge(xs, i: int, m: int, plot: dict):
-    """Shift series ``i`` of ``m`` sideways a little, so equal means and their CI bars stay visible."""
+def _dodge(xs, i: int, m: int, plot: dict, axis=None):
+    """Shift series ``i`` of ``m`` sideways a little, so equal means and their CI bars stay visible.
+
+    The shift is a fraction of the span of ``axis`` (every x value drawn; default ``xs``), measured in
+    decades on a log x axis.
+    """
     xs = np.asarray(xs)
     if m < 2 or not np.issubdtype(xs.dtype, np.number) or xs.size == 0:
         return xs
+    ref = np.asarray(xs if axis is None else axis, dtype=float)
     step = i - (m - 1) / 2
     width = min(0.02, 0.08 / m)  # many series: the whole fan stays within about 8% of the axis
-    if plot.get("logx") and np.all(xs > 0):
-        return xs * (1 + 3 * width) ** step
-    span = float(np.ptp(xs)) or 1.0
+    if plot.get("logx") and np.all(xs > 0) and np.all(ref > 0):
+        decades = float(np.log10(ref.max() / ref.min())) or 1.0
+        return xs * 10 ** (width * decades * step)
+    span = float(np.ptp(ref)) or 1.0
     return xs + width * span * step
 
 
@@ -894,7 +1049,7 @@ DRAWINGS = {
     BoundKind: (_draw_bound, _one_panel(_paper_bound)),
     SlopeKind: (lambda ax, j, plot, context: _draw_slope(ax, j, plot),
                 _one_panel(lambda ax, fig, j, plot: _paper_slope(ax, j, plot))),
-    MethodsKind: (lambda ax, j, plot, context: _draw_order(ax, j, plot), _paper_order),
+    MethodsKind: (lambda ax, j, plot, context: _draw_methods(ax, j, plot), _paper_order),
 }
 
 
