@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -135,8 +134,11 @@ def bound_vs_empirical(j: Judgement, plot: dict | None = None, context: Judgemen
 
 
 def _errorbar(ax, x, m, lo, hi, color, label, marker="o", floor=None):
-    """Means with interval bars; on a log axis (``floor`` given) a bar reaching 0 or below stops at
-    ``floor`` (the axis' bottom) with an arrow there, never a bar crossing zero."""
+    """Means with interval bars, never a bar crossing zero on a log axis.
+
+    On a log axis (``floor`` given) a bar reaching 0 or below stops at ``floor`` (the axis' bottom),
+    with an arrow there. Returns whether any bar was cut.
+    """
     m, lo, hi = (np.asarray(v, dtype=float) for v in (m, lo, hi))
     x = np.asarray(x)
     cut = np.zeros(m.shape, bool)
@@ -331,8 +333,8 @@ def _draw_bound(ax, j: Judgement, plot: dict, context: Judgement | None = None) 
         labels.append("equivalence margin")
     if tolerance_any:
         handles.append(Line2D([], [], ls="none", marker="_", ms=10, mew=1.0, color="0.25", alpha=0.6))
-        labels.append(f"thin dashes: violated only past these (the bound {'plus' if j.claim.kind == 'upper' else 'minus'}"
-                      " min_effect)")
+        sign = "plus" if j.claim.kind == "upper" else "minus"
+        labels.append(f"thin dashes: violated only past these (the bound {sign} min_effect)")
     if m == 1 and not drawn[0][0][0]:  # one unnamed series: the header entry carries its marker
         st = _series_style(0, 1)
         handles.insert(0, Line2D([], [], color=st["color"], marker=st["marker"], ls="none"))
@@ -390,11 +392,12 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
 
 
 def _draw_methods(ax, j: Judgement, plot: dict) -> None:
-    """An order or equivalent claim as the judge tests it: per cell, the paired ratio (log scale) or
-    difference of the two methods with the judge's interval, against the decision line or the band.
+    """An order or equivalent claim as the judge tests it: the paired ratio or difference per cell.
 
-    The numbers are the judge's own (``estimate``, ``ci_low``/``ci_high``, ``line_low``/``line_high``,
-    ``censored_side``, ``verdict``), so the figure cannot disagree with the verdict. Series (one per
+    Per cell, the paired ratio (log scale) or difference of the two methods with the judge's interval,
+    against the decision line or the equivalence band. The numbers are the judge's own (``estimate``,
+    ``ci_low``/``ci_high``, ``line_low``/``line_high``, ``censored_side``, ``verdict``), so the figure
+    cannot disagree with the verdict. Series (one per
     competitor and group) are dodged sideways with their own colour and marker; categorical x values
     are not joined by lines.
     """
@@ -560,7 +563,7 @@ def _cell_marks(ax, rows, log: bool, neutral: float, handles, labels) -> None:
             ax.annotate("", xy=(xv, 1.0 if top else 0.0), xytext=(xv, yf), xycoords=edge, textcoords=edge,
                         arrowprops=dict(_ARROW, color=color or "k"), annotation_clip=False).set_gid("beyond")
             ax.scatter([xv], [yf], transform=edge, s=60, marker=marker or "o", color=color or "k", zorder=5,
-                       clip_on=False, gid="beyond")
+                       clip_on=False, gid=verdict)
             shown.add("beyond")
             shown.add(verdict)
             continue
