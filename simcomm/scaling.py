@@ -14,6 +14,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from simcomm.backends import entry_point, get_backend
+
 __all__ = ["KERNELS", "ScalingKernel", "time_call", "measure", "fit_exponent", "scaling_figure"]
 
 
@@ -53,7 +55,7 @@ def _synchronised(fn):
 
 @dataclass(frozen=True)
 class ScalingKernel:
-    """A kernel to time: ``setup(n, d, rng) -> thunk`` plus the sizes swept in n and in d."""
+    """A kernel to time: ``setup(n, d, rng) -> thunk`` (on the active backend) plus the sizes swept in n and in d."""
 
     name: str
     label: str
@@ -64,45 +66,34 @@ class ScalingKernel:
     d_sweep: tuple
 
 
-def _on(backend, x):
-    """``x`` where the backend computes: on the device for cupy (the timed call then moves no data)."""
-    from simcomm.backends import get_backend, to_backend
+def _on(x):
+    """``x`` where the active backend computes: on the device for cupy (the timed call then moves no data)."""
+    from simcomm.backends import to_backend
 
-    return to_backend(x, get_backend(backend))
-
-
-def _under(backend, fn):
-    """``fn`` called with ``backend`` active: the compressors it calls compute there."""
-    from simcomm.backends import use
-
-    def call():
-        with use(backend):
-            return fn()
-
-    return call
+    return to_backend(x, get_backend())
 
 
-def _top_k(n, d, rng, backend):
+def _top_k(n, d, rng):
     from simcomm.compress import top_k
 
-    x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
+    x = _on(rng.standard_normal((n, d)).astype(np.float32))
     k = max(1, d // 100)
-    return _under(backend, lambda: top_k(x, k))
+    return lambda: top_k(x, k)
 
 
-def _qsgd(n, d, rng, backend):
+def _qsgd(n, d, rng):
     from simcomm.compress import qsgd
 
-    x = _on(backend, rng.standard_normal((n, d)).astype(np.float32))
-    return _under(backend, lambda: qsgd(x, 4, rng=rng))
+    x = _on(rng.standard_normal((n, d)).astype(np.float32))
+    return lambda: qsgd(x, 4, rng=rng)
 
 
-def _gossip(n, d, rng, backend):
+def _gossip(n, d, rng):
     from simcomm.topology import exponential, mix
 
     topo = exponential(n)
-    X = _on(backend, rng.standard_normal((n, d)))
-    return lambda: mix(topo, X, 0, backend=backend)
+    X = _on(rng.standard_normal((n, d)))
+    return lambda: mix(topo, X, 0)
 
 
 KERNELS = {
@@ -116,15 +107,16 @@ KERNELS = {
 }
 
 
-def measure(names=tuple(KERNELS), *, backend: str = "numba", rng=None, scale: float = 1.0) -> pd.DataFrame:
+@entry_point
+def measure(names=tuple(KERNELS), *, backend: str | None = None, rng=None, scale: float = 1.0) -> pd.DataFrame:
     """Time each kernel over its n and d sweeps.
 
     Parameters
     ----------
     names : iterable of str
         Keys of :data:`KERNELS`.
-    backend : str
-        Backend name passed to the kernels.
+    backend : str, optional
+        The backend the kernels are timed on (default: the active one, ``numba`` unless set).
     rng : seed or Generator
         Random inputs.
     scale : float
@@ -136,6 +128,7 @@ def measure(names=tuple(KERNELS), *, backend: str = "numba", rng=None, scale: fl
         Columns ``kernel, backend, sweep ("n" or "d"), n, d, seconds``.
     """
     rng = np.random.default_rng(rng)
+    where = get_backend().NAME
     rows = []
     for name in names:
         k = KERNELS[name]
@@ -145,8 +138,8 @@ def measure(names=tuple(KERNELS), *, backend: str = "numba", rng=None, scale: fl
                         else (max(2, int(size * scale)), k.d_fixed))
                 if sweep == "n" and name == "gossip":
                     n = max(4, int(size * scale))
-                secs = time_call(k.setup(n, d, rng, backend))
-                rows.append(dict(kernel=name, backend=str(backend), sweep=sweep, n=n, d=d, seconds=secs))
+                secs = time_call(k.setup(n, d, rng))
+                rows.append(dict(kernel=name, backend=where, sweep=sweep, n=n, d=d, seconds=secs))
     return pd.DataFrame(rows)
 
 

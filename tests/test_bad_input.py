@@ -132,7 +132,7 @@ def test_mix_of_integer_input_averages_in_floating_point():
 
     from simcomm.topology import mix, ring
 
-    out = mix(ring(4), np.array([[1], [2], [0], [3]]), backend="numpy")
+    out = mix(ring(4), np.array([[1], [2], [0], [3]]))
     # Metropolis weights on the 4-ring are 1/3 (self and both neighbours): node 0 gets (1 + 2 + 3)/3
     assert out.dtype == np.float64
     np.testing.assert_allclose(out.ravel(), [2.0, 1.0, 5 / 3, 4 / 3])

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import theory.basegraph as th
 from simcomm._errors import UserError
+from simcomm.backends import use
 from simcomm.experiments.basegraph import messages_budget_steps, sequence_defects
 from simcomm.optim import run_dsgd
 from simcomm.topology import (
@@ -91,8 +92,9 @@ def test_property_exact_degree_length(n, k):
     topo = base_graph(n, k)
     X = np.random.default_rng(n * 10 + k).standard_normal((n, 3))
     Y = X
-    for t in range(topo.period):
-        Y = mix(topo, Y, t, backend="numpy")
+    with use("numpy"):
+        for t in range(topo.period):
+            Y = mix(topo, Y, t)
     np.testing.assert_allclose(Y, np.broadcast_to(X.mean(axis=0), Y.shape), atol=1e-12)
     assert max_degree(topo) <= k
     assert th.period_lower(n, k) <= topo.period <= th.period_bound(n, k) + 1e-9
@@ -142,11 +144,13 @@ def test_n_equal_one_and_tiny():
 
 def test_sequence_defects_detect_a_dropped_matrix():
     topo = base_graph(12, 1)
-    good = sequence_defects(topo, 1, backend="numpy")
+    with use("numpy"):
+        good = sequence_defects(topo, 1)
     assert max(v for key, v in good.items() if key != "phase_deviation") < 1e-12
     from simcomm.experiments.basegraph import _build
 
-    bad = sequence_defects(_build("base", 12, 1, drop=0), 1, backend="numpy")
+    with use("numpy"):
+        bad = sequence_defects(_build("base", 12, 1, drop=0), 1)
     assert bad["product_phase0"] > 0.1 and bad["window_every_phase"] > 0.1
 
 
@@ -166,7 +170,10 @@ def test_dsgd_and_build_accept_the_new_topologies():
     X = np.random.default_rng(0).standard_normal((25, 7))
     topo = build("base", 25, k=2)
     for t in range(topo.period):
-        np.testing.assert_allclose(mix(topo, X, t, backend="numba"), mix(topo, X, t, backend="numpy"), rtol=1e-14)
+        with use("numba"):
+            fast = mix(topo, X, t)
+        with use("numpy"):
+            np.testing.assert_allclose(fast, mix(topo, X, t), rtol=1e-14)
 
 
 def test_base_mixes_noise_free_consensus_exactly_where_one_peer_cannot():
@@ -174,10 +181,11 @@ def test_base_mixes_noise_free_consensus_exactly_where_one_peer_cannot():
     X = np.random.default_rng(3).standard_normal((n, 4))
     base, exp = base_graph(n, 1), one_peer_exponential(n)
     Yb, Ye = X, X
-    for t in range(base.period):
-        Yb = mix(base, Yb, t, backend="numpy")
-    for t in range(base.period):
-        Ye = mix(exp, Ye, t, backend="numpy")
+    with use("numpy"):
+        for t in range(base.period):
+            Yb = mix(base, Yb, t)
+        for t in range(base.period):
+            Ye = mix(exp, Ye, t)
     assert np.abs(Yb - X.mean(axis=0)).max() < 1e-14
     assert np.abs(Ye - X.mean(axis=0)).max() > 1e-3
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from simcomm import UserError
-from simcomm.backends import available_backends, get_backend
+from simcomm.backends import available_backends, get_backend, use
 from simcomm.backends._numpy.quant import counter_uniforms
 from simcomm.models import heterogeneous_least_squares, logistic_problem
 from simcomm.models._decentralized import (
@@ -209,8 +209,10 @@ def test_diagonal_constants_are_exact(n, d, b):
 
 def test_diagonal_problem_is_the_same_on_every_backend():
     # built from counter normals by the backend: numpy and numba agree up to libm rounding
-    a = diagonal_quadratic(6, 500, b=0.8, rng=7, backend="numpy")
-    c = diagonal_quadratic(6, 500, b=0.8, rng=7, backend="numba")
+    with use("numpy"):
+        a = diagonal_quadratic(6, 500, b=0.8, rng=7)
+    with use("numba"):
+        c = diagonal_quadratic(6, 500, b=0.8, rng=7)
     np.testing.assert_allclose(c.centers, a.centers, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(c.x_star, a.x_star, rtol=1e-12, atol=1e-12)
     assert math.isclose(c.f_star, a.f_star, rel_tol=1e-12) and (c.L, c.mu) == (a.L, a.mu)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from simcomm.backends import use
 from simcomm.models import heterogeneous_least_squares
 from simcomm.optim._decentralized import _fusable, messages_sent, run_dsgd
 
@@ -26,8 +27,8 @@ def test_fused_run_equals_the_per_step_run(topology, beta, sigma, every):
     kw = dict(steps=300, lr=0.05, beta=beta, sigma=sigma, seed=4, schedule="inv_sqrt", k0=5.0, record_every=every)
     ref = run_dsgd(prob, topology, backend="numpy", **kw)
     got = run_dsgd(prob, topology, backend="numba", **kw)
-    assert _fusable(prob, __import__("simcomm.backends", fromlist=["get_backend"]).get_backend("numba"),
-                    "stream", None)
+    with use("numba"):
+        assert _fusable(prob, "stream", None)
     assert np.array_equal(ref.step, got.step) and ref.diverged_at.tolist() == got.diverged_at.tolist()
     assert set(ref.records) == set(got.records)
     for name in ref.records:

@@ -235,3 +235,45 @@ def test_private_import_check_finds_one(tmp_path):
                               "from simcomm.models import _nn\n")
     found = sorted(mod for _, mod, _ in _private_imports(tmp_path))
     assert found == ["simcomm.models._nn", "simcomm.topology._mixing"]
+
+
+#: where a backend is configured beyond the decorated entry points: the runner's cells, caches and workers
+#: are keyed by the backend's name, and an experiment's function is registered (and run under ``use``) by
+#: the registry's own wrapper
+BACKEND_CONFIGURED = {"simcomm/runner.py", "simcomm/checking.py", "simcomm/cost.py", "simcomm/experiments/_registry.py",
+                      "simcomm/experiments/train.py"}
+
+
+def _backend_parameters(root=ROOT) -> list[str]:
+    """``path:line name`` of every function below the entry points that takes ``backend``."""
+    out = []
+    for path in sorted((root / "simcomm").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("simcomm/backends/", "simcomm/cli/")) or rel in BACKEND_CONFIGURED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if "backend" not in {a.arg for a in args}:
+                continue
+            decorators = {ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+            if not decorators & {"entry_point", "experiment"}:
+                out.append(f"{rel}:{node.lineno} {node.name}")
+    return out
+
+
+def test_backend_is_a_parameter_of_entry_points_only():
+    # below an entry point the arrays and the active backend (simcomm.backends.use) say where code runs
+    bad = _backend_parameters()
+    assert not bad, ("decorate a function that configures a run with simcomm.backends.entry_point; below one, take "
+                     "the active backend (get_backend()) or the arrays' (backend_for(None, x)):\n" + "\n".join(bad))
+
+
+def test_backend_parameter_check_finds_one(tmp_path):
+    pkg = tmp_path / "simcomm" / "topology"
+    pkg.mkdir(parents=True)
+    (pkg / "x.py").write_text("from simcomm.backends import entry_point\n\n\n"
+                              "def mix(X, *, backend=None):\n    pass\n\n\n"
+                              "@entry_point\ndef run(X, *, backend=None):\n    pass\n")
+    assert _backend_parameters(tmp_path) == ["simcomm/topology/x.py:4 mix"]

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from simcomm import UserError
+from simcomm.backends import use
 from simcomm.models import heterogeneous_least_squares
 from simcomm.models._decentralized import diagonal_quadratic, node_gradients
 from simcomm.optim import ACCELERATIONS, METHODS, build_method, dsgd_init, dsgd_update, run, run_dsgd
@@ -56,8 +57,9 @@ def test_the_acceleration_equals_the_composition():
     settings = dict(topology="torus", lr=0.05, beta=0.9, sigma=0.5, seed=4, schedule="inv_sqrt", k0=5.0)
     assert _run_fused in ACCELERATIONS["dsgd"]
     x = dsgd_init(prob.x0, prob.n).x
-    fast = _run_fused(prob, build_method("dsgd", **settings), 300, x0=x.copy(), backend="numba",
-                      watch=dsgd_watch(prob, "torus", 300, 7))
+    with use("numba"):
+        fast = _run_fused(prob, build_method("dsgd", **settings), 300, x0=x.copy(),
+                          watch=dsgd_watch(prob, "torus", 300, 7))
     assert fast is not None
     _same(fast, _run_named(prob, settings, 300, "numba", 7))
     seen = []
@@ -75,7 +77,8 @@ def test_the_acceleration_stands_aside_where_it_does_not_apply(backend):
     prob = heterogeneous_least_squares(8, 4, b=1.0, rng=0)
     m = build_method("dsgd", topology="ring", lr=0.05, sigma=0.5, noise="counter" if backend == "numba" else "auto")
     x = dsgd_init(prob.x0, prob.n).x
-    assert _run_fused(prob, m, 10, x0=x, backend=backend, watch=dsgd_watch(prob, "ring", 10)) is None
+    with use(backend):
+        assert _run_fused(prob, m, 10, x0=x, watch=dsgd_watch(prob, "ring", 10)) is None
 
 
 @pytest.mark.parametrize("topology", ["exponential", "one_peer_exponential", "parallel", "torus"])

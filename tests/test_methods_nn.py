@@ -105,8 +105,7 @@ def test_acceleration_declines_what_it_does_not_fuse(digits):
     for settings in ({"compressor": "qsgd(s=4)"}, {"compressor": "top_k(k=5)", "feedback": "ef21"},
                      {"compressor": "none"}):
         m = build_method("ef_sgd", lr=0.1, **settings)
-        assert fused(problem, m, 3, rng=np.random.default_rng(0), x0=None, backend=None, on_step=None,
-                     watch=watch) is None
+        assert fused(problem, m, 3, rng=np.random.default_rng(0), x0=None, on_step=None, watch=watch) is None
 
 
 @pytest.mark.parametrize("variant", sorted(FEEDBACKS))

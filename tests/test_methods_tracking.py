@@ -8,6 +8,7 @@ step is the method's step.
 import numpy as np
 import pytest
 
+from simcomm.backends import use
 from simcomm.models import diagonal_quadratic, heterogeneous_least_squares
 from simcomm.models._decentralized import node_gradients
 from simcomm.optim import (
@@ -129,10 +130,11 @@ def test_public_pure_steps_are_the_methods_steps(backend):
     ]
     for name, settings, s, pure in cases:
         m = build_method(name, **settings)
-        ctx = Ctx(PROB, 0, 5, np.random.default_rng(0), backend)
-        state, ref = m.init(s, ctx), s
-        for k in range(5):
-            s, state = m.step(s, state, ctx._replace(k=k))
-            ref = pure(ref, grads(ref))
+        ctx = Ctx(PROB, 0, 5, np.random.default_rng(0))
+        with use(backend):
+            state, ref = m.init(s, ctx), s
+            for k in range(5):
+                s, state = m.step(s, state, ctx._replace(k=k))
+                ref = pure(ref, grads(ref))
             for a, b in zip(s, ref):
                 np.testing.assert_array_equal(a, b)

@@ -48,16 +48,16 @@ def _build(construction: str, n: int, k: int, drop: int) -> Topology:
     return time_varying(layers, name=topo.name)
 
 
-def _window_deviation(topo: Topology, k0: int, steps: int, backend) -> float:
+def _window_deviation(topo: Topology, k0: int, steps: int) -> float:
     """||W^(k0+steps-1) ... W^(k0) - J||_F, the product applied to I by the gossip kernel."""
     n = topo.n
     X = np.eye(n)
     for k in range(k0, k0 + steps):
-        X = mix(topo, X, k, backend=backend)
+        X = mix(topo, X, k)
     return float(np.linalg.norm(X - 1.0 / n))
 
 
-def sequence_defects(topo: Topology, k: int, backend=None) -> dict:
+def sequence_defects(topo: Topology, k: int) -> dict:
     r"""Defects of a periodic sequence that should all be 0 for an exact Base-(k+1) graph.
 
     Returns a dict: ``product_phase0`` (:math:`\|W^{(\tau-1)}\cdots W^{(0)} - J\|_F`),
@@ -70,7 +70,7 @@ def sequence_defects(topo: Topology, k: int, backend=None) -> dict:
     Examples
     --------
     >>> from simcomm.topology import base_graph
-    >>> d = sequence_defects(base_graph(6, 1), 1, backend="numpy")
+    >>> d = sequence_defects(base_graph(6, 1), 1)
     >>> max(v for key, v in d.items() if key != "phase_deviation") < 1e-12
     True
     """
@@ -84,12 +84,12 @@ def sequence_defects(topo: Topology, k: int, backend=None) -> dict:
         sums = max(sums, float(rows), float(cols), neg)
         asym = max(asym, float(abs(W - W.T).max()) if W.nnz else 0.0)
     return {
-        "product_phase0": _window_deviation(topo, 0, tau, backend),
-        "window_every_phase": max(_window_deviation(topo, k0, 2 * tau - 1, backend) for k0 in range(tau)),
+        "product_phase0": _window_deviation(topo, 0, tau),
+        "window_every_phase": max(_window_deviation(topo, k0, 2 * tau - 1) for k0 in range(tau)),
         "row_col_sums": sums,
         "asymmetry": asym,
         "degree_excess": float(max(0, max_degree(topo) - k)),
-        "phase_deviation": max(_window_deviation(topo, k0, tau, backend) for k0 in range(tau)),
+        "phase_deviation": max(_window_deviation(topo, k0, tau) for k0 in range(tau)),
     }
 
 
@@ -119,7 +119,7 @@ def basegraph_exact(params, rng, backend):
     del rng
     n, k = params["n"], params["k"]
     topo = _build(params["construction"], n, k, params["drop"])
-    d = sequence_defects(topo, k, backend)
+    d = sequence_defects(topo, k)
     rows = [dict(metric="defect", value=v, check=name) for name, v in d.items() if name != "phase_deviation"]
     rows.append(dict(metric="phase_deviation", value=d["phase_deviation"]))
     rows.append(dict(metric="period", value=float(topo.period)))

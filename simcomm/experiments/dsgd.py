@@ -107,7 +107,7 @@ _COMMON = {
 }
 
 
-def _curves(prob, topologies, *, steps, lr, beta, sigma, inner, seed0, x0, schedule, k0, backend):
+def _curves(prob, topologies, *, steps, lr, beta, sigma, inner, seed0, x0, schedule, k0):
     """Mean over ``inner`` seeds of e_k (node gradient norm), per topology, with divergence notes."""
     out, notes = {}, {}
     for topo in topologies:
@@ -115,7 +115,7 @@ def _curves(prob, topologies, *, steps, lr, beta, sigma, inner, seed0, x0, sched
         note = ""
         for s in range(inner):
             tr = run_dsgd(prob, topo, steps=steps, lr=lr, beta=beta, sigma=sigma, seed=seed0 + s,
-                          schedule=schedule, k0=k0, x0=x0, backend=backend)
+                          schedule=schedule, k0=k0, x0=x0)
             if tr.diverged[0]:
                 note = tr.note
                 acc[:] = np.inf
@@ -126,14 +126,14 @@ def _curves(prob, topologies, *, steps, lr, beta, sigma, inner, seed0, x0, sched
     return out, notes
 
 
-def _transient_rows(params, rng, topologies, backend):
+def _transient_rows(params, rng, topologies):
     n = params["n"]
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
     lr = params["lr"] * math.sqrt(n)
     curves, notes = _curves(prob, ("parallel",) + tuple(topologies), steps=params["horizon"], lr=lr,
                             beta=params["beta"], sigma=params["sigma"], inner=params["inner"], seed0=seed0,
-                            x0=prob.x_star, schedule="inv_sqrt", k0=1.0, backend=backend)
+                            x0=prob.x_star, schedule="inv_sqrt", k0=1.0)
     r_par = running_mean(curves["parallel"])
     rows, values, censored = [], {}, {}
     for topo in topologies:
@@ -169,7 +169,7 @@ _TRANSIENT = {
 })
 def dsgd_transient(params, rng, backend):
     """Transient iterations of DmSGD on one topology against parallel SGD (module doc)."""
-    rows, _, _ = _transient_rows(params, rng, (params["topology"],), backend)
+    rows, _, _ = _transient_rows(params, rng, (params["topology"],))
     for r in rows:
         r.pop("topology")
         r.pop("rho", None)
@@ -198,7 +198,7 @@ def dsgd_transient_chain(params, rng, backend):
     horizon, and a ratio involving one, carries ``censored = True``.
     """
     chain = [t.strip() for t in params["chain"].split(",")]
-    rows, values, censored = _transient_rows(params, rng, chain, backend)
+    rows, values, censored = _transient_rows(params, rng, chain)
     for a, b in zip(chain, chain[1:]):
         rows.append(dict(metric="transient_order", value=float(values[a]), pair=f"{a}<={b}", side="lower",
                          censored=censored[a]))
@@ -217,7 +217,7 @@ def dsgd_transient_chain(params, rng, backend):
 # --------------------------------------------------------------------------- tracking from x0
 
 
-def _tracking_runs(params, rng, n, topologies, backend):
+def _tracking_runs(params, rng, n, topologies):
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
     curves, notes = {}, {}
@@ -229,8 +229,7 @@ def _tracking_runs(params, rng, n, topologies, backend):
         note = ""
         for s in range(params["inner"]):
             tr = run_dsgd(prob, topo, steps=params["steps"], lr=params["lr"] * math.sqrt(n), beta=params["beta"],
-                          sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"],
-                          backend=backend)
+                          sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"])
             if tr.diverged[0]:
                 note = tr.note
                 acc_e[:] = np.inf
@@ -291,7 +290,7 @@ def dsgd_tracking(params, rng, backend):
       means :math:`r(T) = \frac1T\sum_{k\le T} e_k` (reported, not judged).
     """
     n, topo = params["n"], params["topology"]
-    _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,), backend)
+    _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,))
     e_dec, e_par = curves[topo], curves["parallel"]
     r_par, r_dec = running_mean(e_par), running_mean(e_dec)
     ratio = r_dec[params["early"] - 1:] / r_par[params["early"] - 1:]
@@ -321,7 +320,7 @@ def dsgd_ratio_decay(params, rng, backend):
     over, one that does not fall has reached its limit (or never will).
     """
     n, topo = params["n"], params["topology"]
-    _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,), backend)
+    _, curves, _, _, notes = _tracking_runs(params, rng, n, (topo,))
     e_dec, e_par = curves[topo], curves["parallel"]
 
     T = params["steps"]
@@ -348,7 +347,7 @@ def dsgd_one_peer(params, rng, backend):
     by static / by one-peer over the run (deterministic, :math:`\tau = \lceil\log_2 n\rceil`); ``tau``.
     """
     n = params["n"]
-    _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), backend)
+    _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"))
     T = params["steps"]
     m_static = float(np.sum(messages_per_step("exponential", n)) * T)
     per = messages_per_step("one_peer_exponential", n)
@@ -386,7 +385,7 @@ def dsgd_one_peer_pow2(params, rng, backend):
     one = params["graph"]
     rows = []
     for label, n in (("power_of_2", 1 << p), ("not_power_of_2", 3 << (p - 2))):
-        _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", one), backend)
+        _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", one))
         note = notes[one] or notes["exponential"]
         sizes = f"{3 << (p - 2)} vs {1 << p}"
         rows.append(dict(metric="one_peer_consensus_ratio", value=_tail_ratio(cons[one], cons["exponential"]),
@@ -413,7 +412,7 @@ def dsgd_transient_growth(params, rng, backend):
     a, b = [t.strip() for t in params["chain"].split(",")][:2]
     rows = []
     for label, n in (("n", params["n"]), ("2n", 2 * params["n"])):
-        _, values, censored = _transient_rows({**params, "n": n}, rng, (a, b), backend)
+        _, values, censored = _transient_rows({**params, "n": n}, rng, (a, b))
         with np.errstate(invalid="ignore"):
             ratio = float(values[b] / values[a])
         # no column with the node count: it would vary inside the cell and split the pair
@@ -479,7 +478,7 @@ def dsgd_run(params, rng, backend):
     from simcomm.models import make_node_problem
 
     t0 = time.perf_counter()
-    prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng, backend=backend)
+    prob = make_node_problem(params["problem"], params["n"], d=params["d"], b=params["b"], rng=rng)
     seed = int(rng.integers(2**62))
     t1 = time.perf_counter()
     tr = run_dsgd(prob, params["topology"], steps=params["steps"], lr=params["lr"], beta=params["beta"],

@@ -82,7 +82,7 @@ def topology_spectrum(params, rng, backend):
     ]
 
 
-def _phase_deviation(topo, backend, block: int = 256) -> float:
+def _phase_deviation(topo, block: int = 256) -> float:
     """max over start phases k0 of ||W^(k0+tau-1) ... W^(k0) - J||_F, applying the mixing kernel to I.
 
     The Frobenius norm bounds the 2-norm from above, so a zero here is a zero 2-norm deviation. No
@@ -97,7 +97,7 @@ def _phase_deviation(topo, backend, block: int = 256) -> float:
             X = np.zeros((n, len(cols)))
             X[cols, np.arange(len(cols))] = 1.0
             for k in range(k0, k0 + tau):
-                X = mix(topo, X, k, backend=backend)
+                X = mix(topo, X, k)
             sq += float(np.sum((X - 1.0 / n) ** 2))
         worst = max(worst, math.sqrt(sq))
     return worst
@@ -131,7 +131,7 @@ def one_peer_deviation(params, rng, backend):
     topo = one_peer_exponential(n, order=order) if params["graph"] == "one_peer_exponential" else base_graph(n, 1)
     rows = [dict(metric="deviation", value=product_deviation(topo))]
     if n <= params["kernel_max_n"]:
-        rows.append(dict(metric="phase_deviation", value=_phase_deviation(topo, backend)))
+        rows.append(dict(metric="phase_deviation", value=_phase_deviation(topo)))
     return rows
 
 
@@ -169,7 +169,7 @@ def gossip_consensus(params, rng, backend):
     logs = np.empty(steps)
     rate = None
     for k in range(steps):
-        e = 0.5 * (e + mix(topo, e, k, backend=backend)) if params["lazy"] else mix(topo, e, k, backend=backend)
+        e = 0.5 * (e + mix(topo, e, k)) if params["lazy"] else mix(topo, e, k)
         e -= e.mean(axis=0)
         s = np.linalg.norm(e)
         if s < 1e-12:  # consensus reached to rounding in one step (the deviation was normalised to 1)
@@ -227,7 +227,7 @@ def noisy_consensus(params, rng, backend):
         noise = rng.standard_normal((m, n, d))  # drawn in chunks: fewer generator calls, same stream
         for j in range(m):
             y = x - (lr * sigma) * noise[j]
-            x = 0.5 * (y + mix(topo, y, k, backend=backend)) if params["lazy"] else mix(topo, y, k, backend=backend)
+            x = 0.5 * (y + mix(topo, y, k)) if params["lazy"] else mix(topo, y, k)
             if k >= burn:
                 dev = x - x.mean(axis=0)
                 total += float(np.sum(dev * dev)) / n

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from simcomm._errors import SpecError, UserError
+from simcomm.backends import entry_point
 from simcomm.compress import Identity, Message, TopK
 from simcomm.experiments._registry import Param, experiment
 from simcomm.network import HEADER_BYTES, Network, Straggler, decode, encode, message, phase_time
@@ -377,6 +378,7 @@ def _stand_in_compressor(comp, D: int, d: int):
     return dataclasses.replace(comp, **changes) if changes else comp
 
 
+@entry_point
 def measure_step_inflation(compressors, *, d: int, n: int = 8, steps: int = 500, target_loss: float = 0.1,
                            replicates: int = 3, rng=None, backend=None) -> list[dict]:
     r"""Measured step inflation :math:`\rho` = steps(compressor) / steps(SGD) to a target loss on a stand-in problem.
@@ -404,6 +406,7 @@ def measure_step_inflation(compressors, *, d: int, n: int = 8, steps: int = 500,
         Independent replicates (streams of ``rng``).
     rng : numpy.random.Generator or seed, optional
     backend : str, optional
+        The backend the runs compute on (default: the active one).
 
     Returns
     -------
@@ -431,7 +434,7 @@ def measure_step_inflation(compressors, *, d: int, n: int = 8, steps: int = 500,
     D = model.n_params
     workers = min(int(n), 8)
     stand = [_stand_in_compressor(c, D, d) for c in comps]
-    common = dict(n=workers, steps=steps, lr=0.5, batch_size=16, record_every=5, backend=backend)
+    common = dict(n=workers, steps=steps, lr=0.5, batch_size=16, record_every=5)
 
     def hit(tr):
         j = np.flatnonzero(tr.train_loss <= target_loss)

@@ -86,7 +86,7 @@ def _quadratic(H: np.ndarray, x0: np.ndarray, L: float, mu: float) -> Problem:
     return Problem("quadratic", 1, d, float(L), float(mu), np.zeros(d), 0.0, 0.0, x0, grad, value, full_grad)
 
 
-def _factor(problem: Problem, comp: Compressor, lr: float, steps: int, rng, backend) -> tuple[float, str]:
+def _factor(problem: Problem, comp: Compressor, lr: float, steps: int, rng) -> tuple[float, str]:
     r"""Measured per-step factor :math:`((f(x_k) - f^\star)/(f(x_0) - f^\star))^{1/k}` and the run's note.
 
     ``k`` is ``steps``, or the first step with :math:`f(x_k) \le 10^{-250} f(x_0)` (the run stops there: below,
@@ -94,7 +94,7 @@ def _factor(problem: Problem, comp: Compressor, lr: float, steps: int, rng, back
     """
     f0 = float(problem.value(problem.x0)[0])
     tr = compressed_gd(problem, comp, lr=lr, steps=steps, mode="aggregate", record_every=1, stop_gap=1e-250 * f0,
-                       rng=rng, backend=backend)
+                       rng=rng)
     k = int(tr.step[-1])
     fk = float(tr.f_gap[0, -1])
     if not math.isfinite(fk):
@@ -157,7 +157,7 @@ def pep_compressed_gd(params, rng, backend):
     u = rng.standard_normal(d)
     problem = _quadratic(H, u / np.linalg.norm(u), L, mu)
     comp = _compressor(params["compressor"], _delta_true(params), d)
-    rate, note = _factor(problem, comp, params["lr"], params["steps"], rng, backend)
+    rate, note = _factor(problem, comp, params["lr"], params["steps"], rng)
     return [dict(metric="rate", value=rate, note=note)]
 
 
@@ -190,7 +190,7 @@ def pep_worst_case(params, rng, backend):
     for h in (params["mu"], params["L"]):
         problem = _quadratic(np.array([[h]]), np.array([1.0]), params["L"], params["mu"])
         for c in cs:
-            f, note = _factor(problem, _Scaled(c), params["lr"], params["steps"], rng, backend)
+            f, note = _factor(problem, _Scaled(c), params["lr"], params["steps"], rng)
             worst = max(worst, f)
             notes.append(note)
     return [dict(metric="factor", value=worst, note="; ".join(n for n in notes if n))]

@@ -289,11 +289,11 @@ def delay_exact(params, rng, backend):
     tau = params["tau"]
     # diagonal Hessian: Bernoulli keeps act on eigen-coordinates, the setting of the 2/(alpha L) limit
     p = make_problem("quadratic", n=1, d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
-    g = largest_stable_async_step(p, q, params, tau, rng, backend, decay=1.0)
+    g = largest_stable_async_step(p, q, params, tau, rng, decay=1.0)
     return [dict(metric="lr_max", value=g, alpha=float(q.alpha(p.d)))]
 
 
-def largest_stable_async_step(p, q, params, tau: int, rng, backend, *, decay: float) -> float:
+def largest_stable_async_step(p, q, params, tau: int, rng, *, decay: float) -> float:
     r"""The largest step of delayed (``q``-compressed) GD on ``p`` that still converges, by bisection.
 
     A run of ``params["steps"] + params["steps_per_tau"] * tau`` steps (``params["delay"]`` delays up to
@@ -309,7 +309,7 @@ def largest_stable_async_step(p, q, params, tau: int, rng, backend, *, decay: fl
 
     def stable(lr):
         tr = async_compressed_gd(p, q, lr=lr, steps=K, tau=tau, delay=params["delay"], record_every=every,
-                                 rng=np.random.default_rng(stream), backend=backend)
+                                 rng=np.random.default_rng(stream))
         if tr.diverged_at[0] >= 0:
             return False
         d2 = tr.dist2[0]

@@ -145,5 +145,5 @@ def delay_logistic_threshold(params, rng, backend):
     q = _quantizer(params)
     tau = params["tau"]
     p = make_problem(params["problem"], n=params["n"], heterogeneous=params["heterogeneous"], l2=params["l2"])
-    g = largest_stable_async_step(p, q, params, tau, rng, backend, decay=0.5)
+    g = largest_stable_async_step(p, q, params, tau, rng, decay=0.5)
     return [dict(metric="lr_max", value=g, L=p.L, mu=p.mu, alpha=float(q.alpha(p.d)))]

@@ -540,8 +540,7 @@ def heterogeneous_least_squares(n: int, d: int, *, m: int | None = None, b: floa
     return prob._replace(f_star=f_star, b=float(s * b1))
 
 
-def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: float = 1.0, rng=None,
-                       backend=None) -> NodeProblem:
+def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: float = 1.0, rng=None) -> NodeProblem:
     r"""Separable quadratics with an O(d) gradient oracle and heterogeneity exactly ``b`` at the optimum.
 
     :math:`f_i(x) = \frac12\sum_j h_j (x_j - c_{ij})^2` with curvatures :math:`h_j` log-spaced from
@@ -558,9 +557,9 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
 
     The Gaussians are counter normals (:func:`simcomm.backends._numpy.noise.add_counter_normals`, step
     0) keyed by ``n + 1`` draws of ``rng``: :math:`x^\star` from the first key, :math:`u_i` from key
-    ``i + 1``. So the problem is built by the backend where it computes (on the GPU for ``cupy``:
-    nothing crosses from the host), and every backend builds the same problem up to the last-ulp
-    differences of its ``log``/``cos``.
+    ``i + 1``. So the problem is built by the active backend (:func:`simcomm.backends.use`; default
+    ``numba``) where it computes (on the GPU under ``cupy``: nothing crosses from the host), and every
+    backend builds the same problem up to the last-ulp differences of its ``log``/``cos``.
 
     Parameters
     ----------
@@ -574,8 +573,6 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
         Smallest and largest curvature, ``0 < mu <= L`` (with ``d = 1`` the one curvature is ``mu``,
         and the problem's ``L`` is ``mu``).
     rng : numpy.random.Generator or seed
-    backend : str or module, optional
-        Backend that draws the normals (default ``numba``); the arrays are in its namespace.
 
     Returns
     -------
@@ -596,7 +593,7 @@ def diagonal_quadratic(n: int, d: int, *, b: float = 1.0, mu: float = 0.1, L: fl
         raise UserError(f"curvatures need 0 < mu <= L (finite), got mu={mu!r}, L={L!r}")
     from simcomm.backends import get_backend, namespace_of_backend
 
-    be = get_backend(backend)
+    be = get_backend()
     xp = namespace_of_backend(be)
     rng = np.random.default_rng(rng)
     keys = rng.integers(0, 2**64, size=n + 1, dtype=np.uint64)
@@ -700,13 +697,13 @@ def logistic_problem(n: int, *, dataset: str = "synthetic", split: str = "iid", 
 
 
 def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: str = "iid", l2: float = 1e-2,
-                      rng=None, backend=None) -> NodeProblem:
+                      rng=None) -> NodeProblem:
     r"""Build a problem by name (what experiments and ``python -m simcomm.mpi`` call).
 
     ``"least_squares"`` (dimension ``d``, heterogeneity ``b``), ``"logistic"`` (synthetic mixture in
     ``d`` features, 2 classes, ``split``), ``"digits"`` (real data, ``split``) or ``"diagonal"``
     (:func:`diagonal_quadratic` in dimension ``d``, heterogeneity ``b``, default curvatures, built by
-    ``backend``: on the device for ``cupy``; the other problems are built on the host).
+    the active backend: on the device under ``cupy``; the other problems are built on the host).
 
     Examples
     --------
@@ -717,17 +714,16 @@ def make_node_problem(name: str, n: int, *, d: int = 10, b: float = 1.0, split: 
     if build is None:
         raise UserError(f"unknown problem '{name}'{closest(name, NODE_PROBLEMS)}; "
                         f"choose one of {', '.join(NODE_PROBLEMS)}")
-    return build(n, d=d, b=b, split=split, l2=l2, rng=rng, backend=backend)
+    return build(n, d=d, b=b, split=split, l2=l2, rng=rng)
 
 
 #: How :func:`make_node_problem` builds each named problem (the names are :data:`NODE_PROBLEMS`).
 _NODE_PROBLEMS = {
-    "least_squares": lambda n, *, d, b, split, l2, rng, backend: heterogeneous_least_squares(n, d, b=b, rng=rng),
-    "logistic": lambda n, *, d, b, split, l2, rng, backend: logistic_problem(n, dataset="synthetic", split=split,
-                                                                             l2=l2, features=d, rng=rng),
-    "digits": lambda n, *, d, b, split, l2, rng, backend: logistic_problem(n, dataset="digits", split=split, l2=l2,
-                                                                           rng=rng),
-    "diagonal": lambda n, *, d, b, split, l2, rng, backend: diagonal_quadratic(n, d, b=b, rng=rng, backend=backend),
+    "least_squares": lambda n, *, d, b, split, l2, rng: heterogeneous_least_squares(n, d, b=b, rng=rng),
+    "logistic": lambda n, *, d, b, split, l2, rng: logistic_problem(n, dataset="synthetic", split=split, l2=l2,
+                                                                    features=d, rng=rng),
+    "digits": lambda n, *, d, b, split, l2, rng: logistic_problem(n, dataset="digits", split=split, l2=l2, rng=rng),
+    "diagonal": lambda n, *, d, b, split, l2, rng: diagonal_quadratic(n, d, b=b, rng=rng),
 }
 #: Problem names accepted by :func:`make_node_problem`.
 NODE_PROBLEMS = tuple(_NODE_PROBLEMS)

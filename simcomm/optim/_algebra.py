@@ -45,6 +45,9 @@ __all__ = ["Transform", "Method", "Ctx", "chain", "descend", "assign", "stateles
 class Ctx(NamedTuple):
     """What every transformation may read at a step (nothing in it is written by a transformation).
 
+    Where its kernels run is not in it: a transformation takes the active backend
+    (:func:`simcomm.backends.get_backend`, set by :func:`simcomm.optim.run` and every entry point).
+
     Attributes
     ----------
     problem : object
@@ -55,8 +58,6 @@ class Ctx(NamedTuple):
         The horizon (schedules that decay over the run read it).
     rng : numpy.random.Generator
         The run's one stream; every draw of every transformation comes from it, in chain order.
-    backend : module or str or None
-        Where the compressor kernels run (``None``: the default backend).
     alive : numpy.ndarray of bool, shape (R,)
         Per replicate, whether it has not diverged (a diverged replicate is frozen by the loop).
     """
@@ -65,7 +66,6 @@ class Ctx(NamedTuple):
     k: int
     steps: int
     rng: np.random.Generator
-    backend: Any = None
     alive: np.ndarray | None = None
 
 

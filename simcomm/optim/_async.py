@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.backends import entry_point
 from simcomm.optim._blocks import DELAY_MODELS, check_delay, clock_schedules
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
@@ -50,6 +51,7 @@ def check_tau(tau) -> int:
     return int(tau)
 
 
+@entry_point
 def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int | None = None,
                         delay: str | None = None, clock=None, x0=None, replicates: int = 1, record_every: int = 1,
                         track_grad: bool = False, stop_gap=None, rng=None, backend=None) -> Trace:
@@ -107,8 +109,7 @@ def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int 
 
         n = problem.n
         return run(problem, build_clocked(compressor=compressor, lr=lr, clock=clock, n=n), steps, rng=rng, x0=x0,
-                   replicates=replicates, record_every=record_every, track_grad=track_grad, stop_gap=stop_gap,
-                   backend=backend)
+                   replicates=replicates, record_every=record_every, track_grad=track_grad, stop_gap=stop_gap)
     if tau is None:
         raise UserError("async_compressed_gd: give the delay bound tau (an integer >= 0) or a clock "
                         "(simcomm.network.Clock)")
@@ -116,7 +117,7 @@ def async_compressed_gd(problem, compressor, *, lr: float, steps: int, tau: int 
     delay = check_delay("constant" if delay is None else delay)
     m = build_method("async_gd", compressor=compressor, lr=lr, tau=tau, delay=delay)
     return run(problem, m, steps, rng=rng, x0=x0, replicates=replicates, record_every=record_every,
-               track_grad=track_grad, stop_gap=stop_gap, backend=backend)
+               track_grad=track_grad, stop_gap=stop_gap)
 
 
 def stable_step_bracket(stable, lo: float, hi: float, iters: int) -> tuple[float, float]:

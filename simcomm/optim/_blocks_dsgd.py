@@ -43,7 +43,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import one_of
-from simcomm.backends import array_namespace, namespace_of_backend
+from simcomm.backends import array_namespace, backend_for, namespace_of_backend
 from simcomm.optim._algebra import Method, Transform, assign, chain, stateless
 from simcomm.optim._schedules import step_size
 
@@ -204,12 +204,11 @@ class _Noise:
 class _CounterNoise:
     """Counter normals (``noise="counter"``), drawn by the backend's kernel where ``G`` lives."""
 
-    def __init__(self, seed, n, be, xp):
+    def __init__(self, seed, n, xp):
         self.keys = counter_keys(seed, n) if xp is np else xp.asarray(counter_keys(seed, n))
-        self.be = be
 
     def add(self, G, k: int, sigma: float) -> None:
-        self.be.add_counter_normals(G, self.keys, k, sigma)
+        backend_for(None, G).add_counter_normals(G, self.keys, k, sigma)
 
 
 def noise_kind(noise: str, xp) -> str:
@@ -218,12 +217,6 @@ def noise_kind(noise: str, xp) -> str:
     if noise == "auto":
         return "stream" if xp is np else "counter"
     return noise
-
-
-def _backend(ctx):
-    from simcomm.backends import get_backend
-
-    return get_backend(ctx.backend)
 
 
 # --------------------------------------------------------------------------- the blocks
@@ -257,11 +250,10 @@ def gradient_at_nodes(sigma: float = 0.0, seed: int = 0, noise: str = "auto", at
         X = models(s)
         source = None
         if sigma > 0:
-            be = _backend(ctx)
-            xp = namespace_of_backend(be)
+            xp = namespace_of_backend(backend_for(None, X))
             n, d = X.shape
             stream = noise_kind(noise, xp) == "stream"
-            source = _Noise(seed, n, d, ctx.steps) if stream else _CounterNoise(seed, n, be, xp)
+            source = _Noise(seed, n, d, ctx.steps) if stream else _CounterNoise(seed, n, xp)
         return GradState(array_namespace(X).empty_like(X), source)
 
     def update(u, state, s, ctx):
@@ -290,8 +282,12 @@ class GossipState(NamedTuple):
     plans: tuple
 
 
-def atc_combine(plan, X, M, G, lr, beta, out, be):
-    r"""``M <- beta M + G``; ``out <- W (X - lr M)`` with ``W`` the layer ``plan`` (in place; returns ``out``)."""
+def atc_combine(plan, X, M, G, lr, beta, out):
+    r"""``M <- beta M + G``; ``out <- W (X - lr M)`` with ``W`` the layer ``plan`` (in place; returns ``out``).
+
+    On the active backend's kernels (cupy's for device arrays).
+    """
+    be = backend_for(None, X)
     if plan[0] == "shift":
         return be.atc_shift_step(X, M, G, lr, beta, plan[1], plan[2], out)
     if plan[0] == "csr":
@@ -329,7 +325,7 @@ def atc_momentum(topology, lr: float, beta: float = 0.0, schedule: str = "consta
     def update(G, state, x, ctx):
         lr_k = step_size(lr, ctx.k, schedule, k0, ctx.steps)
         P = state.plans
-        out = atc_combine(P[ctx.k % len(P)], x, state.m, G, lr_k, float(beta), state.spare, _backend(ctx))
+        out = atc_combine(P[ctx.k % len(P)], x, state.m, G, lr_k, float(beta), state.spare)
         return out, GossipState(state.m, x, P)
 
     return Transform(init, update)

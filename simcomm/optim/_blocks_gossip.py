@@ -109,15 +109,15 @@ def choco_topology(topology, n: int):
     return topo
 
 
-def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gamma: float, scale: float, rng,
-               backend) -> ChocoState:
+def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gamma: float, scale: float,
+               rng) -> ChocoState:
     r"""One CHOCO step (:mod:`simcomm.optim._choco`) on checked arguments; ``state`` is not modified.
 
     ``grads`` (or ``None``) at ``state.x``; ``topology`` resolved (:func:`choco_topology`); ``scale``
-    :func:`choco_scale`'s; ``backend`` a backend module. The copies' update and the consensus step are
-    fused in the backend's ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its
-    CSR mix elsewhere.
+    :func:`choco_scale`'s. The copies' update and the consensus step are fused in the active backend's
+    ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its CSR mix elsewhere.
     """
+    backend = get_backend()
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
@@ -164,7 +164,7 @@ def choco_combine(compressor, gamma: float, topology, *, lr: float = 0.0) -> Tra
 
     def update(grads, plan, state, ctx):
         return choco_step(state, grads, plan.topology, compressor, lr=lr, gamma=gamma, scale=plan.scale,
-                          rng=ctx.rng, backend=get_backend(ctx.backend)), plan
+                          rng=ctx.rng), plan
 
     return Transform(init, update)
 
@@ -258,7 +258,7 @@ def unreliable_gossip(failures, topology, *, compensate: bool = True, name: str 
     def step(state, plan, ctx):
         kept, plan = links.update(None, plan, state.x, ctx)
         total = state.kept + int(kept.sum())
-        return LinkState(unreliable_mix(plan.edges, state.x, kept, compensate=compensate, backend=ctx.backend),
+        return LinkState(unreliable_mix(plan.edges, state.x, kept, compensate=compensate),
                          total), plan
 
     return Method(init, step, name=name)

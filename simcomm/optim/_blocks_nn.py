@@ -29,7 +29,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from simcomm._errors import UserError
-from simcomm.backends import array_namespace
+from simcomm.backends import array_namespace, backend_for
 from simcomm.compress import Compressor
 from simcomm.models import accuracy, gradient, loss, per_example_grad_norms, weighted_gradient, worker_gradients
 from simcomm.optim._algebra import Method, Transform, stateless
@@ -277,15 +277,17 @@ def scale_by_schedule(lr: Callable[[int, int], float]) -> Transform:
 # --------------------------------------------------------------------------- the fused EF step
 
 
-def ef_fused_step(state: EFState, grads, lr: float, compressor: Compressor, rng, be,
+def ef_fused_step(state: EFState, grads, lr: float, compressor: Compressor, rng,
                   out=None) -> tuple[EFState, EFStepInfo]:
     r"""One error-feedback step in fused kernels: a sparsifier (``sends_entries``), or a lossless compressor.
 
     ``out`` (not ``grads``) may receive :math:`P`; it may be ``state.residual`` itself, for a caller that
     drops the old state (the new memory then takes over its buffer); ``grads`` stays intact either way.
+    The kernels are the active backend's (cupy's for a state on the device), as the compressor's are.
     """
     n, D = state.residual.shape
     xp = array_namespace(state.residual, grads)  # numpy, or cupy for a state on the device
+    be = backend_for(None, state.residual, grads)
     if compressor.lossless:
         # everything is sent, p = g + e, and nothing is kept (a memory left by another compressor is flushed)
         if bool(state.residual.any()):
@@ -347,18 +349,15 @@ def fused_ef(compressor: Compressor, lr: Callable[[int, int], float], *, reuse: 
     ``reuse``: the step writes the gradients and :math:`p` into the previous step's buffers (nothing
     outside may keep an old state).
     """
-    from simcomm.backends import get_backend
-
     def init(x, ctx):
         n, D = ctx.problem.n, ctx.problem.d
         return FusedState(_batch_stream(ctx), np.zeros((n, D)), np.empty((n, D)) if reuse else None,
                           np.zeros(n), None)
 
     def step(x, state, ctx):
-        be = get_backend(ctx.backend)
         G = ctx.problem.minibatch_gradients(state.batches, x[0], out=state.grads if reuse else None)
         new, info = ef_fused_step(EFState(x[0], state.residual, ctx.k), G, lr(ctx.k, ctx.steps), compressor,
-                                  ctx.rng, be, out=state.residual if reuse else None)
+                                  ctx.rng, out=state.residual if reuse else None)
         return new.x[None], FusedState(state.batches, new.residual, G, info.comp_error, info)
 
     return Method(init, step, lambda k, p: k * compressor.bits(p.d), "ef_sgd/fused")

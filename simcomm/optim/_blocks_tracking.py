@@ -101,12 +101,12 @@ def check_symmetric(topo, what: str = "exact diffusion"):
     return topo
 
 
-def _mix(topo, X, k, be):
+def _mix(topo, X, k):
     from simcomm.topology import mix
 
     if topo == "parallel":
         return np.broadcast_to(X.mean(axis=0), X.shape).copy()
-    return mix(topo, X, k, backend=be)
+    return mix(topo, X, k)
 
 
 # --------------------------------------------------------------------------- the combines
@@ -134,13 +134,13 @@ def tracking(topology, *, lr: float, tracker_start: str = "gradient") -> Transfo
             from simcomm.backends import get_backend
 
             x, y = np.empty_like(s.x), np.empty_like(s.y)
-            get_backend(ctx.backend).gt_shift_step(np.ascontiguousarray(s.x), np.ascontiguousarray(s.y),
-                                                   np.ascontiguousarray(G), np.ascontiguousarray(g_prev), float(lr),
-                                                   np.asarray(layer.offsets[:, 0], dtype=np.int64),
-                                                   np.asarray(layer.weights), x, y)
+            get_backend().gt_shift_step(np.ascontiguousarray(s.x), np.ascontiguousarray(s.y), np.ascontiguousarray(G),
+                                        np.ascontiguousarray(g_prev), float(lr),
+                                        np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights),
+                                        x, y)
             return GTState(x, y, G.copy(), s.k + 1), topo
-        y = _mix(topo, s.y + G - g_prev, s.k, ctx.backend)
-        x = _mix(topo, s.x - lr * y, s.k, ctx.backend)
+        y = _mix(topo, s.y + G - g_prev, s.k)
+        x = _mix(topo, s.x - lr * y, s.k)
         return GTState(x, y, G.copy(), s.k + 1), topo
 
     return Transform(init, update)
@@ -162,7 +162,7 @@ def exact_diffusion(topology, *, lr: float, correction: bool = True) -> Transfor
     def update(G, topo, s, ctx):
         psi = s.x - lr * G
         phi = psi + s.x - s.psi if correction else psi
-        x = 0.5 * (phi + _mix(topo, phi, s.k, ctx.backend))
+        x = 0.5 * (phi + _mix(topo, phi, s.k))
         return EDState(x, psi, s.k + 1), topo
 
     return Transform(init, update)
@@ -193,7 +193,7 @@ def push_sum(topology, *, lr: float = 0.0) -> Transform:
         if W == "parallel":
             return PushSumState(np.tile((s.x - lr * G).mean(axis=0), (n, 1)), np.ones(n), s.k + 1), topo
         layer = W.layer(s.k)
-        be = get_backend(ctx.backend)
+        be = get_backend()
         out, wout = np.empty_like(s.x), np.empty_like(s.w)
         if layer.node_shifts is not None:
             be.pushsum_shift_step(np.ascontiguousarray(s.x), s.w, np.ascontiguousarray(G), float(lr),

@@ -125,22 +125,19 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
     >>> s.x.ravel(), s.x_hat.ravel()   # lossless copies and gamma = 1: plain gossip with W = J
     (array([2., 2.]), array([0., 4.]))
     """
-    from simcomm.backends import get_backend
-
     real(lr, "step size lr", low=0.0)
     real(gamma, "consensus step gamma", low=0.0, low_open=True)
     n, d = state.x.shape
     topo = choco_topology(topology, n)
-    be = get_backend(backend)
     G = None
     if grads is not None and lr > 0:
         G = np.asarray(grads, dtype=np.float64)
         if G.shape != (n, d):
             raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-    return choco_step(state, G, topo, compressor, lr=lr, gamma=gamma, scale=choco_scale(compressor, d), rng=rng,
-                      backend=be)
+    return choco_step(state, G, topo, compressor, lr=lr, gamma=gamma, scale=choco_scale(compressor, d), rng=rng)
 
 
+@entry_point
 def run_choco_gossip(X0, topology, compressor, *, gamma: float, steps: int, rng, record_every: int = 1,
                      blowup: float = 1e6, backend=None) -> Trace:
     r"""CHOCO-Gossip average consensus from ``X0``; records the consensus error relative to the start.
@@ -187,9 +184,10 @@ def run_choco_gossip(X0, topology, compressor, *, gamma: float, steps: int, rng,
         real(gamma, "consensus step gamma", low=0.0, low_open=True)
     m = build_method("choco_gossip", compressor=compressor, gamma=gamma, topology=topo)
     with np.errstate(all="ignore"):
-        return run(None, m, steps, rng=rng, x0=state, backend=backend, watch=watch)
+        return run(None, m, steps, rng=rng, x0=state, watch=watch)
 
 
+@entry_point
 def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma: float, sigma: float = 0.0,
                   seed: int = 0, rng=None, record_every: int = 1, blowup: float = 1e12, backend=None) -> Trace:
     r"""CHOCO-SGD on a :class:`~simcomm.models.NodeProblem` from ``problem.x0`` (module doc).
@@ -226,5 +224,4 @@ def run_choco_sgd(problem, topology, compressor, *, steps: int, lr: float, gamma
         real(gamma, "consensus step gamma", low=0.0, low_open=True)
     m = build_method("choco_sgd", compressor=compressor, lr=lr, gamma=gamma, topology=topo, sigma=sigma, seed=seed)
     with np.errstate(all="ignore"):
-        return run(problem, m, steps, rng=rng, x0=state, backend=backend,
-                   watch=choco_sgd_watch(problem, steps, record_every, blowup))
+        return run(problem, m, steps, rng=rng, x0=state, watch=choco_sgd_watch(problem, steps, record_every, blowup))

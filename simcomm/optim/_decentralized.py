@@ -27,7 +27,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm._validate import integer, positive_int, real
 from simcomm._validate import step_size as step_size_check
-from simcomm.backends import array_namespace, namespace_of_backend, to_host
+from simcomm.backends import array_namespace, backend_for, entry_point, get_backend, namespace_of_backend, to_host
 from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_dsgd import (
     NOISE_KEY,
@@ -158,6 +158,7 @@ def dsgd_init(x0, n: int, xp=np) -> DSGDState:
     return DSGDState(xp.tile(xp.asarray(x0), (int(n), 1)), xp.zeros((int(n), x0.size)), 0)
 
 
+@entry_point
 def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0.0, backend=None) -> DSGDState:
     r"""One DmSGD step (pure: returns a new state, leaves ``state`` unchanged).
 
@@ -173,7 +174,8 @@ def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0
     beta : float
         Momentum in ``[0, 1)`` (0: DSGD).
     backend : str or module, optional
-        Its kernels must accept arrays of ``state.x``'s namespace (numpy, or cupy on the device).
+        Its kernels must accept arrays of ``state.x``'s namespace (default: the active backend, or cupy
+        for a state on the device).
 
     Examples
     --------
@@ -185,8 +187,6 @@ def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0
     >>> s.x.ravel()   # two one-peer layers average exactly (n = 4): -mean(0..3)
     array([-1.5, -1.5, -1.5, -1.5])
     """
-    from simcomm.backends import get_backend
-
     check_hyper(lr, beta)
     n, d = state.x.shape
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
@@ -198,7 +198,8 @@ def dsgd_update(state: DSGDState, grads, topology, *, lr: float, beta: float = 0
     step = dmsgd(given_gradients(G), topo, float(lr), float(beta))
     X = xp.ascontiguousarray(state.x)
     atc = GossipState(state.m.copy(), xp.empty_like(X), plans(topo, xp))
-    X, (_, atc) = step.step(X, ((), atc), Ctx(None, state.k, state.k + 1, None, get_backend(backend)))
+    backend_for(backend, X)  # a device state on a host backend is one line saying how to fix it
+    X, (_, atc) = step.step(X, ((), atc), Ctx(None, state.k, state.k + 1, None))
     return DSGDState(X, atc.m, state.k + 1)
 
 
@@ -238,27 +239,26 @@ def dsgd_watch(problem, topology, steps: int, record_every: int = 1, blowup: flo
 _FUSED_MAX = 1 << 16
 
 
-def _fusable(problem, be, kind, on_step) -> bool:
-    return (getattr(be, "NAME", "") == "numba" and problem.kind == "least_squares" and problem.H is not None
+def _fusable(problem, kind, on_step) -> bool:
+    """Whether :func:`_run_fused` applies: least squares of at most ``_FUSED_MAX`` ``n d`` on numba (active)."""
+    return (getattr(get_backend(), "NAME", "") == "numba" and problem.kind == "least_squares" and problem.H is not None
             and problem.A is not None and kind == "stream" and on_step is None
             and problem.n * problem.d <= _FUSED_MAX)
 
 
 @accelerate("dsgd")
-def _run_fused(problem, method, steps, *, x0=None, backend=None, on_step=None, watch=None, **_) -> Trace | None:
+def _run_fused(problem, method, steps, *, x0=None, on_step=None, watch=None, **_) -> Trace | None:
     """``"dsgd"`` as chunks of compiled steps (:mod:`simcomm.backends._numba.dsgd_run`); same records.
 
     Applies to a least-squares problem of at most ``_FUSED_MAX`` ``n d`` on numba, with stream noise,
     no observer and :func:`dsgd_watch`'s records (the kernel measures and watches the same); else ``None``.
     """
-    from simcomm.backends import get_backend
     from simcomm.backends._numba.dsgd_run import layer_rows, ls_dsgd_chunk
 
     s = method.settings
-    be = get_backend(backend)
-    kind = noise_kind(s["noise"], namespace_of_backend(be))
+    kind = noise_kind(s["noise"], namespace_of_backend(get_backend()))
     if (x0 is None or not isinstance(watch, NodeWatch) or watch.measure is not measure_nodes
-            or watch.watched != ("consensus", "grad_norm_sq") or not _fusable(problem, be, kind, on_step)):
+            or watch.watched != ("consensus", "grad_norm_sq") or not _fusable(problem, kind, on_step)):
         return None
     n, d = problem.n, problem.d
     topo = require_stochasticity(resolve_topology(s["topology"], n), ("doubly",), "DSGD")
@@ -291,6 +291,7 @@ def _run_fused(problem, method, steps, *, x0=None, backend=None, on_step=None, w
     return watch.trace(X)
 
 
+@entry_point
 def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sigma: float = 0.0, seed: int = 0,
              schedule: str = "constant", k0: float = 10.0, record_every: int = 1, blowup: float = 1e12,
              x0=None, backend=None, noise: str = "auto", on_step=None) -> Trace:
@@ -356,7 +357,6 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     >>> bool(tr.subopt[-1] < 1e-6 * tr.subopt[0]), float(tr.messages[-1])   # tau = 3 messages per step
     (True, 600.0)
     """
-    from simcomm.backends import get_backend
     from simcomm.models import problem_to
     from simcomm.optim._registry import build_method
 
@@ -368,8 +368,7 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
     real(sigma, "noise sigma", low=0.0)
     positive_int(record_every, "record_every")
     step_size(lr, 0, schedule, k0, steps)  # validates the schedule name
-    be = get_backend(backend)
-    xp = namespace_of_backend(be)
+    xp = namespace_of_backend(get_backend())
     kind = noise_kind(noise, xp)
     n = problem.n
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "DSGD")
@@ -379,4 +378,4 @@ def run_dsgd(problem, topology, *, steps: int, lr: float, beta: float = 0.0, sig
                           schedule=schedule, k0=k0)
     watch = dsgd_watch(problem, topo, steps, record_every, blowup)
     with np.errstate(all="ignore"):
-        return run(problem, method, steps, x0=X, backend=be, on_step=on_step, watch=watch)
+        return run(problem, method, steps, x0=X, on_step=on_step, watch=watch)

@@ -44,7 +44,7 @@ import numpy as np
 
 from simcomm._errors import UserError
 from simcomm._validate import finite_array
-from simcomm.backends import array_namespace, backend_for, entry_point, get_backend
+from simcomm.backends import array_namespace, backend_for, entry_point
 from simcomm.compress import Compressor, ErrorFeedback, ErrorFeedbackState, feedback_from_name
 from simcomm.models import MLP, TorchModel, init_params, split_workers
 from simcomm.optim._algebra import Ctx
@@ -144,18 +144,18 @@ def ef_update(state: EFState, grads: np.ndarray, *, lr: float, compressor: Compr
     """
     lr = _check_lr(lr)
     compressor = _check_compressor(compressor, state.residual.shape[1])
-    be = backend_for(backend, grads, state.residual)
+    backend_for(backend, grads, state.residual)  # a device array on a host backend is one line saying how to fix it
     if compressor.sends_entries or compressor.lossless:
-        return ef_fused_step(state, grads, lr, compressor, rng, be)
-    return _feedback_step(state, grads, lr, compressor, rng, be)
+        return ef_fused_step(state, grads, lr, compressor, rng)
+    return _feedback_step(state, grads, lr, compressor, rng)
 
 
-def _feedback_step(state: EFState, grads, lr: float, compressor: Compressor, rng, be):
+def _feedback_step(state: EFState, grads, lr: float, compressor: Compressor, rng):
     """:func:`ef_update` through the composition's error feedback (:func:`simcomm.optim._blocks_nn.worker_feedback`)."""
     n, D = state.residual.shape
     xp = array_namespace(state.residual, grads)
     fb = worker_feedback(ErrorFeedback(compressor))
-    ctx = Ctx(None, state.step, state.step + 1, rng, be)
+    ctx = Ctx(None, state.step, state.step + 1, rng)
     _, new = fb.update(grads[None], FeedbackState(ErrorFeedbackState(state.residual[None]), None, None), state.x[None],
                        ctx)
     if new.sent is None:  # a non-finite p: nothing is sent, the caller records divergence
@@ -167,6 +167,7 @@ def _feedback_step(state: EFState, grads, lr: float, compressor: Compressor, rng
 
 
 
+@entry_point
 def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int = 32,
            compressor: Compressor, schedule: str = "constant",
            split: str = "iid", record_every: int | None = None, X_test=None, y_test=None, x0=None,
@@ -290,4 +291,4 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
             bar(k)
 
         return run(problem, method, int(steps), rng=rng, x0=np.array(x0, dtype=np.float64)[None],
-                   backend=get_backend(backend), on_step=observe, watch=watch)
+                   on_step=observe, watch=watch)

@@ -14,6 +14,7 @@ It is the named method ``"iag"`` (:mod:`simcomm.optim.methods.iag`) run by :func
 from __future__ import annotations
 
 from simcomm._errors import UserError
+from simcomm.backends import entry_point
 from simcomm.optim._blocks import IAG_ORDERS
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
@@ -23,6 +24,7 @@ __all__ = ["compressed_iag", "IAG_ORDERS"]
 
 
 
+@entry_point
 def compressed_iag(problem, compressor, *, lr: float, steps: int, order: str = "cyclic", x0=None,
                    replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                    backend=None) -> Trace:
@@ -64,5 +66,4 @@ def compressed_iag(problem, compressor, *, lr: float, steps: int, order: str = "
     if order not in IAG_ORDERS:
         raise UserError(f"order = {order!r} is not allowed; use 'cyclic' or 'random'")
     return run(problem, build_method("iag", compressor=compressor, lr=lr, order=order), steps, rng=rng, x0=x0,
-               replicates=replicates, record_every=record_every, track_grad=track_grad, stop_gap=stop_gap,
-               backend=backend)
+               replicates=replicates, record_every=record_every, track_grad=track_grad, stop_gap=stop_gap)

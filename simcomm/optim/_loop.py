@@ -60,7 +60,8 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
     stop_gap : float, optional
         Stop once every replicate has :math:`f(x_k) - f^\star \le` ``stop_gap`` (or has diverged).
     backend : str or module, optional
-        Where the compressor kernels run.
+        The backend every kernel of the run computes on (made active by :func:`simcomm.backends.use`;
+        ``None`` keeps the active one).
     on_step : callable, optional
         ``on_step(k)`` after update ``k`` (a progress bar, an observer).
     watch : object, optional
@@ -108,10 +109,10 @@ def run(problem, method: Method, steps: int, *, rng=None, x0=None, replicates: i
         return watch.trace(watch.check(0, x, method.bits(0, problem)))
     for fast in ACCELERATIONS.get(method.name, ()):
         trace = fast(problem, method, steps, rng=rng, x0=x, replicates=replicates, record_every=record_every,
-                     track_grad=track_grad, stop_gap=stop_gap, backend=backend, on_step=on_step, watch=watch)
+                     track_grad=track_grad, stop_gap=stop_gap, on_step=on_step, watch=watch)
         if trace is not None:
             return trace
-    ctx = Ctx(problem, 0, steps, rng, backend, watch.alive)
+    ctx = Ctx(problem, 0, steps, rng, watch.alive)
     state = method.init(x, ctx)
 
     def advance(k):

@@ -120,8 +120,9 @@ def accelerate(name: str):
     A compiled path of one particular composition (a fused kernel, a whole run in one compiled loop):
     :func:`simcomm.optim.run` tries the registered accelerations of a method in order and uses the first
     that returns a trace; one returns ``None`` where it does not apply (another backend, an observer, a
-    problem it does not know), and the composition runs step by step. A parity test compares every
-    acceleration with the composition it replaces.
+    problem it does not know), and the composition runs step by step. It runs inside the run's entry
+    point, so the backend it computes on is the active one (:func:`simcomm.backends.get_backend`). A
+    parity test compares every acceleration with the composition it replaces.
     """
 
     def deco(fn):

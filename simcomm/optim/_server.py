@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from simcomm._errors import UserError
 from simcomm._validate import one_of
+from simcomm.backends import entry_point
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch import BLOWUP, check_compressor, check_lr, check_steps, start
@@ -22,6 +23,7 @@ from simcomm.optim._watch import BLOWUP, check_compressor, check_lr, check_steps
 __all__ = ["compressed_gd", "BLOWUP", "start"]
 
 
+@entry_point
 def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "workers", x0=None,
                   replicates: int = 1, record_every: int = 1, track_grad: bool = False, stop_gap=None, rng=None,
                   backend=None, on_step=None, feedback=None, aggregate="mean", downlink=None,
@@ -112,4 +114,4 @@ def compressed_gd(problem, compressor, *, lr: float, steps: int, mode: str = "wo
     m = build_method("compressed_gd", compressor=compressor, lr=lr, mode=mode, feedback=feedback, aggregate=aggregate,
                      downlink=downlink, downlink_feedback=downlink_feedback)
     return run(problem, m, steps, rng=rng, x0=x0, replicates=replicates, record_every=record_every,
-               track_grad=track_grad, stop_gap=stop_gap, backend=backend, on_step=on_step)
+               track_grad=track_grad, stop_gap=stop_gap, on_step=on_step)

@@ -48,6 +48,7 @@ import numpy as np
 
 from simcomm._errors import UserError, closest
 from simcomm._validate import one_of, real
+from simcomm.backends import entry_point
 from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_tracking import (
     EDState,
@@ -108,6 +109,7 @@ def gt_init(x0, n: int) -> GTState:
     return GTState(np.tile(x0, (int(n), 1)), z, z.copy(), 0)
 
 
+@entry_point
 def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str = "gradient",
               backend=None) -> GTState:
     r"""One ATC gradient-tracking step (pure): ``y <- W(y + g - g_prev)``, then ``x <- W(x - lr y)``.
@@ -137,7 +139,7 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     n, d = state.x.shape
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "gradient tracking")
     G = _grads(grads, n, d)
-    return tracking(topo, lr=lr, tracker_start=tracker_start).update(G, topo, state, _ctx(state, backend))[0]
+    return tracking(topo, lr=lr, tracker_start=tracker_start).update(G, topo, state, _ctx(state))[0]
 
 
 def _check_tracker_start(tracker_start) -> None:
@@ -153,9 +155,9 @@ def _grads(grads, n: int, d: int) -> np.ndarray:
     return G
 
 
-def _ctx(state, backend) -> Ctx:
-    """The context of one pure step outside a run: its step counter and backend."""
-    return Ctx(None, state.k, None, None, backend)
+def _ctx(state) -> Ctx:
+    """The context of one pure step outside a run: its step counter (the backend is the active one)."""
+    return Ctx(None, state.k, None, None)
 
 
 # --------------------------------------------------------------------------- exact diffusion
@@ -173,6 +175,7 @@ def ed_init(x0, n: int) -> EDState:
     return EDState(s.x, s.x.copy(), 0)
 
 
+@entry_point
 def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = True, backend=None) -> EDState:
     r"""One exact-diffusion step (pure): adapt, correct, combine with :math:`\bar W = (I + W)/2`.
 
@@ -191,7 +194,7 @@ def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = 
     n, d = state.x.shape
     topo = check_symmetric(require_stochasticity(resolve_topology(topology, n), ("doubly",), "exact diffusion"))
     G = _grads(grads, n, d)
-    return exact_diffusion(topo, lr=lr, correction=correction).update(G, topo, state, _ctx(state, backend))[0]
+    return exact_diffusion(topo, lr=lr, correction=correction).update(G, topo, state, _ctx(state))[0]
 
 
 # --------------------------------------------------------------------------- push-sum
@@ -211,6 +214,7 @@ def pushsum_init(X0) -> PushSumState:
     return PushSumState(X0, np.ones(X0.shape[0]), 0)
 
 
+@entry_point
 def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, backend=None) -> PushSumState:
     r"""One push-sum (SGP) step (pure): numerators ``W (x - lr g)``, weights ``W w``.
 
@@ -237,9 +241,10 @@ def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, bac
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum")
     G = None if grads is None else _grads(grads, n, d)
-    return push_sum(topo, lr=lr).update(G, topo, state, _ctx(state, backend))[0]
+    return push_sum(topo, lr=lr).update(G, topo, state, _ctx(state))[0]
 
 
+@entry_point
 def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: int = 1, backend=None,
                 rng=None) -> Trace:
     r"""Push-sum average consensus from each node's ``X0[i]``; records the distance to the exact average.
@@ -284,7 +289,7 @@ def run_pushsum(X0, topology, *, steps: int, debias: bool = True, record_every: 
             raise UserError("a topology drawn every step needs rng= (a seed or a numpy Generator)")
     else:
         topology = resolve_topology(topology, n)
-    return run(None, build_method("pushsum", topology=topology), steps, rng=rng, x0=state, backend=backend,
+    return run(None, build_method("pushsum", topology=topology), steps, rng=rng, x0=state,
                watch=pushsum_watch(state, steps, record_every, debias))
 
 
@@ -326,6 +331,7 @@ def uneven_digraph(name: str, n: int, *, seed: int, low: float = 0.1, high: floa
     return make(int(n), self_weights=a, weighting="push")
 
 
+@entry_point
 def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 0.0, seed: int = 0,
                     record_every: int = 1, debias: bool = True, backend=None) -> Trace:
     r"""Push-sum SGD (SGP) on a :class:`~simcomm.models.NodeProblem` over a column-stochastic digraph.
@@ -373,13 +379,13 @@ def run_pushsum_sgd(problem, topology, *, steps: int, lr: float, sigma: float = 
     m = build_method("pushsum_sgd", topology=topo, lr=lr, sigma=sigma, seed=seed, debias=bool(debias))
     x0 = pushsum_init(np.tile(np.asarray(problem.x0, dtype=np.float64), (n, 1)))
     with np.errstate(all="ignore"):
-        return run(problem, m, steps, x0=x0, backend=backend,
-                   watch=pushsum_sgd_watch(problem, steps, record_every, debias))
+        return run(problem, m, steps, x0=x0, watch=pushsum_sgd_watch(problem, steps, record_every, debias))
 
 
 # --------------------------------------------------------------------------- a whole run
 
 
+@entry_point
 def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps: int, lr: float,
                  sigma: float = 0.0, seed: int = 0, record_every: int = 1, tracker_start: str = "gradient",
                  correction: bool = True, blowup: float = 1e12, backend=None) -> Trace:
@@ -436,5 +442,4 @@ def run_tracking(problem, topology, *, method: str = "gradient_tracking", steps:
         m = build_method(method, topology=topo, lr=lr, tracker_start=tracker_start, sigma=sigma, seed=seed)
         x0 = gt_init(problem.x0, n)
     with np.errstate(all="ignore"):
-        return run(problem, m, steps, x0=x0, backend=backend,
-                   watch=tracking_watch(problem, steps, record_every, blowup))
+        return run(problem, m, steps, x0=x0, watch=tracking_watch(problem, steps, record_every, blowup))

@@ -13,6 +13,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from simcomm.backends import entry_point
 from simcomm.optim._blocks_gossip import link_edges, link_init
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
@@ -21,6 +22,7 @@ from simcomm.optim._watch_nodes import check_schedule, link_watch
 __all__ = ["run_unreliable_gossip"]
 
 
+@entry_point
 def run_unreliable_gossip(X0, topology, failures, *, steps: int, rng, compensate: bool = True, record_every: int = 1,
                           backend=None) -> Trace:
     r"""Average consensus from ``X0`` over a symmetric ``W`` whose links fail at random (module doc).
@@ -64,4 +66,4 @@ def run_unreliable_gossip(X0, topology, failures, *, steps: int, rng, compensate
     watch = link_watch(start.x, edges.n_edges, steps, record_every)
     m = build_method("unreliable_gossip", topology=edges, compensate=bool(compensate),
                      **{f.name: getattr(failures, f.name) for f in fields(LinkFailures)})
-    return run(None, m, steps, rng=rng, x0=start, backend=backend, watch=watch)
+    return run(None, m, steps, rng=rng, x0=start, watch=watch)

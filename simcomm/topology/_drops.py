@@ -186,12 +186,13 @@ class LinkFailures:
         return kept, state
 
 
-def unreliable_mix(edges: EdgeList, X, kept, *, compensate: bool = True, backend=None) -> np.ndarray:
+def unreliable_mix(edges: EdgeList, X, kept, *, compensate: bool = True) -> np.ndarray:
     r"""One gossip step over the kept edges: :math:`x_i + \sum_{\text{kept } (i,j)} w_{ij}(x_j - x_i)`.
 
     ``compensate=False``: the failed edges' weight is lost instead of kept by the endpoints
     (:math:`x_i \mathrel{-}= \sum_{\text{failed } (i,j)} w_{ij} x_i`): ``W_t`` is then substochastic and
-    the average leaks away (the negative control).
+    the average leaks away (the negative control). The kernels are the active backend's
+    (:func:`simcomm.backends.use`).
 
     Examples
     --------
@@ -203,7 +204,7 @@ def unreliable_mix(edges: EdgeList, X, kept, *, compensate: bool = True, backend
     """
     from simcomm.backends import get_backend
 
-    be = get_backend(backend)
+    be = get_backend()
     X = np.asarray(X, dtype=np.float64)
     kept = np.asarray(kept, dtype=bool)
     out = be.edge_mix(edges.indptr, edges.indices, edges.eid, edges.data, kept, X)

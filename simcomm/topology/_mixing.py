@@ -93,13 +93,14 @@ def mixing_matrix(topology: Topology, k: int = 0, rule: str | None = None) -> np
     return sparse_matrix(layer).toarray()
 
 
-def mix(topology: Topology, X, k: int = 0, *, backend=None):
+def mix(topology: Topology, X, k: int = 0):
     r"""One gossip step :math:`X \leftarrow W^{(k)} X` without forming an ``n x n`` matrix.
 
     1-D circulant graphs (ring, exponential, one-peer) use the backend's ``shift_mix`` (a few shifted
     adds, ``O(n d m)``); circulants with many offsets (complete) use the FFT; shift patterns with
     per-node weights (directed ring and exponential graphs) use ``node_shift_mix``; everything else
-    uses the backend's ``csr_mix``.
+    uses the backend's ``csr_mix``. The backend is the active one (:func:`simcomm.backends.use`; default
+    ``numba``), or cupy for a device array: ``X`` says where it runs.
 
     Parameters
     ----------
@@ -108,8 +109,6 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
         One row per node.
     k : int
         Iteration index (layer ``k % period`` of a time-varying topology).
-    backend : str or module, optional
-        ``"numpy"``, ``"numba"`` (default) or a backend module.
 
     Returns
     -------
@@ -123,7 +122,7 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
     >>> from simcomm.topology import one_peer_exponential, mix
     >>> topo = one_peer_exponential(4)
     >>> X = np.arange(4.0)[:, None]
-    >>> mix(topo, mix(topo, X, 0, backend="numpy"), 1, backend="numpy").ravel()   # exact average
+    >>> mix(topo, mix(topo, X, 0), 1).ravel()   # exact average
     array([1.5, 1.5, 1.5, 1.5])
     """
     from simcomm.backends import array_namespace, backend_for
@@ -140,7 +139,7 @@ def mix(topology: Topology, X, k: int = 0, *, backend=None):
         raise UserError("mix: X is complex; pass real node values (mix the real and imaginary parts separately)")
     if X.shape[0] != layer.n:
         raise UserError(f"X has {X.shape[0]} rows but the topology has n={layer.n} nodes; use one row per node")
-    be = backend_for(backend, X)
+    be = backend_for(None, X)
     if layer.kind == "circulant" and len(layer.shape) == 1:
         shifts = layer.offsets[:, 0]
         if len(shifts) <= FFT_OFFSETS:

@@ -116,7 +116,7 @@ def test_bench_link_drop_step(benchmark):
 
     def fast():
         kept, _ = fail.draw(edges, None, rng)
-        return unreliable_mix(edges, X, kept, backend="numba")
+        return unreliable_mix(edges, X, kept)
 
     def realised(kept):
         Wt = W.copy()
@@ -131,7 +131,7 @@ def test_bench_link_drop_step(benchmark):
         return realised(kept) @ X
 
     kept, _ = fail.draw(edges, None, np.random.default_rng(7))  # the same draw on both sides: equal results
-    np.testing.assert_allclose(unreliable_mix(edges, X, kept, backend="numba"), realised(kept) @ X, rtol=1e-12,
+    np.testing.assert_allclose(unreliable_mix(edges, X, kept), realised(kept) @ X, rtol=1e-12,
                                atol=1e-13)
     t_dense, _ = best_time(dense, 2)
     t_fast = _time_fast(benchmark, fast)

@@ -43,7 +43,7 @@ def build(*, compressor, lr, schedule="constant", feedback="ef"):
 
 
 @accelerate("ef_sgd")
-def fused(problem, method, steps, *, rng, x0, backend, on_step, watch, **_):
+def fused(problem, method, steps, *, rng, x0, on_step, watch, **_):
     """Plain EF around a sparsifier (``sends_entries``) on a :class:`ModelProblem`, in fused kernels."""
     from simcomm.optim._ef_sgd import _check_compressor
     from simcomm.optim._loop import run
@@ -56,4 +56,4 @@ def fused(problem, method, steps, *, rng, x0, backend, on_step, watch, **_):
             and type(fb) is ErrorFeedback and fb.compressor == C):
         return None
     m = fused_ef(_check_compressor(C, problem.d), _rate(s["lr"], s["schedule"]), reuse=not watch.keep)
-    return run(problem, m, steps, rng=rng, x0=x0, backend=backend, on_step=on_step, watch=watch)
+    return run(problem, m, steps, rng=rng, x0=x0, on_step=on_step, watch=watch)
