@@ -46,13 +46,15 @@ def test_hook_fixtures_on_gloo():
 
 # The battery on every registered compressor at the settings of tests/_compressors.py (its defaults
 # where it needs none), at conform's default d = 16 and confidence 0.99 per check, under the fixed seed 0.
-# Power: scaled rand-k's unbiasedness cells (32 coordinates, Holm, TOST at 0.01 over <= 7 looks: z ~ 4.3)
-# need N > (z |x_j| / tolerance)^2 ~ (43 * 1.8)^2 ~ 6000 draws for the largest Gaussian coordinate; the
-# closed-form variance of natural rounding on the spike vector (one coordinate near a power of two, so
-# a rare large error) has a CI half-width of 0.0152 at 16,000 draws against its 0.0141 margin (10% of
-# 0.141), and the half-width falls as 1/sqrt(N), so 32,000 decide it: MAX_DRAWS = 64,000 leaves a factor
-# of 2 and the adaptive doubling stops as soon as every cell is decided (most checks stop at 1,000-8,000).
-# A wrong declaration is many margins away (the negative tests below), so it cannot hide in this slack.
+# Power, from the statistics: scaled rand-k's unbiasedness cells (32 coordinates, Holm, each side at
+# 0.01 / (32 x 7 looks): z = 3.9) have noise |x_j| sqrt(beta) per draw against the margin 0.1 sqrt(beta),
+# so they need N > (3.9 x 2.14 / 0.1)^2 ~ 7,000 draws for the largest Gaussian coordinate (2.14): decided
+# at 8,000. The closed-form variance of natural rounding on the spike vector (one coordinate near a power
+# of two: a rare large error) has a CI half-width of 0.0152 at 16,000 draws against its 0.0141 margin (10%
+# of 0.141); the half-width falls as 1/sqrt(N): decided at 32,000. MAX_DRAWS = 64,000 leaves a factor of
+# 2 above the largest need, and the adaptive doubling stops as soon as every cell is decided (variance
+# checks at 1,000-4,000). A wrong declaration is many margins away (the broken compressors below), so it
+# cannot hide in this slack; the margins are conform's defaults, not widened here.
 MAX_DRAWS = 64000
 #: where a registered compressor may skip a check: it declares nothing for it (the reason names what)
 SKIP_REASONS = {"unbiased": ("declared biased",), "variance": ("beta(d) = inf",),
