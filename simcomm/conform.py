@@ -19,6 +19,8 @@ What the user's object declares (attributes, or methods of the dimension ``d``; 
                  terms: ``error_factor(d)`` is :math:`1-\delta` (``None``: no worst case stated, the check is
                  skipped), and its wire form ``to_message`` encoded by :func:`simcomm.network.encode`
                  (header excluded) is the payload. A class is built with its defaults where it has them.
+                 A Compressor compresses each row of its input on its own, so the Monte Carlo checks draw
+                 50 at a call (one replicate a call); another object is called once per draw.
 ``feedback``     ``init(g) -> state`` and ``apply(g, state, rng=...) -> (message, state)``, the state's
                  residual readable as ``state.residual`` (or the state is the residual array).
 ``hook``         a zero-argument factory returning ``(state, hook)`` for ``DistributedDataParallel
@@ -29,12 +31,20 @@ What the user's object declares (attributes, or methods of the dimension ``d``; 
 
 Checks (each skipped where the object declares nothing it needs, an error where it declares half):
 
-* ``determinism``: two runs under the same seeds agree bit for bit (randomness only from ``rng``);
+* ``determinism``: two runs under the same seeds agree bit for bit (randomness only from ``rng``), and every
+  output is finite;
+* ``rng_use``: ``deterministic = True`` (declared) means ``C(x)`` does not change with the seed, a declared
+  ``False`` that it does (a :class:`~simcomm.compress.Compressor` relying on the base class's ``False`` is
+  only told when it never changes);
 * ``unbiased``: :math:`\mathbb{E}\,C(x)_j = x_j` for every coordinate, within ``tolerance`` times the
-  declared noise level :math:`\sqrt{\beta}` (test vectors have :math:`\|x\|^2 = d`);
+  declared noise level :math:`\sqrt{\beta}` (test vectors have :math:`\|x\|^2 = d`; where ``beta`` is infinite,
+  the root mean square per coordinate of the declared closed form ``variance(x)``);
 * ``variance`` / ``contraction``: :math:`\mathbb{E}\|C(x)-x\|^2` below the declared bound (to ``tolerance``);
+* ``variance_formula``: :math:`\mathbb{E}\|C(x)-x\|^2` equals the declared closed form ``variance(x)``, within
+  ``tolerance`` of it;
 * ``payload``: ``8 * len(encode(x))`` equals the declared bits (up to the last byte's padding); ``roundtrip``:
-  ``decode(encode(x)) == C(x)`` on the same seed;
+  ``decode(encode(x)) == C(x)`` on the same seed (a Compressor's message under every coding of its kind,
+  each of which must return the message exactly);
 * ``ef_invariant``: :math:`e_{t+1} = e_t + g_t - m_t` at every step (to 4 ulps);
 * ``checkpoint``: a run whose state is pickled and restored half-way equals the uninterrupted run;
 * ``rebuild``: a run whose buffers are replaced half-way (DDP rebuilding its buckets) equals the run without;
@@ -237,7 +247,26 @@ class _Compressor:
         if not np.issubdtype(y.dtype, np.floating):
             raise _Bad(f"C(x) returned dtype {y.dtype} for a {x.dtype} input; return floating values (decode "
                        "integer codes before returning)")
+        if not np.all(np.isfinite(y)):
+            raise _Bad(f"C(x) returned {int(np.sum(~np.isfinite(y)))} non-finite values for a finite input")
         return y
+
+    def rows(self, x: np.ndarray, n: int, rng) -> np.ndarray:
+        """``n`` draws of ``C(x)`` as rows, float64: one call on ``n`` stacked copies where rows are supported.
+
+        A simcomm :class:`~simcomm.compress.Compressor` compresses each row of its input independently
+        (its protocol), so one call gives ``n`` draws; another object is called once per draw.
+        """
+        if not self.batched:
+            raise AssertionError("rows() needs a row-wise compressor")
+        y = self(np.repeat(x[None], n, axis=0), rng)
+        return y.astype(np.float64)
+
+    @property
+    def batched(self) -> bool:
+        from simcomm.compress import Compressor
+
+        return isinstance(self.obj, Compressor)
 
 
 def _rng(seed: int, *key) -> np.random.Generator:
@@ -338,10 +367,17 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
     except _Bad as bad:
         out.append(_error("determinism", st, bad))
 
+    out.append(_rng_use_check(obj, comp, xs, names, seed=seed))
+
+    from simcomm.compress import Compressor
+
+    library = isinstance(obj, Compressor)
     unbiased = getattr(obj, "unbiased", None)
     try:
         beta = _declared(obj, "beta", d)
-        delta = _declared(obj, "delta", d)
+        # a Compressor states its worst case as error_factor(d); an attribute 'delta' there is a setting
+        # (stochastic_round's grid step), not a contraction
+        delta = None if library else _declared(obj, "delta", d)
         stated = True  # whether the object states a worst case at all (a Compressor may say None: not stated)
         if delta is None and not unbiased and callable(getattr(obj, "error_factor", None)):
             # the library's protocol: error_factor(d) = E||C(x)-x||^2/||x||^2 at worst = 1 - delta
@@ -359,29 +395,47 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
         if n1 <= have[0]:
             return
         for i, name in enumerate(names):
-            ys = [comp(xs[name], _rng(seed, i, r)).astype(np.float64) for r in range(have[0], n1)]
-            draws[name].append(np.stack(ys))
-        have[0] = n1
+            if comp.batched:  # batch b: one call on _BATCH rows, its own stream (i, b, _BATCH)
+                b0, b1 = have[0] // _BATCH, -(-n1 // _BATCH)
+                ys = [comp.rows(xs[name], _BATCH, _rng(seed, i, b, _BATCH)) for b in range(b0, b1)]
+                draws[name].append(np.concatenate(ys))
+            else:
+                ys = [comp(xs[name], _rng(seed, i, r)).astype(np.float64) for r in range(have[0], n1)]
+                draws[name].append(np.stack(ys))
+        have[0] = -(-n1 // _BATCH) * _BATCH if comp.batched else n1
 
     def batches(name, n):
-        y = np.concatenate(draws[name])[:n]
-        return y.reshape(n // _BATCH, _BATCH, d)
+        m = n // _BATCH  # replicates: batch means of _BATCH draws
+        return np.concatenate(draws[name])[:m * _BATCH].reshape(m, _BATCH, d)
 
     mc_error = None
     # unbiasedness on the Gaussian and equal-magnitude vectors: a spike coordinate's variance (x_s^2 beta) would
     # need (x_s^2 / 1) times more draws for the same margin, and the variance check sees the spike anyway
     flat = names[:2]
     if unbiased is True:
+        # the margin is a fraction of the noise level per coordinate: sqrt(beta) (||x||^2 = d), or, where no
+        # relative bound exists (beta = inf: stochastic rounding), the root mean square of the declared closed
+        # form variance(x) per coordinate on the quietest test vector
+        noise, what = None, "sqrt(beta)"
+        if beta is not None and math.isfinite(beta):
+            noise = math.sqrt(beta)
+        elif beta == math.inf:
+            try:
+                noise, what = _closed_form_noise(obj, xs, flat, d), "the rms of variance(x)/d"
+            except _Bad as bad:
+                mc_error = bad
         st = (f"E C(x)_j = x_j for every coordinate of {len(flat)} test vectors (||x||^2 = d), within "
-              f"{tolerance:g} sqrt(beta) = the declared noise level times {tolerance:g}")
-        if beta == math.inf:
-            out.append(CheckResult("unbiased", "skipped", st, "beta(d) = inf: no relative variance bound, so no noise "
-                                   "level to state the margin in"))
-        elif beta is None or not math.isfinite(beta):
+              f"{tolerance:g} {what} = the declared noise level times {tolerance:g}")
+        if mc_error is not None:
+            out.append(_error("unbiased", st, mc_error))
+        elif beta == math.inf and noise is None:
+            out.append(CheckResult("unbiased", "skipped", st, "beta(d) = inf and no variance(x): no noise level to "
+                                   "state the margin in"))
+        elif noise is None:
             out.append(_error("unbiased", st, _Bad(f"declares unbiased but beta = {beta}: the margin is a fraction of "
                                                    "the declared noise sqrt(beta); declare a finite beta")))
         else:
-            margin = tolerance * math.sqrt(beta)
+            margin = tolerance * noise
 
             def judge_unbiased(n, looks):
                 rows, bias = [], 0.0
@@ -395,7 +449,7 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
                 claim = _claim("unbiased", "equal", "coordinate", "unbiased_coordinate", confidence,
                                margin_abs=margin if margin > 0 else 1e-12)
                 return _verdict("unbiased", claim, pd.concat(rows), {"vector", "j"}, st, n * len(flat), looks,
-                                measured=bias / math.sqrt(beta) if beta > 0 else bias, declared=tolerance)
+                                measured=bias / noise if noise > 0 else bias, declared=tolerance)
 
             try:
                 out.append(_adaptive(sample, judge_unbiased, 20 * _BATCH, max_draws))
@@ -446,8 +500,113 @@ def _compressor_checks(obj, *, d, seed, confidence, tolerance, max_draws) -> lis
         except _Bad as bad:
             out.append(_error(check, st, bad))
 
+    if mc_error is None:
+        out.append(_variance_formula_check(obj, sample, batches, xs, names, d=d, confidence=confidence,
+                                           tolerance=tolerance, max_draws=max_draws))
     out += _payload_checks(obj, comp, xs, names, d=d, seed=seed, confidence=confidence, tolerance=tolerance)
     return out
+
+
+def _closed_form_noise(obj, xs, names, d) -> float | None:
+    """sqrt(min over ``names`` of variance(x) / d): the declared noise per coordinate, or None if not declared."""
+    fn = getattr(obj, "variance", None)
+    if not callable(fn):
+        return None
+    vs = []
+    for name in names:
+        v = _call(fn, "variance(x)", xs[name].astype(np.float64))
+        if v is None:
+            return None
+        vs.append(float(np.asarray(v, dtype=np.float64).reshape(-1)[0]))
+    if not all(math.isfinite(v) and v > 0 for v in vs):
+        return None
+    return math.sqrt(min(vs) / d)
+
+
+def _rng_use_check(obj, comp, xs, names, *, seed) -> CheckResult:
+    """``rng_use``: the declared ``deterministic`` matches whether ``C(x)`` depends on ``rng`` (an exact check).
+
+    ``deterministic = True`` promises that the output is a function of ``x`` alone; ``False`` (declared
+    by the object's own class, or as an attribute) that it draws from ``rng``. The base class's default
+    ``False`` is no declaration: a compressor relying on it is only told when it is in fact deterministic.
+    """
+    from simcomm.compress import Compressor
+
+    declared = getattr(obj, "deterministic", None)
+    st = {True: "C(x) does not depend on rng (deterministic = True)",
+          False: "C(x) depends on rng (deterministic = False)"}.get(declared, "C(x) depends on rng as "
+                                                                        "'deterministic' declares")
+    if not isinstance(declared, bool):
+        return CheckResult("rng_use", "skipped", st, "declares no 'deterministic'")
+    by_default = (isinstance(obj, Compressor) and not declared
+                  and all("deterministic" not in vars(k) for k in type(obj).__mro__ if k is not Compressor))
+    pairs = 5
+    try:
+        differ = 0
+        for i, name in enumerate(names):
+            for r in range(pairs):  # seeds (i, r, 1) and (i, r, 2): a random compressor moves on a non-fixed point
+                a = comp(xs[name], _rng(seed, i, r, 1))
+                b = comp(xs[name], _rng(seed, i, r, 2))
+                differ += not np.array_equal(a, b)
+    except _Bad as bad:
+        return _error("rng_use", st, bad)
+    total = pairs * len(names)
+    frac = differ / total
+    if declared:
+        if differ:
+            return CheckResult("rng_use", "violated", st, f"declares deterministic = True but C(x) changed with the "
+                               f"seed in {differ} of {total} pairs of calls", 2 * total, measured=frac, declared=0.0)
+        return CheckResult("rng_use", "holds", st, f"0 of {total} pairs of seeds changed C(x)", 2 * total,
+                           measured=0.0, declared=0.0)
+    if differ:
+        return CheckResult("rng_use", "holds", st, f"{differ} of {total} pairs of seeds changed C(x)", 2 * total,
+                           measured=frac, declared=1.0)
+    why = (f"C(x) did not change with the seed in any of {total} pairs of calls: declare deterministic = True")
+    if by_default:
+        return CheckResult("rng_use", "skipped", st, why + " (the base class's False is not a declaration)",
+                           2 * total, measured=0.0)
+    return CheckResult("rng_use", "violated", st, "declares deterministic = False but " + why, 2 * total,
+                       measured=0.0, declared=1.0)
+
+
+def _variance_formula_check(obj, sample, batches, xs, names, *, d, confidence, tolerance,
+                            max_draws) -> CheckResult:
+    r"""``variance_formula``: :math:`\mathbb{E}\|C(x)-x\|^2` equals the declared closed form ``variance(x)``."""
+    st = f"E||C(x) - x||^2 equals the declared closed form variance(x), within {tolerance:g} of it, on each test vector"
+    fn = getattr(obj, "variance", None)
+    if not callable(fn):
+        return CheckResult("variance_formula", "skipped", st, "declares no variance(x)")
+    try:
+        exact = {}
+        for name in names:
+            v = _call(fn, "variance(x)", xs[name].astype(np.float64))
+            if v is None:
+                return CheckResult("variance_formula", "skipped", st, "variance(x) is None: no closed form stated")
+            v = float(np.asarray(v, dtype=np.float64).reshape(-1)[0])
+            if not (math.isfinite(v) and v >= 0):
+                raise _Bad(f"variance(x) = {v} on the {name} test vector; return E||C(x) - x||^2 >= 0")
+            exact[name] = v
+    except _Bad as bad:
+        return _error("variance_formula", st, bad)
+
+    def judge_at(n, looks):
+        rows, worst = [], 0.0
+        for name in names:
+            e = ((batches(name, n) - xs[name].astype(np.float64)) ** 2).sum(axis=2).mean(axis=1)
+            worst = max(worst, abs(float(e.mean()) - exact[name]) / max(exact[name], 1e-300))
+            rows.append(pd.DataFrame(dict(vector=name, variance=exact[name], replicate=np.arange(len(e)),
+                                          metric="sq_error", value=e)))
+        # the stated margin is relative (tolerance of the closed form); a vector the compressor leaves exact
+        # (variance 0, every draw 0) holds at any margin, so the absolute floor only keeps the test defined
+        claim = _claim("variance_formula", "equal", "sq_error", "closed_form_variance", confidence,
+                       margin_rel=tolerance, margin_abs=1e-9 * d)
+        return _verdict("variance_formula", claim, pd.concat(rows), {"vector"}, st, n * len(names), looks,
+                        measured=worst, declared=tolerance)
+
+    try:
+        return _adaptive(sample, judge_at, 20 * _BATCH, max_draws)
+    except _Bad as bad:
+        return _error("variance_formula", st, bad)
 
 
 def _wire(obj):
@@ -479,6 +638,19 @@ def _wire(obj):
     if enc is None:
         return None
     return enc, getattr(obj, "decode", None), 0, True, None
+
+
+def _codings(obj, x, rng) -> list:
+    """The payloads of ``obj.to_message(x)`` under every coding of its kind (None where one does not decode to it)."""
+    from simcomm import network
+
+    m = _call(obj.to_message, "to_message(x, rng=...)", x, rng=rng)
+    blobs = []
+    for coding in network.CODINGS[m.kind]:
+        blob = _call(network.encode, f"encode(to_message(x), {coding!r})", m, coding)
+        back = _call(network.decode, f"decode(encode(to_message(x), {coding!r}))", blob)
+        blobs.append(blob if back == m else None)  # None: the coding does not return the message
+    return blobs
 
 
 def _payload_checks(obj, comp, xs, names, *, d, seed, confidence, tolerance=0.1) -> list[CheckResult]:
@@ -531,17 +703,27 @@ def _payload_checks(obj, comp, xs, names, *, d, seed, confidence, tolerance=0.1)
     # a Compressor's message carries float32 values and scales: exact up to float32 rounding (2^-24 relative,
     # with room for a scale times a level); another object's own encoding is taken at its word: exact
     atol = 4e-7 if library else 1e-12
-    st = ("decode(encode(x)) equals C(x) on the same seed, " + ("to float32 rounding (4e-7 relative)" if library
-                                                               else "exactly"))
+    st = ("decode(encode(x)) equals C(x) on the same seed, " + ("to float32 rounding (4e-7 relative), under every "
+                                                               "coding of its message kind, which returns the "
+                                                               "message exactly" if library else "exactly"))
     try:
         rows = []
         for i, name in enumerate(names):
             for r in range(10):
                 want = comp(xs[name], _rng(seed, i, r))
-                blob = _call(enc, "encode(x, rng=...)", _to_kind(xs[name], comp.array), rng=_rng(seed, i, r))
-                got = _as_numpy(_call(dec, "decode(payload)", blob), "decode(payload)").reshape(want.shape)
-                gap = float(np.max(np.abs(got.astype(np.float64) - want))) / max(float(np.max(np.abs(want))), 1e-300)
-                rows.append(dict(vector=name, replicate=r, metric="defect", value=gap if math.isfinite(gap) else 1.0))
+                if library:
+                    blobs = _codings(obj, xs[name], _rng(seed, i, r))
+                else:
+                    blobs = [_call(enc, "encode(x, rng=...)", _to_kind(xs[name], comp.array), rng=_rng(seed, i, r))]
+                for blob in blobs:
+                    if blob is None:  # a coding changed the message: a defect of 1
+                        rows.append(dict(vector=name, replicate=r, metric="defect", value=1.0))
+                        continue
+                    got = _as_numpy(_call(dec, "decode(payload)", blob), "decode(payload)").reshape(want.shape)
+                    gap = float(np.max(np.abs(got.astype(np.float64) - want))) / max(float(np.max(np.abs(want))),
+                                                                                      1e-300)
+                    rows.append(dict(vector=name, replicate=r, metric="defect",
+                                     value=gap if math.isfinite(gap) else 1.0))
         claim = _claim("roundtrip", "upper", "defect", "zero_defect", confidence, atol=atol)
         out.append(_verdict("roundtrip", claim, pd.DataFrame(rows), {"vector"}, st, 2 * len(rows),
                             measured=max(r["value"] for r in rows), declared=0.0)[0])

@@ -133,3 +133,76 @@ def test_cli_advise_missing_or_folder_file(tmp_path, capsys):
     for target, needle in ((tmp_path / "none.npz", "does not exist"), (tmp_path, "is a folder")):
         code, _, err = _cli(["advise", str(target), "-n", "4", "--bandwidth", "10Gb/s", "--alpha", "5us"], capsys)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_iteration_factor_model():
+    from simcomm.network import iteration_factor
+
+    # error feedback: a delta-contraction with delta = 1 - e needs 1/delta times the iterations
+    assert iteration_factor(0.75, unbiased=False, feedback="ef", n=4) == (4.0, "")
+    assert iteration_factor(0.5, unbiased=True, feedback="ef21", n=4) == (2.0, "")
+    # unbiased without feedback: omega/n more relative variance on the averaged gradient
+    assert iteration_factor(2.0, unbiased=True, feedback="none", n=4) == (1.5, "")
+    for err, unb, fb, why in ((0.5, False, "none", "biased without error feedback"),
+                              (1.2, False, "ef", "not a contraction"), (float("nan"), True, "none", "no measured")):
+        f, note = iteration_factor(err, unbiased=unb, feedback=fb, n=4)
+        assert f != f and why in note
+
+
+def test_time_to_target_follows_the_measured_error_and_leaves_the_rest_unchanged():
+    G, net, N = _heavy(), Network(5e-6, 8e-10), 2000
+    cands = ["top_k(k=1%)+ef", "top_k(k=1%)", "qsgd(s=4)", "rand_k(k=10%, scale=false)+ef21"]
+    plain = advise(G, net, 8, candidates=cands, rng=0)
+    adv = advise(G, net, 8, candidates=cands, rng=0, steps_uncompressed=N)
+    for a, b in zip(plain.rows, adv.rows):  # the factors draw from their own stream: the table is the same
+        assert {k: a[k] for k in a} == {k: b[k] for k in a}
+    rows = {r["label"]: r for r in adv.rows}
+    # top-k is deterministic: its factor is 1/(1 - its own error), exactly
+    alone = compression_errors(G, "top_k(k=1%)", rng=0).mean()
+    assert rows["top_k(k=4)+ef"]["iteration_factor"] == pytest.approx(1 / (1 - alone), rel=1e-12)
+    assert rows["qsgd(s=4)"]["iteration_factor"] == pytest.approx(1 + rows["qsgd(s=4)"]["error_mean"] / 8, rel=1e-12)
+    # on gradients of equal magnitudes unscaled rand-k keeps exactly k/d of each one's energy: delta = k/d = 0.1
+    signs = np.where(_heavy() > 0, 1.0, -1.0)
+    one = advise(signs, net, 8, candidates=["rand_k(k=10%, scale=false)+ef21"], rng=0, fit_model=False,
+                 steps_uncompressed=N).rows[0]
+    assert one["iteration_factor"] == pytest.approx(10.0, rel=1e-12)
+    for r in adv.rows:
+        if r["target_note"]:
+            assert r["time_to_target_s"] != r["time_to_target_s"]
+        else:
+            assert r["time_to_target_s"] == pytest.approx(N * r["iteration_factor"] * r["step_s"], rel=1e-12)
+    assert rows["top_k(k=4)"]["target_note"].startswith("biased without error feedback")
+    assert rows["top_k(k=4)+ef"]["iteration_factor"] > 1
+    assert adv.baseline_step_s > max(r["step_s"] for r in adv.rows)  # dense float32 allreduce: the slowest
+    doc = adv.to_dict()
+    assert doc["steps_uncompressed"] == N and doc["baseline_time_to_target_s"] == pytest.approx(N * adv.baseline_step_s)
+    assert next(r for r in doc["rows"] if r["label"] == "top_k(k=4)")["time_to_target_s"] is None
+    with pytest.raises(UserError, match="does not apply to these candidates"):
+        advise(G, net, 8, candidates=["top_k(k=1%)", "scaled_sign"], rng=0, steps_uncompressed=N)
+    for bad in (0, 2.5, True):
+        with pytest.raises(UserError, match="integer >= 1"):
+            advise(G, net, 8, candidates=cands, rng=0, steps_uncompressed=bad)
+
+
+def test_cli_advise_time_to_target(tmp_path, capsys):
+    p = save_gradients(tmp_path / "g", _heavy(T=8, D=300))
+    base = ["advise", str(p), "-n", "8", "--bandwidth", "1Gb/s", "--alpha", "5us", "-c", "top_k(k=1%)+ef",
+            "-c", "qsgd(s=4)", "-c", "fp16"]
+    code, out, err = _cli(base + ["--steps-uncompressed", "5000"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("time to target: uncompressed SGD needs 5,000 steps of")
+    assert "x iters" in lines[2] and lines[2].rstrip().endswith("to target")
+    fp16 = next(ln for ln in lines if " fp16 " in ln)
+    assert fp16.split()[-2:] == ["-", "-"]  # biased without feedback: no iteration model
+    code, out, _ = _cli(base + ["--steps-uncompressed", "5000", "--json"], capsys)
+    doc = json.loads(out)
+    assert doc["steps_uncompressed"] == 5000 and all("time_to_target_s" in r for r in doc["rows"])
+    code, out, _ = _cli(base, capsys)  # without the option: no column
+    assert code == 0 and "to target" not in out
+    for extra, needle in ((["--steps-uncompressed", "0"], "--steps-uncompressed 0 is out of range"),
+                          (["--steps-uncompressed", "many"], "'many' is not a valid integer"),
+                          (["-c", "top_k(k=1%)", "--steps-uncompressed", "10"], "does not apply")):
+        argv = (base[:8] + extra) if "-c" in extra else base + extra
+        code, _, err = _cli(argv, capsys)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err

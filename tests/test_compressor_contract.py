@@ -1,15 +1,13 @@
-"""Contract tests derived from the compressor registry (optax's table): every registered compressor,
-through the same invariants, with no list of names typed here.
+"""Library-internal invariants of every registered compressor, derived from the registry (optax's table).
 
-Adding a compressor costs one class (``@register_compressor``) and one row of :data:`ROWS` (the
-settings to test it at); :func:`test_every_registered_compressor_has_a_row` fails until the row is there,
-so nothing new goes untested. Invariants: the name builds the class back (frozen, hashable, declared
-settings); ``bits > 0``; ``apply`` keeps the shape and is reproducible from its seed; the wire form
-round-trips exactly under every coding of its kind, decodes to ``apply``'s output and has exactly
-``bits(d)`` bits where ``bits_exact``; unbiased within ``N_SIGMA`` standard errors where declared; the
-measured error ``E||C(v) - v||^2`` equals the declared closed form ``variance(v)`` and stays within
-``error_factor(d) ||v||^2``; error feedback runs and keeps ``p = C(p) + e'``; the server optimiser and
-``simcomm payload`` take it.
+What a user's compressor must satisfy too (shape, finite output, reproducible from its seed, the
+declared ``deterministic``, unbiasedness, the declared variance, contraction and closed form, payload
+bits, the wire form under every coding) is the conformance battery, run on every registered compressor
+in ``tests/test_conform.py``. What stays here is how the library itself uses a compressor: the name
+builds the class back (frozen, hashable, declared settings); the bit formula counts the message
+exactly where ``bits_exact``; error feedback (EF, EF21, EF with the step-size correction) runs with it
+and keeps its invariants; the server optimiser and ``simcomm payload`` take it. The settings come from
+``tests/_compressors.py``, where a newly registered compressor is covered automatically.
 """
 
 import dataclasses
@@ -19,54 +17,16 @@ import numpy as np
 import pytest
 
 from simcomm.compress import COMPRESSORS, compressor_from_name, compressor_from_settings
-from simcomm.network import CODINGS, decode, encode, formula_bits
-
-#: settings each registered compressor is tested at (one row per compressor; a list tests several)
-ROWS = {
-    "none": [{}],
-    "top_k": [dict(k=5)],
-    "rand_k": [dict(k=5), dict(k=5, scale=False)],
-    "rtop_k": [dict(k=4, r=12)],
-    "qsgd": [dict(s=2), dict(s=16)],
-    "ternary": [{}],
-    "stochastic_round": [dict(delta=0.3)],
-    "bernoulli": [dict(p=0.3)],
-    "sign": [{}],
-    "scaled_sign": [dict(norm="l1"), dict(norm="l2")],
-    "natural": [{}],
-    "fp16": [{}],
-    "bf16": [{}],
-    "minmax_uint8": [dict(bucket=12), dict(bucket=0, stochastic=False)],
-    "block_int8": [dict(block=16)],
-    "rand_k_replace": [dict(k=5), dict(k=5, scale=False)],
-    "powersgd": [dict(rank=2, rows=6), dict(rank=1, rows=0)],
-    "natural_dithering": [dict(s=3), dict(s=8)],
-    "compose": [dict(first="top_k(k=12)", second="qsgd(s=4)"), dict(first="rand_k(k=24)", second="natural"),
-                dict(first="scaled_sign(norm=l1)", second="bf16")],
-    "scaling": [dict(c=0.3), dict(c=1.7)],
-}
+from simcomm.network import formula_bits
+from tests._compressors import cases
 
 D = 48
 DRAWS = 4000
-# Each statistical check is a z-test on DRAWS i.i.d. draws with a fixed seed: |z| > 5 has probability
+# The EF21 contraction check is a z-test on DRAWS i.i.d. rows with a fixed seed: |z| > 5 has probability
 # 5.7e-7 under the null (normal approximation; DRAWS = 4000 makes the mean close to normal), so the
-# few hundred checks here have a family-wise false-alarm rate below 2e-4, and a fixed seed makes the
-# outcome reproducible. A biased or mis-declared compressor is off by many standard errors.
+# few dozen cases have a family-wise false-alarm rate below 2e-5, and a fixed seed makes the outcome
+# reproducible. A mis-declared compressor is off by many standard errors.
 N_SIGMA = 5.0
-
-
-def _cases(where=None):
-    """The contract rows, optionally only those whose compressor satisfies ``where(c)``."""
-    return [pytest.param(name, kw, id=f"{name}{''.join(f'-{k}={v}' for k, v in kw.items())}")
-            for name in COMPRESSORS for kw in ROWS.get(name, [])
-            if where is None or where(compressor_from_name(name, **kw))]
-
-
-def _declares_error(c) -> bool:
-    # the fp16/bf16 casts declare neither a closed form nor a worst-case constant: their relative error u^2
-    # holds only in the normal range (subnormals and overflow break it); their kernels are checked bit for
-    # bit against a reference rounding in tests/test_elementwise_kernels.py
-    return c.variance(np.ones(D)) is not None or c.error_factor(D) is not None
 
 
 def _vectors():
@@ -83,13 +43,7 @@ def _vectors():
 VECTORS = _vectors()
 
 
-def test_every_registered_compressor_has_a_row():
-    missing = sorted(set(COMPRESSORS) - set(ROWS))
-    assert not missing, f"add a row to ROWS for {missing} (the settings to test it at)"
-    assert not set(ROWS) - set(COMPRESSORS), "ROWS names a compressor that is not registered"
-
-
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases())
 def test_name_settings_and_bits(name, kw):
     c = compressor_from_name(name, **kw)
     cls = COMPRESSORS[name]
@@ -103,82 +57,16 @@ def test_name_settings_and_bits(name, kw):
     assert math.isfinite(b) and b > 0
 
 
-@pytest.mark.parametrize("name, kw", _cases())
-def test_apply_keeps_shape_and_is_reproducible(name, kw):
-    c = compressor_from_name(name, **kw)
-    X = np.stack(list(VECTORS.values()))
-    a, b = c.apply(X, rng=7), c.apply(X, rng=7)
-    assert a.shape == X.shape and np.isfinite(a).all()
-    np.testing.assert_array_equal(a, b)
-
-
-@pytest.mark.parametrize("name, kw", _cases())
-def test_deterministic_where_declared(name, kw):
-    c = compressor_from_name(name, **kw)
-    X = np.stack(list(VECTORS.values()))
-    if not c.deterministic:
-        # a random compressor changes with the seed on these vectors (none of them is a fixed point)
-        assert any(not np.array_equal(c.apply(X, rng=s), c.apply(X, rng=s + 1)) for s in (1, 3, 5)), \
-            "declare deterministic = True: the output does not depend on rng"
-        return
-    np.testing.assert_array_equal(c.apply(X, rng=1), c.apply(X, rng=2))
-
-
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases(where=lambda c: c.bits_exact))
 @pytest.mark.parametrize("vec", list(VECTORS))
-def test_wire_round_trip_is_exact(name, kw, vec):
+def test_bit_formula_counts_the_message_exactly(name, kw, vec):
+    # the library's formula of a message's bits is what bits(d) declares (the battery measures the
+    # encoded bytes against bits(d) up to padding; this is the formula, exactly)
     c = compressor_from_name(name, **kw)
-    x = VECTORS[vec]
-    m = c.to_message(x, rng=11)
-    for coding in CODINGS[m.kind]:
-        assert decode(encode(m, coding)) == m, coding
-    if c.bits_exact:
-        assert formula_bits(m) == c.bits(D)
-    # the message stands for apply's output on the same seed (float32 scales: relative rounding 2^-24)
-    ref = np.asarray(c.apply(x, rng=11), dtype=np.float64)
-    got = c.decode(m)
-    assert got.shape == (D,)
-    np.testing.assert_allclose(got, ref, rtol=4e-7, atol=4e-7 * float(np.abs(ref).max()))
+    assert formula_bits(c.to_message(VECTORS[vec], rng=11)) == c.bits(D)
 
 
-def _draws(c, x):
-    Q = np.asarray(c.apply(np.broadcast_to(x, (DRAWS, D)).copy(), rng=12345), dtype=np.float64)
-    return Q - x.astype(np.float64)
-
-
-@pytest.mark.parametrize("name, kw", _cases(where=lambda c: c.unbiased))
-@pytest.mark.parametrize("vec", list(VECTORS))
-def test_unbiased_where_declared(name, kw, vec):
-    c = compressor_from_name(name, **kw)
-    x = VECTORS[vec].astype(np.float64)
-    E = _draws(c, VECTORS[vec])
-    w_sign = np.where(np.random.default_rng(3).random(D) < 0.5, -1.0, 1.0)
-    for w in (x, w_sign):
-        proj = E @ w  # <C(v) - v, w> per draw, mean 0 if unbiased
-        se = proj.std(ddof=1) / math.sqrt(DRAWS)
-        slack = 1e-6 * np.linalg.norm(x) * np.linalg.norm(w)  # float32 rounding of the outputs
-        assert abs(proj.mean()) <= N_SIGMA * se + slack, (proj.mean(), se)
-
-
-@pytest.mark.parametrize("name, kw", _cases(where=_declares_error))
-@pytest.mark.parametrize("vec", list(VECTORS))
-def test_error_within_declared_constants(name, kw, vec):
-    c = compressor_from_name(name, **kw)
-    x = VECTORS[vec].astype(np.float64)
-    n2 = float(x @ x)
-    err = (_draws(c, VECTORS[vec]) ** 2).sum(axis=1)
-    mean, se = err.mean(), err.std(ddof=1) / math.sqrt(DRAWS)
-    slack = 1e-5 * n2  # float32 outputs: each coordinate is off by at most 2^-24 relative
-    exact, factor = c.variance(x), c.error_factor(D)
-    if exact is not None:
-        assert abs(mean - float(exact)) <= N_SIGMA * se + slack, (mean, float(exact), se)
-    if factor is not None and math.isfinite(factor):
-        assert mean <= factor * n2 + N_SIGMA * se + slack, (mean, factor * n2)
-        if exact is not None:
-            assert float(exact) <= factor * n2 * (1 + 1e-12) + 1e-12
-
-
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases())
 def test_error_feedback_runs_and_keeps_the_invariant(name, kw):
     from simcomm.optim import EFState, ef_update
 
@@ -206,7 +94,7 @@ def test_error_feedback_runs_and_keeps_the_invariant(name, kw):
     assert info.comp_error.shape == (n,) and np.all(info.comp_error >= 0)
 
 
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases())
 def test_server_optimiser_takes_it(name, kw):
     from simcomm.models import quadratic
     from simcomm.optim import compressed_gd
@@ -215,7 +103,7 @@ def test_server_optimiser_takes_it(name, kw):
     assert tr.f_gap.shape[-1] >= 2 and np.isfinite(tr.f_gap).all()
 
 
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases())
 def test_payload_cli_takes_it(name, kw, capsys):
     import json
 
@@ -231,7 +119,7 @@ def test_payload_cli_takes_it(name, kw, capsys):
     assert info["roundtrip"] is True and info["bits"] > 0
 
 
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases())
 def test_ef21_keeps_the_servers_estimate_and_contracts(name, kw):
     from simcomm.compress import EF21, EF21State
 
@@ -253,7 +141,7 @@ def test_ef21_keeps_the_servers_estimate_and_contracts(name, kw):
         assert ratio.mean() <= N_SIGMA * ratio.std(ddof=1) / math.sqrt(DRAWS) + 1e-9 * e_old.mean()
 
 
-@pytest.mark.parametrize("name, kw", _cases())
+@pytest.mark.parametrize("name, kw", cases())
 def test_ef_with_lr_correction_is_ef_at_a_constant_step_and_rescales_otherwise(name, kw):
     from simcomm.compress import ErrorFeedback, ErrorFeedbackLR
 

@@ -10,7 +10,9 @@ import math
 import numpy as np
 import pytest
 
+from simcomm.compress import COMPRESSORS, compressor_from_name
 from simcomm.conform import conform, conform_all
+from tests._compressors import cases
 
 F = "simcomm.conform_fixtures:"
 
@@ -42,14 +44,50 @@ def test_hook_fixtures_on_gloo():
         assert set(v[twin].values()) == {"holds"}, v[twin]
 
 
-def test_library_compressors_conform():
-    # the shipped compressors declare unbiased/beta themselves; scaled rand-k's variance bound is tight
-    # (E||C(x)-x||^2 = (d/k - 1)||x||^2 exactly), so it holds within the stated 10% slack
-    from simcomm.compress import QSGD, Bernoulli, RandK
+# The battery on every registered compressor at the settings of tests/_compressors.py (its defaults
+# where it needs none), at conform's default d = 16 and confidence 0.99 per check, under the fixed seed 0.
+# Power, from the statistics: scaled rand-k's unbiasedness cells (32 coordinates, Holm, each side at
+# 0.01 / (32 x 7 looks): z = 3.9) have noise |x_j| sqrt(beta) per draw against the margin 0.1 sqrt(beta),
+# so they need N > (3.9 x 2.14 / 0.1)^2 ~ 7,000 draws for the largest Gaussian coordinate (2.14): decided
+# at 8,000. The closed-form variance of natural rounding on the spike vector (one coordinate near a power
+# of two: a rare large error) has a CI half-width of 0.0152 at 16,000 draws against its 0.0141 margin (10%
+# of 0.141); the half-width falls as 1/sqrt(N): decided at 32,000. MAX_DRAWS = 64,000 leaves a factor of
+# 2 above the largest need, and the adaptive doubling stops as soon as every cell is decided (variance
+# checks at 1,000-4,000). A wrong declaration is many margins away (the broken compressors below), so it
+# cannot hide in this slack; the margins are conform's defaults, not widened here.
+MAX_DRAWS = 64000
+#: where a registered compressor may skip a check: it declares nothing for it (the reason names what)
+SKIP_REASONS = {"unbiased": ("declared biased",), "variance": ("beta(d) = inf",),
+                "contraction": ("states no worst case",), "variance_formula": ("no closed form stated",)}
 
-    for c in (RandK(4), QSGD(2), Bernoulli(0.5)):
-        r = conform(c, "compressor")
-        assert r.verdicts()["unbiased"] == "holds" and r.verdicts()["variance"] == "holds", r.text()
+
+@pytest.mark.parametrize("name, kw", cases())
+def test_every_registered_compressor_conforms(name, kw):
+    c = compressor_from_name(name, **kw)
+    r = conform(c, "compressor", max_draws=MAX_DRAWS)
+    res = {x.check: x for x in r.results}
+    assert r.exit_code == 0 and not r.errors, r.text()
+    for check in ("determinism", "rng_use", "payload", "roundtrip"):  # the library declares these fully
+        assert res[check].verdict == "holds", r.text()
+    assert "variance" in res or "contraction" in res, r.text()
+    for check, x in res.items():
+        if x.verdict == "skipped":
+            assert any(why in x.reason for why in SKIP_REASONS.get(check, ())), (check, x.reason)
+        else:
+            assert x.verdict == "holds", r.text()
+
+
+def test_every_registered_compressor_has_settings_to_be_tested_at():
+    from tests._compressors import ROWS
+
+    assert not set(ROWS) - set(COMPRESSORS), "ROWS names a compressor that is not registered"
+    for p in cases():  # a new compressor needing settings fails here until ROWS has its row
+        name, kw = p.values
+        try:
+            compressor_from_name(name, **kw)
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"{name} cannot be built from {kw} ({exc}): add a row to tests/_compressors.py ROWS")
+    assert len(cases()) >= len(COMPRESSORS) >= 20
 
 
 def test_understated_variance_is_violated():
@@ -158,8 +196,8 @@ def test_library_protocol_topk_holds_and_shows_measured_next_to_declared():
     from simcomm.compress import TopK
 
     r = conform(TopK(4), "compressor")
-    assert r.verdicts() == {"determinism": "holds", "unbiased": "skipped", "contraction": "holds",
-                            "payload": "holds", "roundtrip": "holds"}, r.text()
+    assert r.verdicts() == {"determinism": "holds", "rng_use": "holds", "unbiased": "skipped", "contraction": "holds",
+                            "variance_formula": "skipped", "payload": "holds", "roundtrip": "holds"}, r.text()
     res = {x.check: x for x in r.results}
     # the equal-magnitude test vector loses exactly 1 - k/d = 0.75 of its energy: measured = declared
     assert math.isclose(res["contraction"].declared, 0.75) and math.isclose(res["contraction"].measured, 0.75)
@@ -167,14 +205,15 @@ def test_library_protocol_topk_holds_and_shows_measured_next_to_declared():
     head, *rows = r.text().splitlines()[1:]
     assert "measured" in head and "declared" in head
     assert any(line.split()[:5] == ["contraction", "holds", "3000", "0.75", "0.75"] for line in rows), r.text()
-    assert r.summary()["checks"][2]["measured"] == 0.75
+    assert r.summary()["checks"][3]["measured"] == 0.75
 
 
 def test_library_compressors_without_a_stated_constant_are_skipped_not_errors():
     from simcomm.compress import NaturalDithering, Sign, StochasticRound
 
-    v = conform(StochasticRound(0.3), "compressor").verdicts()  # beta = inf: no relative bound
-    assert v["unbiased"] == v["variance"] == "skipped" and v["payload"] == "holds"
+    # beta = inf: no relative bound, so no variance check; its margin for unbiasedness comes from variance(x)
+    v = conform(StochasticRound(0.3), "compressor").verdicts()
+    assert v["variance"] == "skipped" and v["unbiased"] == v["variance_formula"] == v["payload"] == "holds"
     v = conform(Sign(), "compressor").verdicts()  # error_factor(d) is None
     assert v["contraction"] == "skipped" and v["payload"] == "holds"
     # the wire form recovers every level: apply's float32 norm can put |q|/||x|| a rounding below 2^-j
@@ -192,3 +231,115 @@ def test_a_class_is_built_with_its_defaults_or_refused_in_one_line(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is the class TopK, not an instance" in err and "TopK(k=...)" in err
+
+
+# Deliberately broken compressors in the library's own protocol (Compressor subclasses, as a user writes
+# them): each breaks one declared property, and the battery must reject it at the check for that
+# property, with the rest of the battery holding (so the check, not a neighbour, catches it).
+
+from dataclasses import dataclass  # noqa: E402
+
+from simcomm.compress import Compressor, RandK, TopK  # noqa: E402
+
+
+@dataclass(frozen=True)
+class _Unscaled(RandK):
+    """Declares scaled rand-k (unbiased, beta = d/k - 1) but sends the kept entries without d/k: E C(x) = (k/d) x."""
+
+    def apply(self, x, *, rng):
+        return RandK(self.k, scale=False).apply(x, rng=rng)
+
+    def entry_scale(self, d):  # the wire form sends what apply returns
+        return 1.0
+
+    def variance(self, v):
+        return None
+
+
+@dataclass(frozen=True)
+class _Unseeded(TopK):
+    """Top-k plus noise from a generator of its own, not from rng."""
+
+    def apply(self, x, *, rng):
+        y = np.asarray(TopK(self.k).apply(x, rng=rng), dtype=np.float64)
+        return y + 1e-3 * np.random.default_rng().standard_normal(y.shape)
+
+    def _message(self, x, rng, value_dtype):
+        return Compressor._message(self, x, rng, value_dtype)
+
+    def bits(self, d):
+        return 32 * d
+
+
+@dataclass(frozen=True)
+class _ValuesOnlyBits(TopK):
+    """Top-k that counts only its k float32 values in bits(d), not the k indices it also sends."""
+
+    def bits(self, d):
+        return 32 * self.k
+
+
+@dataclass(frozen=True)
+class _FalselyDeterministic(RandK):
+    """Unscaled rand-k declaring deterministic = True."""
+
+    deterministic = True
+
+
+@dataclass(frozen=True)
+class _HalfVariance(RandK):
+    """Scaled rand-k whose closed form variance(x) is half the true (d/k - 1)||x||^2 (beta still right)."""
+
+    def variance(self, v):
+        return 0.5 * RandK(self.k).variance(v)
+
+
+@dataclass(frozen=True)
+class _Overclaimed(TopK):
+    """Top-k declaring error_factor(d) = (1 - k/d)/2: twice the contraction top-k has."""
+
+    def error_factor(self, d):
+        return 0.5 * (1 - self.k / d)
+
+
+@dataclass(frozen=True)
+class _NonFinite(TopK):
+    """Top-k that marks the dropped coordinates NaN instead of 0."""
+
+    def apply(self, x, *, rng):
+        y = np.asarray(TopK(self.k).apply(x, rng=rng), dtype=np.float64)
+        return np.where(y == 0, np.nan, y)
+
+
+@pytest.mark.parametrize("broken, kw, check, verdict, says", [
+    (_Unscaled, dict(k=4), "unbiased", "violated", ""),
+    (_Unseeded, dict(k=4), "determinism", "error", "not deterministic under a fixed seed"),
+    (_ValuesOnlyBits, dict(k=4), "payload", "violated", ""),
+    (_FalselyDeterministic, dict(k=4, scale=False), "rng_use", "violated", "declares deterministic = True but"),
+    (_HalfVariance, dict(k=4), "variance_formula", "violated", ""),
+    (_Overclaimed, dict(k=4), "contraction", "violated", ""),
+    (_NonFinite, dict(k=4), "determinism", "error", "non-finite values"),
+], ids=lambda v: v.__name__.strip("_") if isinstance(v, type) else None)
+def test_broken_compressor_is_rejected_at_its_check(broken, kw, check, verdict, says):
+    r = conform(broken(**kw), "compressor", max_draws=8000)
+    res = {x.check: x for x in r.results}
+    assert res[check].verdict == verdict and says in res[check].reason, r.text()
+    assert r.exit_code == (2 if verdict == "error" else 1)
+    if verdict == "violated":  # the one property broken: every other check holds or is skipped
+        others = {k: x.verdict for k, x in res.items() if k != check}
+        assert set(others.values()) <= {"holds", "skipped"}, r.text()
+    else:
+        assert any(f"check '{check}'" in e and says in e for e in r.errors), r.errors
+
+
+def test_broken_compressors_show_what_was_measured_against_the_declaration():
+    # unscaled rand-k at k = 4 of 16: the mean output is k/d = 0.25 of x, a bias of 0.75 |x_j| against a
+    # margin of 0.1 sqrt(beta) = 0.17; the table shows the largest bias in units of sqrt(beta) next to 0.1
+    res = {x.check: x for x in conform(_Unscaled(4), "compressor", max_draws=8000).results}
+    assert res["unbiased"].measured > 5 * res["unbiased"].declared == pytest.approx(0.5)
+    # the payload: 16 values and indices measured, 4 float32 values (128 bits) declared
+    res = {x.check: x for x in conform(_ValuesOnlyBits(4), "compressor").results}
+    assert res["payload"].declared == 128 and res["payload"].measured > 128 + 7
+    text = conform(_Overclaimed(4), "compressor").text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("contraction"))
+    assert line.split()[1:5] == ["violated", "3000", "0.75", "0.375"], text

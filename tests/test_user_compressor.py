@@ -150,13 +150,16 @@ def test_conform_takes_it(user, capsys):
     from simcomm.conform import conform
 
     r = conform(user.threshold, "compressor")
-    assert r.verdicts() == {"determinism": "holds", "unbiased": "skipped", "contraction": "skipped",
-                            "payload": "holds", "roundtrip": "holds"}, r.text()
+    assert r.verdicts() == {"determinism": "holds", "rng_use": "skipped", "unbiased": "skipped",
+                            "contraction": "skipped", "variance_formula": "skipped", "payload": "holds",
+                            "roundtrip": "holds"}, r.text()
+    # deterministic, on the base class's default False: told, not failed
+    assert "declare deterministic = True" in {x.check: x for x in r.results}["rng_use"].reason
     r = conform(user.coin, "compressor")
     v = r.verdicts()
     assert v["unbiased"] == "holds" and v["variance"] == "holds" and v["roundtrip"] == "holds", r.text()
     # its bits are what it reports, not what the default dense wire form sends: not judged against the payload
-    assert v["payload"] == "skipped" and "default dense wire form" in r.results[3].reason
+    assert v["payload"] == "skipped" and "default dense wire form" in {x.check: x for x in r.results}["payload"].reason
     with pytest.raises(SystemExit) as exc:
         main(["conform", "usercomp:coin", "--kind", "compressor", "--max-draws", "2000"])
     assert exc.value.code == 0, capsys.readouterr()

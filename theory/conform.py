@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from theory._bound import bound
 
-__all__ = ["unbiased_coordinate", "declared_variance", "declared_contraction", "declared_bits", "zero_defect",
-           "descent_lower"]
+__all__ = ["unbiased_coordinate", "declared_variance", "declared_contraction", "closed_form_variance", "declared_bits",
+           "zero_defect", "descent_lower"]
 
 PAPER = "conform"
 
@@ -83,6 +83,27 @@ def declared_contraction(delta: float, norm2: float) -> float:
     3.0
     """
     return (1.0 - delta) * norm2
+
+
+@bound(kind="equal", provenance="N", paper=PAPER,
+       statement="declared closed form: E||C(x) - x||^2 = variance(x), the compressor's exact error on x")
+def closed_form_variance(variance: float) -> float:
+    r"""Exact expected squared error of a compressor on ``x``, the closed form it declares.
+
+    **Statement** (equal; provenance [N], the definition of the declared ``variance(x)``, e.g.
+    :math:`(d/k - 1)\|x\|^2` for scaled rand-k): :math:`\mathbb{E}\|C(x) - x\|^2 = ` ``variance(x)``.
+
+    Parameters
+    ----------
+    variance : float
+        The declared value on the test vector.
+
+    Examples
+    --------
+    >>> closed_form_variance(2.5)
+    2.5
+    """
+    return variance
 
 
 @bound(kind="equal", provenance="N", paper=PAPER,

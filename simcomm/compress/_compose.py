@@ -16,7 +16,7 @@ worst-case error factors (``error_factor``):
   and :math:`f_1 < 1`; with a deterministic :math:`C_1` (top-k) and a closed-form :math:`C_2` variance the
   exact error is ``C2.variance(y) + ||x - y||^2`` (for any deterministic :math:`C_1`, e.g. scaled sign, too);
 * **anything else**: no rule here; ``beta`` / ``error_factor`` are ``None`` (unknown) and the constant is
-  measured (``tests/test_compressor_contract.py`` checks only what is declared).
+  measured (the conformance battery, ``tests/test_conform.py``, checks only what is declared).
 
 Wire form: :math:`C_2`'s message of the ``d``-vector :math:`y` (``C2.bits(d)`` bits). A packed form (the
 indices of a sparse :math:`y` plus :math:`C_2` of its values only) would be cheaper; it is not built here.

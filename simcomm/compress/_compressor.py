@@ -3,7 +3,8 @@ r"""One compressor type: small frozen dataclasses that describe themselves, in o
 Every compressor ``c`` is a :class:`Compressor` (in the spirit of optax's gradient transformations:
 settings fixed when it is built, application pure), registered by name with
 :func:`register_compressor`; :data:`COMPRESSORS` is the registry that spec choices, the CLI, the wire
-format and the contract tests (``tests/test_compressor_contract.py``) are derived from. A compressor owns:
+format and the tests (the conformance battery in ``tests/test_conform.py``, the library-internal
+invariants in ``tests/test_compressor_contract.py``) are derived from. A compressor owns:
 
 * ``c.apply(x, *, rng)`` compresses every row ``x[..., :]`` independently; it calls the
   array function of the same name (:func:`~simcomm.compress.top_k`, :func:`~simcomm.compress.qsgd`,

@@ -5,8 +5,8 @@ Each is one registered :class:`~simcomm.compress.Compressor` with its bits, cons
 bfloat16). The kernels are the backends' ``sign_quantize``, ``bf16_round``, ``natural_quantize``,
 ``minmax_quantize`` and ``int8_block_quantize`` (:mod:`simcomm.backends._numpy.elem`).
 
-Constants ([N]: derived here, checked by ``tests/test_compressor_contract.py`` and the ``compress.*``
-claims):
+Constants ([N]: derived here, checked by the conformance battery in ``tests/test_conform.py`` and the
+``compress.*`` claims):
 
 * scaled sign :math:`C(v) = a\,\mathrm{sgn}(v)`: :math:`\|C(v) - v\|^2 = \|v\|^2 - 2a\|v\|_1 + a^2 d`, so
   :math:`a = \|v\|_1/d` (EF-signSGD) gives :math:`\|v\|^2 - \|v\|_1^2/d \le (1 - 1/d)\|v\|^2` (a

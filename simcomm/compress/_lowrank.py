@@ -11,7 +11,7 @@ so :math:`C(M)` is the orthogonal projection of the columns of :math:`M` onto :m
 \subseteq \mathrm{col}(M)`, and :math:`\|C(M) - M\|_F^2 = \|M\|_F^2 - \|P^\top M\|_F^2 \le \|M\|_F^2`
 exactly (a projection). No uniform :math:`\delta > 0` exists (a :math:`Q` nearly orthogonal to the top
 singular directions leaves almost all of :math:`M`), so the declared worst case is ``error_factor = 1``
-and the typical error is measured (``tests/test_compressor_contract.py``). The message is :math:`P` and
+and the typical error is measured (the conformance battery, ``tests/test_conform.py``). The message is :math:`P` and
 :math:`Q'`: :math:`r(m + n)` float32 values.
 
 Warm start. :meth:`PowerSGD.apply` (the stateless :class:`~simcomm.compress.Compressor` interface) draws a

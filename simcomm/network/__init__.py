@@ -11,7 +11,14 @@ Examples
 True
 """
 
-from simcomm.network._advise import DEFAULT_CANDIDATES, FEEDBACK_VARIANTS, Advice, advise, compression_errors
+from simcomm.network._advise import (
+    DEFAULT_CANDIDATES,
+    FEEDBACK_VARIANTS,
+    Advice,
+    advise,
+    compression_errors,
+    iteration_factor,
+)
 from simcomm.network._calibrate import (
     DEFAULT_SIZES,
     calibrate,
@@ -54,6 +61,7 @@ __all__ = [
     "Advice",
     "advise",
     "compression_errors",
+    "iteration_factor",
     "calibrate",
     "calibration_toml",
     "DEFAULT_SIZES",

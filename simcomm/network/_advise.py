@@ -22,6 +22,11 @@ r"""Which compressor for my model? Measured error on recorded gradients next to 
   the same compressor, and a flag where it disagrees with the measurement (outside the interval and
   more than 25% off): the model then does not describe these gradients for that compressor.
 
+With ``steps_uncompressed`` (the iterations uncompressed SGD needs to reach the user's target), each row
+also gets a **predicted time to the target**: its step time times an iteration count
+``steps_uncompressed * factor``, the factor from the error measured on the recorded gradients
+(:func:`iteration_factor`; a derived approximation [N], see there for the model and its provenance).
+
 Rows are ranked by Pareto front in (mean error, step time) -- front 1 holds the settings no other setting
 beats on both -- then by step time. With rows sampled from a long run (the recorder keeps a uniform
 sample once its memory bound is reached), feedback runs over the recorded rows only, a proxy of the
@@ -37,7 +42,8 @@ import numpy as np
 
 from simcomm._errors import UserError
 
-__all__ = ["DEFAULT_CANDIDATES", "FEEDBACK_VARIANTS", "Advice", "compression_errors", "advise", "parse_candidate"]
+__all__ = ["DEFAULT_CANDIDATES", "FEEDBACK_VARIANTS", "Advice", "compression_errors", "advise", "iteration_factor",
+           "parse_candidate"]
 
 #: the error measures :func:`compression_errors` knows (see the module docstring)
 FEEDBACK_VARIANTS = ("none", "ef", "ef21")
@@ -133,6 +139,65 @@ def compression_errors(G, compressor, *, feedback: str = "none", rng) -> np.ndar
     return out
 
 
+def iteration_factor(error: float, *, unbiased: bool, feedback: str, n: int) -> tuple[float, str]:
+    r"""Iterations to a target relative to uncompressed SGD, from the compressor's measured error.
+
+    A **derived approximation** [N], not a bound: it reads the compression term of a convergence rate as
+    the whole iteration count, which is the pessimistic end (the leading :math:`\sigma^2/(n\mu\varepsilon)`
+    term of SGD does not depend on the compressor, so where gradient noise dominates the true factor
+    tends to 1). ``error`` is :math:`\hat e`, the mean of :math:`\|g - C(g)\|^2/\|g\|^2` over the
+    recorded gradients, for the compressor alone (no feedback):
+
+    * with error feedback (``"ef"``, ``"ef21"``): the compressor acts as a :math:`\delta`-contraction with
+      :math:`\hat\delta = 1 - \hat e` on these gradients, and the iterations scale like
+      :math:`1/\hat\delta` (EF-SGD: the compression terms of the rate carry :math:`1/\delta`, Stich &
+      Karimireddy 2020, Theorems 13-16; EF21's carry :math:`1/\theta` with
+      :math:`\theta = 1 - \sqrt{1-\delta} \in [\delta/2, \delta]`, Richtarik et al. 2021, Theorem 1,
+      so the same order); not defined where :math:`\hat e \ge 1` (no contraction on these gradients);
+    * without feedback, unbiased: a variance factor :math:`\hat\omega = \hat e` on each of ``n`` workers
+      with independent draws adds :math:`\hat\omega/n` to the relative second moment of the averaged
+      gradient, so the iterations scale like :math:`1 + \hat\omega/n` (the variance term of compressed
+      SGD, e.g. Alistarh et al. 2017, QSGD, Theorem 3.4; Gorbunov et al. 2020);
+    * without feedback, biased: no model (a biased compressor without error feedback need not converge
+      in distributed SGD, Beznosikov et al. 2020, Example 1).
+
+    Parameters
+    ----------
+    error : float
+        :math:`\hat e`, the compressor's mean relative error on the recorded gradients (no feedback).
+    unbiased : bool
+        Whether the compressor declares :math:`\mathbb{E}\,C(x) = x`.
+    feedback : {"none", "ef", "ef21"}
+    n : int
+        Workers.
+
+    Returns
+    -------
+    factor : float
+        Iterations over uncompressed SGD's (NaN where the model does not apply).
+    note : str
+        Why it does not apply ("" where it does).
+
+    Examples
+    --------
+    >>> iteration_factor(0.75, unbiased=False, feedback="ef", n=8)   # top-k keeping a quarter of the energy
+    (4.0, '')
+    >>> iteration_factor(3.0, unbiased=True, feedback="none", n=8)[0]
+    1.375
+    >>> iteration_factor(0.5, unbiased=False, feedback="none", n=8)[1]
+    'biased without error feedback: no iteration model'
+    """
+    if not math.isfinite(error) or error < 0:
+        return math.nan, "no measured error"
+    if feedback in ("ef", "ef21"):
+        if error >= 1.0:
+            return math.nan, f"not a contraction on these gradients (error {error:.3g} >= 1)"
+        return 1.0 / (1.0 - error), ""
+    if unbiased:
+        return 1.0 + error / n, ""
+    return math.nan, "biased without error feedback: no iteration model"
+
+
 def _interval(v: np.ndarray) -> tuple[float, float, float]:
     from scipy import stats
 
@@ -167,6 +232,13 @@ class Advice:
         The sparse skewed model fitted to the gradients (None when it cannot be fitted: ``model_note``).
     disagreements : list of str
         One sentence per row whose measured error the fitted model misses.
+    steps_uncompressed : int or None
+        Iterations uncompressed SGD needs to reach the target (None: no time to a target). Each row then
+        also has ``iteration_factor`` (:func:`iteration_factor`), ``steps_to_target``
+        (``steps_uncompressed * iteration_factor``), ``time_to_target_s`` (that times ``step_s``; NaN where
+        the model does not apply) and ``target_note`` (why not).
+    baseline_step_s : float
+        Predicted step time of uncompressed SGD (float32 ring allreduce), NaN without a target.
     """
 
     rows: list
@@ -179,6 +251,8 @@ class Advice:
     model: object = None
     model_note: str = ""
     disagreements: list = field(default_factory=list)
+    steps_uncompressed: int | None = None
+    baseline_step_s: float = math.nan
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary (NaN as None)."""
@@ -188,6 +262,9 @@ class Advice:
             return v
         model = None if self.model is None else dict(self.model._asdict())
         return dict(d=self.d, steps=self.steps, n=self.n, alpha=self.alpha, beta=self.beta, compute=self.compute,
+                    steps_uncompressed=self.steps_uncompressed, baseline_step_s=clean(self.baseline_step_s),
+                    baseline_time_to_target_s=(None if self.steps_uncompressed is None
+                                               else clean(self.steps_uncompressed * self.baseline_step_s)),
                     model=model, model_note=self.model_note, disagreements=list(self.disagreements),
                     rows=[{k: clean(v) for k, v in r.items()} for r in self.rows])
 
@@ -207,7 +284,8 @@ def _fronts(err: np.ndarray, time: np.ndarray) -> np.ndarray:
     return front
 
 
-def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_model: bool = True) -> Advice:
+def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_model: bool = True,
+           steps_uncompressed: int | None = None) -> Advice:
     r"""Rank compressors for a model from its recorded gradients and a network (see the module docstring).
 
     Parameters
@@ -227,10 +305,19 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
     rng : numpy.random.Generator or seed
     fit_model : bool
         Also fit the sparse skewed model and compare its errors with the measured ones.
+    steps_uncompressed : int, optional
+        Iterations uncompressed SGD needs to reach the target accuracy, ``>= 1``: adds each row's
+        predicted time to that target (:func:`iteration_factor`, a derived approximation).
 
     Returns
     -------
     Advice
+
+    Raises
+    ------
+    UserError
+        Bad gradients, candidates or ``steps_uncompressed``, or a ``steps_uncompressed`` for which no
+        candidate has an iteration model (every one biased without error feedback).
 
     Examples
     --------
@@ -239,6 +326,10 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
     >>> adv = advise(G, Network(5e-6, 8e-10), 8, candidates=["top_k(k=1%)+ef", "qsgd(s=4)", "fp16"], rng=0)
     >>> [(r["label"], r["front"]) for r in adv.rows]
     [('top_k(k=10)+ef', 1), ('fp16', 1), ('qsgd(s=4)', 2)]
+    >>> adv = advise(G, Network(5e-6, 8e-10), 8, candidates=["top_k(k=1%)+ef", "qsgd(s=4)"], rng=0,
+    ...              steps_uncompressed=1000)
+    >>> [(r["label"], r["steps_to_target"] > 1000) for r in adv.rows]
+    [('top_k(k=10)+ef', True), ('qsgd(s=4)', True)]
     """
     from simcomm.network._predict import predict_step_times, resolve_compressor
 
@@ -250,6 +341,11 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
         G = G.astype(np.float64)
     if not np.all(np.isfinite(G)):
         raise UserError("advise: the gradients contain NaN or inf; record a run that did not diverge")
+    if steps_uncompressed is not None and (isinstance(steps_uncompressed, bool) or
+                                           not isinstance(steps_uncompressed, (int, np.integer)) or
+                                           steps_uncompressed < 1):
+        raise UserError(f"advise: steps_uncompressed = {steps_uncompressed!r}; give the iterations uncompressed SGD "
+                        "needs to reach the target, an integer >= 1")
     T, d = G.shape
     cands = [parse_candidate(c) for c in (DEFAULT_CANDIDATES if candidates is None else candidates)]
     if not cands:
@@ -269,7 +365,10 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
                 M = model.sample(T, rng=rng)
         except UserError as exc:
             note = f"no model fit: {exc}"
-    rows, seen = [], set()
+    rows, seen, alone = [], set(), {}
+    # the compressor-alone errors behind the iteration factors draw from a stream of their own, so asking
+    # for a time to a target leaves every other number of the table as it is
+    alone_rng = rng.spawn(1)[0]
     for (_, fb), comp in zip(cands, comps):
         label = comp.label + ("" if fb == "none" else f"+{fb}")
         if label in seen:
@@ -285,6 +384,19 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
                          error_mean=m, error_lo=lo, error_hi=hi, model_error=model_err,
                          bits=float(comp.bits(d)), bytes=t["bytes"], pattern=t["pattern"], comm_s=t["comm_s"],
                          step_s=t["step_s"]))
+        if steps_uncompressed is not None:
+            # the compressor's own error (no feedback) sets the iteration factor, whatever the row's variant
+            if comp.label not in alone:
+                alone[comp.label] = m if fb == "none" else _interval(compression_errors(G, comp, rng=alone_rng))[0]
+            f, why = iteration_factor(alone[comp.label], unbiased=bool(comp.unbiased), feedback=fb, n=int(n))
+            rows[-1].update(iteration_factor=f, steps_to_target=steps_uncompressed * f,
+                            time_to_target_s=steps_uncompressed * f * t["step_s"], target_note=why)
+    baseline = math.nan
+    if steps_uncompressed is not None:
+        if not any(math.isfinite(r["iteration_factor"]) for r in rows):
+            raise UserError("advise: steps_uncompressed does not apply to these candidates: each is biased without "
+                            "error feedback (no iteration model); add +ef, or an unbiased compressor")
+        baseline = predict_step_times(d, n, net, [resolve_compressor("none", d)], compute=compute)[0]["step_s"]
     err = np.array([r["error_mean"] for r in rows])
     step = np.array([r["step_s"] for r in rows])
     front = _fronts(np.where(np.isfinite(err), err, np.inf), step)
@@ -302,4 +414,5 @@ def advise(G, net, n: int, *, candidates=None, compute: float = 0.0, rng=0, fit_
                                  f"[{lo:.3g}, {hi:.3g}] ({'model ' + how})")
         ranked.append(r)
     return Advice(ranked, d, T, int(n), float(net.alpha), float(net.beta), float(compute), model, note,
-                  disagreements)
+                  disagreements, steps_uncompressed=None if steps_uncompressed is None else int(steps_uncompressed),
+                  baseline_step_s=baseline)
