@@ -51,6 +51,20 @@ def _built(params) -> str:
     return params["topology"] if params.get("replace_with", "none") == "none" else params["replace_with"]
 
 
+def one_peer_hops(n: int, first_hop: int = 1, order=None):
+    """The one-peer exponential sequence, or (``first_hop > 1``, a negative control) hops first_hop * 2^t.
+
+    ``first_hop = 2`` is the indexing slip of counting the exponents from 1: hops 2, 4, ..., 2^tau, all
+    even, so the nodes of odd and even index never mix.
+    """
+    if first_hop == 1:
+        return one_peer_exponential(n, order=order)
+    tau = (n - 1).bit_length()
+    layers = tuple(_circulant(f"one_peer_exponential[{first_hop}*2^{t}]", (n,), [[0], [first_hop << t]], [0.5, 0.5],
+                              "one_peer") for t in (range(tau) if order is None else order))
+    return time_varying(layers, name="one_peer_exponential")
+
+
 def _exponential_floor(n: int):
     """The static exponential graph built with floor(log2 n) hop lengths 2^t (negative control).
 
@@ -155,13 +169,8 @@ def one_peer_deviation(params, rng, backend):
     order = None if params["order"] == "increasing" else rng.permutation(tau).tolist()
     if params["graph"] == "base_graph":
         topo = base_graph(n, 1)
-    elif params["first_hop"] != 1:
-        h0 = params["first_hop"]
-        layers = tuple(_circulant(f"one_peer_exponential[{h0}*2^{t}]", (n,), [[0], [h0 << t]], [0.5, 0.5],
-                                  "one_peer") for t in (order or range(tau)))
-        topo = time_varying(layers, name="one_peer_exponential")
     else:
-        topo = one_peer_exponential(n, order=order)
+        topo = one_peer_hops(n, params["first_hop"], order=order)
     rows = [dict(metric="deviation", value=product_deviation(topo))]
     if n <= params["kernel_max_n"]:
         rows.append(dict(metric="phase_deviation", value=_phase_deviation(topo, backend)))
