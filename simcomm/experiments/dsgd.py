@@ -233,8 +233,9 @@ def _tracking_runs(params, rng, n, topologies, backend, built=None):
         acc_c = np.zeros(params["steps"] + 1)
         note = ""
         for s in range(params["inner"]):
-            tr = run_dsgd(prob, built.get(topo, topo), steps=params["steps"], lr=params["lr"] * math.sqrt(n), beta=params["beta"],
-                          sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"],
+            tr = run_dsgd(prob, built.get(topo, topo), steps=params["steps"], lr=params["lr"] * math.sqrt(n),
+                          beta=params["beta"], sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt",
+                          k0=params["k0"],
                           backend=backend)
             if tr.diverged[0]:
                 note = tr.note
