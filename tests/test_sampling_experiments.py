@@ -51,6 +51,23 @@ def test_unweighted_changes_only_importance_sampled_runs():
     assert not np.allclose(s0.x, s1.x)
 
 
+def test_score_offset_control_moves_only_the_stale_proposal():
+    # is.stale_between's negative control: scores stored under ids off by s. At s = 0 the run is the
+    # default one bit for bit; with s = 1 the proposal is the stale one rolled by one example, so at
+    # period 1 (fresh scores) it is no longer the ideal proposal and its Tr Cov is above the minimum
+    X, y = _toy()
+    m = mlp((5, 6, 2))
+    kw = dict(steps=10, lr=0.2, batch_size=8, proposal="stale", n=2, staleness=staleness("period", period=1),
+              record_every=1, rng=4)
+    base = importance_sgd(m, X, y, **kw)
+    np.testing.assert_array_equal(base.x, importance_sgd(m, X, y, score_offset=0, **kw).x)
+    off = importance_sgd(m, X, y, score_offset=1, **kw)
+    np.testing.assert_allclose(base.trace_cov_actual, base.trace_cov_ideal, rtol=1e-9)
+    assert np.all(off.trace_cov_actual > off.trace_cov_ideal * (1 + 1e-6))
+    unif = importance_sgd(m, X, y, score_offset=1, **{**kw, "proposal": "uniform"})
+    np.testing.assert_array_equal(unif.x, importance_sgd(m, X, y, **{**kw, "proposal": "uniform"}).x)
+
+
 def test_bytes_per_example():
     assert bytes_per_example(mlp((784, 256, 10))) == {"score": 8, "gradient": 8 * 203530}
 

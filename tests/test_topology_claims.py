@@ -61,6 +61,19 @@ def test_one_peer_experiment(backend):
     assert out["phase_deviation"] >= out["deviation"] - 1e-12
 
 
+def test_control_switches_build_the_mistaken_graphs():
+    # tau_rule = floor (rho_even, rho_odd_strict): the same graph at n = 2^p, one hop short elsewhere
+    for n in (16, 1024):
+        assert _run("topology_spectrum", n=n, tau_rule="floor")["rho"] == _run("topology_spectrum", n=n)["rho"]
+    bound = 1 - 2 / (1 + math.ceil(math.log2(12)))
+    assert _run("topology_spectrum", n=12)["rho"] == pytest.approx(bound, abs=1e-12)
+    assert _run("topology_spectrum", n=12, tau_rule="floor")["rho"] > bound + 0.1  # 0.727 against 0.6
+    # first_hop = 2 (one_peer_exact): only even offsets, so a period leaves the odd modes untouched
+    for order in ("increasing", "random"):
+        out = _run("one_peer_deviation", n=16, order=order, first_hop=2)
+        assert out["deviation"] == pytest.approx(1.0, abs=1e-12) and out["phase_deviation"] >= 1.0 - 1e-12
+
+
 def test_one_peer_floor_is_attained_next_to_powers_of_two():
     for p in range(2, 14):
         n = 2**p - 1

@@ -147,6 +147,14 @@ def test_delay_exact_measures_the_threshold():
         assert g == pytest.approx(th.delay_threshold_exact(tau, 1.0), rel=0.01)
 
 
+def test_grad_scale_control_divides_the_threshold():
+    # the negative control of delay.bound_tightness and pep.delay_certified: gradients summed over s
+    # identical workers see the curvature s L, so the measured threshold is the exact one over s
+    rows = _run("delay_exact", quantizer="none", tau=2, iters=9, grad_scale=4)
+    g = next(r["value"] for r in rows if r["metric"] == "lr_max")
+    assert g == pytest.approx(th.delay_threshold_exact(2, 1.0) / 4, rel=0.01)
+
+
 # "none" draws nothing: its variance is 0 by construction (checked in tests/test_quantize.py)
 @pytest.mark.parametrize("name,param,kw", [*(q for q in QUANTIZERS if q[0] != "none"),
                                            ("stochastic_round", 0.3, dict(delta=0.3))])

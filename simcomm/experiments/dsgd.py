@@ -217,7 +217,12 @@ def dsgd_transient_chain(params, rng, backend):
 # --------------------------------------------------------------------------- tracking from x0
 
 
-def _tracking_runs(params, rng, n, topologies):
+def _tracking_runs(params, rng, n, topologies, built=None):
+    """Parallel SGD and DmSGD on each of ``topologies`` (names), on one problem and the same noise seeds.
+
+    ``built`` maps a name to the Topology run in its place (a negative control's mistaken graph).
+    """
+    built = built or {}
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed0 = int(rng.integers(2**62))
     curves, notes = {}, {}
@@ -228,8 +233,9 @@ def _tracking_runs(params, rng, n, topologies):
         acc_c = np.zeros(params["steps"] + 1)
         note = ""
         for s in range(params["inner"]):
-            tr = run_dsgd(prob, topo, steps=params["steps"], lr=params["lr"] * math.sqrt(n), beta=params["beta"],
-                          sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt", k0=params["k0"])
+            tr = run_dsgd(prob, built.get(topo, topo), steps=params["steps"], lr=params["lr"] * math.sqrt(n),
+                          beta=params["beta"], sigma=params["sigma"], seed=seed0 + s, schedule="inv_sqrt",
+                          k0=params["k0"])
             if tr.diverged[0]:
                 note = tr.note
                 acc_e[:] = np.inf
@@ -336,6 +342,9 @@ def _tail_ratio(num: np.ndarray, den: np.ndarray) -> float:
 @experiment("dsgd_one_peer", params={
     **_TRACK,
     "n": Param("int", default=16, low=2, doc="number of nodes"),
+    "first_hop": Param("int", default=1, low=1, keyed_at_default=False,
+                       doc="negative control only: the one-peer hops are first_hop * 2^t (2: exponents counted "
+                           "from 1, hops 2, 4, ..., 2^tau, all even); 1 changes nothing"),
 })
 def dsgd_one_peer(params, rng, backend):
     r"""One-peer against static exponential graph at the same step count, on the same noise.
@@ -345,9 +354,13 @@ def dsgd_one_peer(params, rng, backend):
     noise in the column ``static_consensus``; ``loss_ratio`` = tail mean of :math:`f(\bar x)-f^\star`,
     one-peer / static (reported: gossip barely moves it); ``message_ratio`` = messages per node sent
     by static / by one-peer over the run (deterministic, :math:`\tau = \lceil\log_2 n\rceil`); ``tau``.
+    ``first_hop = 2`` (negative control) runs one-peer hops 2^(t+1) in place of 2^t.
     """
+    from simcomm.experiments.expgraph import one_peer_hops
+
     n = params["n"]
-    _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"))
+    built = {} if params["first_hop"] == 1 else {"one_peer_exponential": one_peer_hops(n, params["first_hop"])}
+    _, _, subs, cons, notes = _tracking_runs(params, rng, n, ("exponential", "one_peer_exponential"), built=built)
     T = params["steps"]
     m_static = float(np.sum(messages_per_step("exponential", n)) * T)
     per = messages_per_step("one_peer_exponential", n)

@@ -22,8 +22,10 @@ from simcomm.topology import (
     product_deviation,
     rate_per_step,
     rho,
+    time_varying,
     topology_names,
 )
+from simcomm.topology._graphs import _circulant
 
 # read from the topology registry (simcomm.topology.TOPOLOGIES), never typed here
 NAMES = topology_names()
@@ -49,6 +51,30 @@ def _built(params) -> str:
     return params["topology"] if params.get("replace_with", "none") == "none" else params["replace_with"]
 
 
+def one_peer_hops(n: int, first_hop: int = 1, order=None):
+    """The one-peer exponential sequence, or (``first_hop > 1``, a negative control) hops first_hop * 2^t.
+
+    ``first_hop = 2`` is the indexing slip of counting the exponents from 1: hops 2, 4, ..., 2^tau, all
+    even, so the nodes of odd and even index never mix.
+    """
+    if first_hop == 1:
+        return one_peer_exponential(n, order=order)
+    tau = (n - 1).bit_length()
+    layers = tuple(_circulant(f"one_peer_exponential[{first_hop}*2^{t}]", (n,), [[0], [first_hop << t]], [0.5, 0.5],
+                              "one_peer") for t in (range(tau) if order is None else order))
+    return time_varying(layers, name="one_peer_exponential")
+
+
+def _exponential_floor(n: int):
+    """The static exponential graph built with floor(log2 n) hop lengths 2^t (negative control).
+
+    The off-by-one of computing tau as ``int(log2 n)``: for n not a power of 2 the longest hop
+    2^(ceil(log2 n) - 1) is missing; for n = 2^p it is the static exponential graph.
+    """
+    offs = np.array([0] + [1 << t for t in range(n.bit_length() - 1)], dtype=np.int64)[:, None]
+    return _circulant("exponential[floor_log2]", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
+
+
 def _check_spectrum(params):
     _check_shape(params)
     _check_shape({**params, "topology": _built(params)})
@@ -62,18 +88,27 @@ def _check_spectrum(params):
             "p": Param("float", default=0.5, low=0.0, high=1.0, low_open=True, doc="erdos_renyi edge probability"),
             "replace_with": Param("str", default="none", choices=("none",) + NAMES, keyed_at_default=False,
                                   doc="negative control only: measure this topology in place of `topology` (the "
-                                      "cell, and so the bound, keep `topology`)")},
+                                      "cell, and so the bound, keep `topology`)"),
+            "tau_rule": Param("str", default="ceil", choices=("ceil", "floor"), keyed_at_default=False,
+                              doc="negative control only: floor builds the static exponential graph with "
+                                  "floor(log2 n) hop lengths (tau = int(log2 n)) while the cell and the bound keep "
+                                  "ceil(log2 n); ceil changes nothing")},
     check=_check_spectrum,
 )
 def topology_spectrum(params, rng, backend):
     """rho = ||W - J||_2, spectral gap 1 - rho and max degree of one topology (FFT / ARPACK fast paths).
 
-    ``replace_with`` (negative control) measures another topology while the cell keeps its label.
+    ``replace_with`` (negative control) measures another topology while the cell keeps its label;
+    ``tau_rule = "floor"`` (negative control) builds the static exponential graph with floor(log2 n)
+    hops instead of ceil(log2 n).
     """
     del backend
     name = _built(params)
     p = params["p"] if name == "erdos_renyi" else None
-    topo = build(name, params["n"], p=p, rule=params["rule"], rng=rng)
+    if name == "exponential" and params["tau_rule"] == "floor":
+        topo = _exponential_floor(params["n"])
+    else:
+        topo = build(name, params["n"], p=p, rule=params["rule"], rng=rng)
     r = rho(topo)
     return [
         dict(metric="rho", value=r),
@@ -115,6 +150,9 @@ def _phase_deviation(topo, block: int = 256) -> float:
                        keyed_at_default=False,
                        doc="negative control only: base_graph measures the Base-2 graph (one peer per step, "
                            "exact for every n) in place of the one-peer exponential graph"),
+        "first_hop": Param("int", default=1, low=1, keyed_at_default=False,
+                           doc="negative control only: hop lengths first_hop * 2^t (2: exponents counted from 1, "
+                               "hops 2, 4, ..., 2^tau); 1 changes nothing"),
     },
 )
 def one_peer_deviation(params, rng, backend):
@@ -124,11 +162,15 @@ def one_peer_deviation(params, rng, backend):
     ``phase_deviation`` (n <= kernel_max_n): max over every start phase of ||prod - J||_F, the product
     formed by applying the gossip kernel to the identity. ``graph = "base_graph"`` (negative control)
     measures one period of the Base-2 graph instead (sparse layers: dense products up to moderate n).
+    ``first_hop = 2`` (negative control) visits the hops 2^(t+1) instead of 2^t: every offset is even.
     """
     n = params["n"]
     tau = (n - 1).bit_length()
     order = None if params["order"] == "increasing" else rng.permutation(tau).tolist()
-    topo = one_peer_exponential(n, order=order) if params["graph"] == "one_peer_exponential" else base_graph(n, 1)
+    if params["graph"] == "base_graph":
+        topo = base_graph(n, 1)
+    else:
+        topo = one_peer_hops(n, params["first_hop"], order=order)
     rows = [dict(metric="deviation", value=product_deviation(topo))]
     if n <= params["kernel_max_n"]:
         rows.append(dict(metric="phase_deviation", value=_phase_deviation(topo)))

@@ -253,6 +253,10 @@ _TRAIN = {
     "mean_delay": Param("float", default=10.0, low=1.0, doc="mean job duration in master steps (mode = delay)"),
     "smoothing_rel": Param("float", default=0.0, low=0.0, doc="smoothing c as a multiple of the mean initial norm"),
     "record_every": Param("int", default=1, low=1, doc="monitor period in steps", former="eval_every"),
+    "score_offset": Param("int", default=0, low=0, keyed_at_default=False,
+                          doc="negative control only: the stale scores are stored under example ids off by "
+                              "this many (example i drawn with the score of example i - score_offset mod N); "
+                              "0 = every score for its own example"),
 }
 
 
@@ -264,7 +268,7 @@ def _run(params, ds, model, proposal, theta0, rng):
         smoothing=c, n=params["n"],
         staleness=staleness(params["mode"], period=params["period"], mean_delay=params["mean_delay"]),
         record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, x0=theta0, rng=rng,
-        unweighted=params.get("reweight", "importance") == "none",
+        unweighted=params.get("reweight", "importance") == "none", score_offset=params["score_offset"],
     )
 
 

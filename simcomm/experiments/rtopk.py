@@ -233,6 +233,9 @@ def _check_scaling(p):
         "axis": Param("str", default="n", choices=_AXES,
                       doc="quantity multiplied by x: n, the bit budget k (so k'), s, or log2 d"),
         "x": Param("int", default=1, low=1, doc="multiplier of the swept quantity"),
+        "rescale": Param("bool", default=True, keyed_at_default=False,
+                         doc="negative control only: false drops the random subset's |S|/min(k', |S|) "
+                             "rescaling (a biased estimator)"),
     },
     check=_check_scaling,
 )
@@ -242,8 +245,10 @@ def mean_estimation_scaling(params, rng, backend):
     ``axis`` = n: n x; kprime: bit budget k x (k' = k x / ceil(log2 d) when k is a multiple of it);
     s: s x (the support grows with it); log2d: d = 2^(ceil(log2 d) x) at the same bit budget k, so
     k' shrinks like 1/log2 d. Only the support is simulated, so huge d costs nothing.
+    ``rescale = false`` (negative control) makes the random subset a biased estimator.
     """
     n, d, s, k = _scaled(params)
     theta = _profile(d, s, params["alpha"], params["support"])
-    err = mean_estimation_mse(theta, n, k, d=d, replicates=params["draws"], rng=rng, schemes=("rtop_k",))
+    err = mean_estimation_mse(theta, n, k, d=d, replicates=params["draws"], rng=rng, schemes=("rtop_k",),
+                              rescale=params["rescale"])
     return [dict(metric="mse", value=float(err["rtop_k"].mean()))]

@@ -259,7 +259,11 @@ def urq_floor(params, rng, backend):
             "iters": Param("int", default=11, low=1, high=40, doc="bisection halvings (geometric)"),
             "delay": Param("str", default="constant", choices=("constant", "uniform"), keyed_at_default=False,
                            doc="negative control only: uniform draws delays in [0, tau] (the limits are for a "
-                               "constant tau)")},
+                               "constant tau)"),
+            "grad_scale": Param("int", default=1, low=1, keyed_at_default=False,
+                                doc="negative control only: the gradient summed over this many workers with the "
+                                    "same data where their mean is meant, so the steps see the curvature "
+                                    "grad_scale * L while the cell (and the bound) keep L; 1 changes nothing")},
     check=_check_problem,
 )
 def delay_exact(params, rng, backend):
@@ -283,12 +287,15 @@ def delay_exact(params, rng, backend):
 
     Rows: ``lr_max`` = geometric midpoint of the final bracket (problem units); ``alpha`` (the URQ's
     second-moment factor, worst case over d) is a column for bounds that need it. ``delay = "uniform"``
-    (negative control) draws each step's delay uniformly in ``[0, tau]`` instead.
+    (negative control) draws each step's delay uniformly in ``[0, tau]`` instead; ``grad_scale = s``
+    (negative control) runs on the quadratic s f, whose gradient is the sum of s identical workers'
+    gradients (curvatures s mu to s L) while the row keeps ``L``.
     """
     q = _quantizer(params)
     tau = params["tau"]
+    s = params["grad_scale"]
     # diagonal Hessian: Bernoulli keeps act on eigen-coordinates, the setting of the 2/(alpha L) limit
-    p = make_problem("quadratic", n=1, d=params["d"], L=params["L"], mu=params["mu"], sigma2=0.0, rng=rng)
+    p = make_problem("quadratic", n=1, d=params["d"], L=params["L"] * s, mu=params["mu"] * s, sigma2=0.0, rng=rng)
     g = largest_stable_async_step(p, q, params, tau, rng, decay=1.0)
     return [dict(metric="lr_max", value=g, alpha=float(q.alpha(p.d)))]
 

@@ -373,13 +373,19 @@ class ProposalState(NamedTuple):
     q: np.ndarray | None
 
 
-def proposal(kind: str, smoothing: float = 0.0, staleness: Staleness = Staleness(), workers: int = 1) -> Transform:
+def proposal(kind: str, smoothing: float = 0.0, staleness: Staleness = Staleness(), workers: int = 1,
+             score_offset: int = 0) -> Transform:
     r"""Importance sampling's proposal over the ``N`` training examples at the iterate: ``(N,)``.
 
     ``"uniform"``: :math:`q_i = 1/N`; ``"ideal"``: :math:`q \propto \|g_i(\theta)\|`; ``"smoothed"``:
     :math:`q \propto \|g_i(\theta)\| + c`; ``"stale"``: :math:`q \propto \omega_i + c` from the scores of
     ``workers`` workers refreshed on ``staleness`` (:func:`simcomm.sampling.stale_update`; their iid
     shards drawn from the run's stream when the state is made).
+
+    ``score_offset`` (negative control, ``"stale"`` only): example :math:`i` is drawn with the
+    probability formed from the score of example :math:`i - s \bmod N`, as when the score store is
+    indexed by example ids off by :math:`s`; the proposal is then unrelated to the gradients while the
+    weights :math:`1/(N q_i)` keep the estimator unbiased. 0 (the default) changes nothing.
     """
     if kind not in PROPOSALS:
         raise UserError(f"unknown proposal '{kind}'; choose one of {', '.join(PROPOSALS)}")
@@ -401,6 +407,8 @@ def proposal(kind: str, smoothing: float = 0.0, staleness: Staleness = Staleness
         elif kind == "stale":
             scores = stale_update(state.scores, ctx.k, lambda idx: p.norms(theta, idx), staleness, rng=ctx.rng)
             q = norm_proposal(scores.scores, smoothing=c)
+            if score_offset:
+                q = np.roll(q, score_offset)  # the negative control: scores stored under the wrong ids
             return q, ProposalState(scores, q)
         else:
             q = norm_proposal(p.norms(theta), smoothing=c)

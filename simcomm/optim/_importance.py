@@ -69,6 +69,7 @@ def importance_sgd(
     rng=None,
     on_step=None,
     unweighted: bool = False,
+    score_offset: int = 0,
 ) -> Trace:
     r"""Train ``model`` on ``(X, y)`` with importance-sampled (or uniform) SGD.
 
@@ -105,6 +106,10 @@ def importance_sgd(
     unweighted : bool, default False
         Negative control: drop the importance weights :math:`1/(N q_I)` (every draw weighs 1), a
         biased estimator unless ``q`` is uniform; SGD then descends the ``q``-weighted loss.
+    score_offset : int, default 0
+        Negative control (``stale``): example :math:`i` is drawn with the probability formed from the
+        score of example :math:`i - s \bmod N` (a score store indexed by ids off by :math:`s`): an
+        unbiased estimator whose proposal no longer follows the gradients. 0 changes nothing.
 
     Returns
     -------
@@ -133,6 +138,7 @@ def importance_sgd(
     positive_int(record_every, "record_every")
     step_size(lr)
     real(smoothing, "smoothing", low=0.0, hint="it is added to every score")
+    integer(score_offset, "score_offset", low=0, hint="0 uses every score for its own example")
     torch_model = isinstance(model, TorchModel)  # a PyTorch module keeps its inputs' dtype
     X = finite_array(X, "X (training features)", dtype=None if torch_model else np.float64)
     y = np.asarray(y)
@@ -147,6 +153,6 @@ def importance_sgd(
                                                               y_test=y_test)
     method = build_method("importance_sgd", lr=lr, proposal=proposal, smoothing=smoothing,
                           workers=n if proposal == "stale" else 1,
-                          staleness=staleness, unweighted=unweighted)
+                          staleness=staleness, unweighted=unweighted, score_offset=score_offset)
     return run(problem, method, steps, rng=rng, x0=theta[None], on_step=on_step,
                watch=ImportanceWatch(problem, steps, record_every))

@@ -28,13 +28,16 @@ from simcomm.sampling import Staleness
     "period": Param("int", default=1, low=1, doc="refresh period (staleness 'period')"),
     "mean_delay": Param("float", default=1.0, low=1.0, doc="mean job duration (staleness 'delay')"),
     "unweighted": Param("bool", default=False, doc="drop the importance weights (a biased negative control)"),
+    "score_offset": Param("int", default=0, low=0,
+                          doc="negative control only: stale scores used for the example that many ids further on"),
 })
 def build(*, lr, proposal="stale", smoothing=0.0, workers=1, staleness="period", period=1, mean_delay=1.0,
-          unweighted=False):
+          unweighted=False, score_offset=0):
     """Importance-sampled SGD: a proposal over the examples, a weighted minibatch gradient, a step."""
     sched = staleness if isinstance(staleness, Staleness) else Staleness(staleness, int(period), float(mean_delay))
     step = chain(sampled_gradient(unweighted), scale_by_lr(lr))
-    return lookahead(_proposal(proposal, smoothing, sched, workers), step, name="importance_sgd")
+    return lookahead(_proposal(proposal, smoothing, sched, workers, int(score_offset)), step,
+                     name="importance_sgd")
 
 
 _proposal = proposal
