@@ -25,7 +25,7 @@ from simcomm.topology import (
     time_varying,
     topology_names,
 )
-from simcomm.topology._graphs import _circulant
+from simcomm.topology import circulant
 
 # read from the topology registry (simcomm.topology.TOPOLOGIES), never typed here
 NAMES = topology_names()
@@ -60,7 +60,7 @@ def one_peer_hops(n: int, first_hop: int = 1, order=None):
     if first_hop == 1:
         return one_peer_exponential(n, order=order)
     tau = (n - 1).bit_length()
-    layers = tuple(_circulant(f"one_peer_exponential[{first_hop}*2^{t}]", (n,), [[0], [first_hop << t]], [0.5, 0.5],
+    layers = tuple(circulant(f"one_peer_exponential[{first_hop}*2^{t}]", (n,), [[0], [first_hop << t]], [0.5, 0.5],
                               "one_peer") for t in (range(tau) if order is None else order))
     return time_varying(layers, name="one_peer_exponential")
 
@@ -72,7 +72,7 @@ def _exponential_floor(n: int):
     2^(ceil(log2 n) - 1) is missing; for n = 2^p it is the static exponential graph.
     """
     offs = np.array([0] + [1 << t for t in range(n.bit_length() - 1)], dtype=np.int64)[:, None]
-    return _circulant("exponential[floor_log2]", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
+    return circulant("exponential[floor_log2]", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
 
 
 def _check_spectrum(params):

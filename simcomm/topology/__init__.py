@@ -25,6 +25,7 @@ from simcomm.topology._graphs import (
     RULES,
     STOCHASTICITIES,
     Topology,
+    circulant,
     complete,
     erdos_renyi,
     exponential,
@@ -60,6 +61,7 @@ from simcomm.topology._spectral import (
 )
 
 __all__ = [
+    "circulant",
     "ALIASES",
     "NAMES",
     "WITH_K",

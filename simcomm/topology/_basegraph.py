@@ -65,7 +65,7 @@ import scipy.sparse as sp
 
 from simcomm._errors import UserError
 from simcomm._validate import integer, positive_int
-from simcomm.topology._graphs import MAX_NODES, Topology, _circulant, time_varying
+from simcomm.topology._graphs import MAX_NODES, Topology, circulant, time_varying
 from simcomm.topology._registry import topology
 
 __all__ = [
@@ -312,7 +312,7 @@ def hyper_hypercube(n: int, k: int = 1) -> Topology:
     for t, f in enumerate(shape):
         offs = np.zeros((f, q), dtype=np.int64)
         offs[:, t] = np.arange(f)
-        layers.append(_circulant(f"hyper_hypercube[{t}]", shape, offs, np.full(f, 1.0 / f), "base"))
+        layers.append(circulant(f"hyper_hypercube[{t}]", shape, offs, np.full(f, 1.0 / f), "base"))
     return time_varying(layers, name="hyper_hypercube")
 
 

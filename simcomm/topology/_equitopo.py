@@ -24,7 +24,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm._params import Param
 from simcomm._validate import generator, one_of
-from simcomm.topology._graphs import Topology, _check_n, _circulant
+from simcomm.topology._graphs import Topology, _check_n, circulant
 from simcomm.topology._registry import topology
 
 __all__ = ["d_equistatic", "u_equistatic", "one_peer_equidyn", "equistatic_offsets", "OFFSET_LAWS"]
@@ -86,7 +86,7 @@ def d_equistatic(n: int, M: int | None = None, *, rng, law: str = "uniform") -> 
     M = _default_M(n) if M is None else _check_M(M, n)
     u = equistatic_offsets(n, M, rng=rng, law=law)
     offs = np.concatenate([[0], u])[:, None]
-    return _circulant("d_equistatic", (n,), offs, np.full(M + 1, 1.0 / (M + 1)), "uniform")
+    return circulant("d_equistatic", (n,), offs, np.full(M + 1, 1.0 / (M + 1)), "uniform")
 
 
 @topology("u_equistatic", params={"M": Param("int", low=1, doc="offsets (2M peers per node); default ceil(log2 n)"),
@@ -108,7 +108,7 @@ def u_equistatic(n: int, M: int | None = None, *, rng, law: str = "uniform") -> 
     u = equistatic_offsets(n, M, rng=rng, law=law)
     offs = np.concatenate([[0], u, -u])[:, None]
     w = np.concatenate([[1.0 / (M + 1)], np.full(2 * M, 0.5 / (M + 1))])
-    return _circulant("u_equistatic", (n,), offs, w, "uniform")
+    return circulant("u_equistatic", (n,), offs, w, "uniform")
 
 
 @topology("one_peer_equidyn", params=("rng",), symmetric=False, random=True)
@@ -125,4 +125,4 @@ def one_peer_equidyn(n: int, *, rng) -> Topology:
     """
     n = _check_n(n)
     u = equistatic_offsets(n, 1, rng=rng)
-    return _circulant("one_peer_equidyn", (n,), np.array([[0], [int(u[0])]]), np.array([0.5, 0.5]), "uniform")
+    return circulant("one_peer_equidyn", (n,), np.array([[0], [int(u[0])]]), np.array([0.5, 0.5]), "uniform")

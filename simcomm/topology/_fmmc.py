@@ -179,7 +179,7 @@ def _orbits(topology: Topology):
 
 def _circulant_lp(cp, topology: Topology, progress: bool):
     """Symmetric-reduction LP of a circulant topology (module doc): returns (Topology, s, iterations)."""
-    from simcomm.topology._graphs import _circulant
+    from simcomm.topology import circulant
 
     shape = topology.shape
     reps, members = _orbits(topology)
@@ -202,7 +202,7 @@ def _circulant_lp(cp, topology: Topology, progress: bool):
         for h in grp:
             offsets.append(np.asarray(h, dtype=np.int64))
             weights.append(float(x))
-    out = _circulant(topology.name, shape, np.array(offsets), np.array(weights), "fastest")
+    out = circulant(topology.name, shape, np.array(offsets), np.array(weights), "fastest")
     return out, float(s.value), int(prob.solver_stats.num_iters or 0)
 
 

@@ -202,8 +202,16 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _circulant(name, shape, offsets, weights, rule) -> Topology:
-    """Circulant topology on Z_shape; offsets are reduced mod shape and merged (weights added)."""
+def circulant(name, shape, offsets, weights, rule="uniform") -> Topology:
+    """A circulant topology on :math:`\\mathbb{Z}_{shape}`: node ``i`` receives ``weights[j]`` from ``i - offsets[j]``.
+
+    ``offsets`` is one row per weight (``len(shape)`` integers each); offsets are reduced modulo
+    ``shape`` and repeated offsets merged (their weights added). ``rule`` names how the weights were
+    chosen (``"uniform"``, ``"base"``, ...), shown in the topology's description.
+
+    >>> circulant("hops_1_2", (8,), [[0], [1], [2]], [0.5, 0.25, 0.25]).n
+    8
+    """
     shape = tuple(int(s) for s in shape)
     offsets = np.mod(np.asarray(offsets, dtype=np.int64).reshape(len(weights), len(shape)), shape)
     weights = np.asarray(weights, dtype=np.float64)
@@ -241,7 +249,7 @@ def _uniform_circulant(name, shape, neighbour_offsets) -> Topology:
     nb = np.stack(np.unravel_index(flat, shape), axis=1)
     offs = np.vstack([np.zeros((1, len(shape)), dtype=np.int64), nb])
     w = np.full(len(offs), 1.0 / len(offs))
-    return _circulant(name, shape, offs, w, "uniform")
+    return circulant(name, shape, offs, w, "uniform")
 
 
 def _rule_weights(n: int, edges: np.ndarray, rule: str) -> sp.csr_array:
@@ -426,7 +434,7 @@ def exponential(n: int, base: int = 2) -> Topology:
         hops.append(h)
         h *= base
     offs = np.array([0] + hops, dtype=np.int64)[:, None]
-    return _circulant("exponential", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
+    return circulant("exponential", (n,), offs, np.full(len(offs), 1.0 / len(offs)), "uniform")
 
 
 # exact for n = 2^tau (papers C2); any other n leaves a deviation (one_peer_deviation)
@@ -459,7 +467,7 @@ def one_peer_exponential(n: int, order=None) -> Topology:
     if sorted(order) != list(range(tau)):
         raise UserError(f"order must be a permutation of range({tau}) for n={n}, got {order}")
     layers = tuple(
-        _circulant(f"one_peer_exponential[2^{t}]", (n,), [[0], [1 << t]], [0.5, 0.5], "one_peer") for t in order
+        circulant(f"one_peer_exponential[2^{t}]", (n,), [[0], [1 << t]], [0.5, 0.5], "one_peer") for t in order
     )
     return time_varying(layers, name="one_peer_exponential")
 
