@@ -9,14 +9,19 @@ whose modelled memory exceeds what this machine has free is refused before it st
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from simcomm._errors import UserError
 from simcomm.experiments import get_experiment
 from simcomm.spec import Spec
 
-__all__ = ["Estimate", "estimate", "available_memory", "MAX_CELLS", "MAX_HOURS", "fmt_seconds", "fmt_bytes"]
+__all__ = ["Estimate", "estimate", "available_memory", "MAX_CELLS", "MAX_HOURS", "fmt_seconds", "fmt_bytes",
+           "replicate_seconds", "cell_seconds", "fit_time_model", "MODEL_PATH"]
 
 #: default ``--max-cells``: the shipped full grids have at most a few hundred cells
 MAX_CELLS = 10_000
@@ -24,6 +29,116 @@ MAX_CELLS = 10_000
 MAX_HOURS = 24.0
 #: without a cost model, time one replicate first when a run has more replicate-runs than this
 PROBE_ABOVE = 5_000
+#: the fitted time models of the shipped experiments (benchmarks/calibrate_cost.py writes it)
+MODEL_PATH = Path(__file__).with_name("cost_model.json")
+#: ridge penalty of the time fit (on centred log features): keeps an exponent at 0 where the
+#: measured cells do not pin it down
+RIDGE = 0.1
+
+
+def _log_feature(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
+        return None
+    return math.log(value)
+
+
+def _level(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def fit_time_model(records: list[dict]) -> dict:
+    r"""Fit one log-linear time model per experiment to measured replicates.
+
+    For experiment :math:`e`, :math:`\log t = c_e + \sum_j b_j (\log x_j - m_j) + \sum_k a_{k, v_k}`
+    over its numeric parameters :math:`x_j` (positive in every record and varying: a power law in
+    each) and its other varying parameters :math:`v_k` (one coefficient per value, the first value 0),
+    by ridge least squares (:data:`RIDGE`; the intercept unpenalised).
+
+    Parameters
+    ----------
+    records : list of dict
+        ``{"experiment", "params", "cpu_s"}``: CPU seconds of one replicate of that cell.
+
+    Returns
+    -------
+    dict
+        ``{"experiments": {name: {"intercept", "log": {param: [b, m]}, "levels": {param: {value: a}},
+        "n", "rms_log_error"}}}``, the table :func:`replicate_seconds` reads.
+    """
+    import numpy as np
+
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        by.setdefault(r["experiment"], []).append(r)
+    out = {}
+    for name, recs in sorted(by.items()):
+        keys = sorted({k for r in recs for k in r["params"]})
+        logs, cats = {}, {}
+        for k in keys:
+            values = [r["params"].get(k) for r in recs]
+            feats = [_log_feature(v) for v in values]
+            if all(f is not None for f in feats):
+                if len(set(feats)) > 1:
+                    logs[k] = float(np.mean(feats))
+            else:
+                levels = sorted({_level(v) for v in values})
+                if len(levels) > 1:
+                    cats[k] = levels[1:]
+        cols = [(k, None) for k in logs] + [(k, lv) for k in cats for lv in cats[k]]
+        X = np.ones((len(recs), 1 + len(cols)))
+        for i, r in enumerate(recs):
+            for j, (k, lv) in enumerate(cols):
+                v = r["params"].get(k)
+                X[i, 1 + j] = (_log_feature(v) - logs[k]) if lv is None else float(_level(v) == lv)
+        y = np.log(np.maximum([r["cpu_s"] for r in recs], 1e-4))
+        penalty = RIDGE * np.eye(X.shape[1])
+        penalty[0, 0] = 0.0
+        beta = np.linalg.solve(X.T @ X + penalty, X.T @ y)
+        model = {"intercept": float(beta[0]), "log": {}, "levels": {}, "n": len(recs),
+                 "rms_log_error": float(np.sqrt(np.mean((X @ beta - y) ** 2)))}
+        for (k, lv), b in zip(cols, beta[1:]):
+            if lv is None:
+                model["log"][k] = [float(b), logs[k]]
+            else:
+                model["levels"].setdefault(k, {})[lv] = float(b)
+        out[name] = model
+    return {"form": "log t = intercept + sum b (log x - m) + sum levels", "experiments": out}
+
+
+@functools.lru_cache(maxsize=1)
+def _time_models() -> dict:
+    try:
+        return json.loads(MODEL_PATH.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def replicate_seconds(experiment: str, params: dict) -> float | None:
+    """Modelled seconds of one replicate of a cell: the fitted model, else the declared cost, else None.
+
+    The fitted model (:func:`fit_time_model`, from the measurements of benchmarks/calibrate_cost.py)
+    exists for the shipped experiments; an experiment registered elsewhere has its own ``cost``, if any.
+    """
+    model = _time_models().get("experiments", {}).get(experiment)
+    if model is not None:
+        z = model["intercept"]
+        for k, (b, m) in model["log"].items():
+            f = _log_feature(params.get(k))
+            z += 0.0 if f is None else b * (f - m)
+        for k, levels in model["levels"].items():
+            z += levels.get(_level(params.get(k)), 0.0)
+        return math.exp(z)
+    exp = get_experiment(experiment)
+    return float(exp.cost(params)[0]) if exp.cost is not None else None
+
+
+def cell_seconds(spec: Spec, params: dict, replicates: int | None = None) -> float | None:
+    """Modelled seconds of one task of a run: ``replicates`` (default the spec's) of a cell, plus dispatch."""
+    one = replicate_seconds(spec.experiment, params)
+    if one is None:
+        return None
+    reps = spec.replicates - spec.first_replicate if replicates is None else replicates
+    return reps * one + _time_models().get("cell_overhead_s", 0.0)
 
 
 def fmt_seconds(s: float) -> str:
@@ -68,10 +183,18 @@ class Estimate:
     source: str  # "cost model", "one timed replicate", "cost model + one timed replicate" or ""
     partial: bool = False  # some specs have no estimate: seconds is a lower bound
     bad_cache: int = 0  # cache entries that failed their check (counted in todo: they are recomputed)
+    serial_seconds: float = 0.0  # work of the main process alone (judging and drawing each claim)
+    control_cells: int = 0  # of ``cells``, those of negative controls that re-run their experiment
+
+    @property
+    def wall(self) -> float | None:
+        """Modelled seconds from start to end: the cells shared among the workers, then the serial work."""
+        return None if self.seconds is None else self.seconds / max(1, self.workers) + self.serial_seconds
 
     def line(self) -> str:
         """One line for the terminal, printed before the run starts."""
-        notes = [f"{self.cells - self.todo} cached"] if self.todo < self.cells else []
+        notes = [f"{self.control_cells} of negative controls"] if self.control_cells else []
+        notes += [f"{self.cells - self.todo} cached"] if self.todo < self.cells else []
         if self.bad_cache:
             notes.append(f"{self.bad_cache} bad cache {'entry' if self.bad_cache == 1 else 'entries'} to recompute")
         cached = f" ({', '.join(notes)})" if notes else ""
@@ -80,9 +203,9 @@ class Estimate:
             return f"plan: all {self.cells} cells are cached; nothing to compute"
         if self.seconds is None:
             return f"{head}; time per cell unknown (no cost model): the ETA follows the first cells"
-        if self.partial and self.seconds / max(1, self.workers) < 60:
+        wall = self.wall
+        if self.partial and wall < 60:
             return f"{head}; time unknown for the specs without a cost model: the ETA follows the first cells"
-        wall = self.seconds / max(1, self.workers)
         mem = f", peak ~{fmt_bytes(self.peak_bytes)} per cell" if self.peak_bytes else ""
         at_least = "at least " if self.partial else ""
         return f"{head}; estimated {at_least}~{fmt_seconds(wall)} on {self.workers} worker(s){mem} ({self.source})"
@@ -105,7 +228,8 @@ def _params_text(params: dict, limit: int = 200) -> str:
 
 def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_dir=None,
              max_cells: int = MAX_CELLS, max_hours: float = MAX_HOURS, yes: bool = False,
-             check_memory: bool = True, probe: bool = True) -> Estimate:
+             check_memory: bool = True, probe: bool = True, controls: bool = False,
+             judged: bool = False) -> Estimate:
     """Count, estimate and vet a run before it starts.
 
     Parameters
@@ -122,6 +246,17 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
         Dask cluster, whose workers' memory is not known here).
     probe : bool
         Without a cost model, time one replicate of the first cell of a large run.
+    controls : bool
+        Count the negative controls that re-run their claim's experiment (``simcomm check --controls``).
+    judged : bool
+        Count the main process's work after the cells: judging and drawing each claim (``simcomm check``).
+
+    Notes
+    -----
+    Time is modelled per replicate (:func:`replicate_seconds`: the shipped experiments' fitted models,
+    calibrated on measured CPU seconds by benchmarks/calibrate_cost.py; else an experiment's declared
+    ``cost``), plus a dispatch overhead per cell; the cells are shared among the workers. Adaptive
+    replicates beyond a spec's first batch are not counted: they depend on the results.
 
     Raises
     ------
@@ -130,6 +265,18 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
     """
     from simcomm.runner import cache_problem, run_cell
 
+    claims = [s.claim for s in specs if s.claim is not None]
+    judgements = len(claims) + (sum(len(c.controls) for c in claims) if controls else 0)
+    n_controls = 0
+    if controls:
+        import dataclasses
+
+        from simcomm.spec import with_control
+
+        reruns = [dataclasses.replace(with_control(s, c), seed=s.seed) for s in specs if s.claim is not None
+                  for c in s.claim.controls if c.set]
+        n_controls = sum(s.n_cells for s in reruns)
+        specs = list(specs) + reruns
     cells = sum(s.n_cells for s in specs)
     if cells > max_cells and not yes:
         raise UserError(f"{cells:,} cells exceed --max-cells {max_cells:,}: {_narrow_hint(specs)}; "
@@ -153,23 +300,22 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
         runs += len(pending) * spec.replicates
         if not pending:
             continue
-        if exp.cost is not None:
+        modelled = [cell_seconds(spec, params) for params in pending]
+        if modelled[0] is not None:
             sources.add("cost model")
-            worst = None
-            for params in pending:
-                s, b = exp.cost(params)
-                seconds += float(s) * spec.replicates
-                if b > peak:
-                    peak = float(b)
-                if worst is None or b > worst[0]:
-                    worst = (b, params)
+            seconds += sum(modelled)
+        if exp.cost is not None:
+            worst = max(((float(exp.cost(params)[1]), params) for params in pending), key=lambda t: t[0])
             b, params = worst
+            peak = max(peak, b)
             if avail is not None and b > avail:
                 raise UserError(
                     f"{spec.path}: the cell {_params_text(params)} needs ~{fmt_bytes(b)} of memory "
                     f"(experiment '{spec.experiment}' cost model), more than the {fmt_bytes(avail)} available; "
                     f"use smaller values")
-        elif probe and len(pending) * spec.replicates > PROBE_ABOVE:
+        if modelled[0] is not None:
+            continue
+        if probe and len(pending) * spec.replicates > PROBE_ABOVE:
             sources.add("one timed replicate")
             module = exp.func.__module__
             t0 = time.perf_counter()
@@ -182,12 +328,14 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
         else:
             unknown = True
     workers = max(1, min(jobs, todo))
+    serial = _time_models().get("judgement_s", 0.0) * judgements if judged and todo else 0.0
     est = Estimate(cells, todo, runs, seconds if sources else None, peak or None, workers,
-                   " + ".join(sorted(sources)), partial=unknown and bool(sources), bad_cache=bad)
+                   " + ".join(sorted(sources)), partial=unknown and bool(sources), bad_cache=bad,
+                   serial_seconds=serial, control_cells=n_controls)
     # With some specs unmodelled the known part is a lower bound, so refusing on it is still right.
-    if est.seconds is not None and not yes and est.seconds / workers > max_hours * 3600:
+    if est.seconds is not None and not yes and est.wall > max_hours * 3600:
         reps = max(s.replicates for s in specs)
-        raise UserError(f"the run would take ~{fmt_seconds(est.seconds / workers)} ({est.source}), over "
+        raise UserError(f"the run would take ~{fmt_seconds(est.wall)} ({est.source}), over "
                         f"--max-hours {max_hours:g}: {_narrow_hint(specs)}, or lower replicates ({reps} now) with "
                         f"--set replicates=N; or pass --yes")
     return est
