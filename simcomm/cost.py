@@ -1,8 +1,12 @@
 """What a run will cost, before it starts: cells, time and peak memory per cell; refuse what cannot finish.
 
-The count of cells is the product of the axis lengths (no cell is built). Time and memory come from
-the experiment's declared cost model (``@experiment(..., cost=...)``, seconds and bytes of one
-replicate); without one, a large run times one replicate of its first cell. A run above the limits
+The count of cells is the product of the axis lengths (no cell is built). Time comes from a model of
+one replicate: for the shipped experiments, a log-linear fit to measured CPU seconds
+(:func:`fit_time_model`; ``cost_model.json``, written by ``benchmarks/calibrate_cost.py`` from the
+measurements it records in ``benchmarks/cost_calibration.json``); for another experiment, its
+declared cost model (``@experiment(..., cost=...)``, seconds and bytes of one replicate); without
+either, a large run times one replicate of its first cell. Memory comes from the declared cost model
+(the runner measures the others' on their largest cell before the rest runs). A run above the limits
 (``--max-cells``, ``--max-hours``) is refused with one line that says how to narrow it, and a cell
 whose modelled memory exceeds what this machine has free is refused before it starts.
 """
@@ -21,7 +25,7 @@ from simcomm.experiments import get_experiment
 from simcomm.spec import Spec
 
 __all__ = ["Estimate", "estimate", "available_memory", "MAX_CELLS", "MAX_HOURS", "fmt_seconds", "fmt_bytes",
-           "replicate_seconds", "cell_seconds", "fit_time_model", "MODEL_PATH"]
+           "replicate_seconds", "cell_seconds", "model_seconds", "fit_time_model", "MODEL_PATH"]
 
 #: default ``--max-cells``: the shipped full grids have at most a few hundred cells
 MAX_CELLS = 10_000
@@ -46,13 +50,28 @@ def _level(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def fit_time_model(records: list[dict]) -> dict:
-    r"""Fit one log-linear time model per experiment to measured replicates.
+def _signature(params: dict, keys) -> str:
+    return _level([params.get(k) for k in keys])
 
-    For experiment :math:`e`, :math:`\log t = c_e + \sum_j b_j (\log x_j - m_j) + \sum_k a_{k, v_k}`
+
+def _ridge(X, y, penalty, prior):
+    """Least squares pulled toward ``prior`` by ``penalty`` (a diagonal matrix)."""
+    import numpy as np
+
+    return np.linalg.solve(X.T @ X + penalty, X.T @ y + penalty @ prior)
+
+
+def fit_time_model(records: list[dict]) -> dict:
+    r"""Fit one log-linear time model per experiment, and per setting of its non-numeric parameters.
+
+    For experiment :math:`e`, :math:`\log t = c + \sum_j b_j (\log x_j - m_j) + \sum_k a_{k, v_k}`
     over its numeric parameters :math:`x_j` (positive in every record and varying: a power law in
     each) and its other varying parameters :math:`v_k` (one coefficient per value, the first value 0),
-    by ridge least squares (:data:`RIDGE`; the intercept unpenalised).
+    by ridge least squares (:data:`RIDGE`, toward 0; the intercept free). Then each setting of the
+    non-numeric parameters (a group: a compressor, a graph, a method) gets its own intercept and
+    exponents, fitted to its own records by ridge least squares toward the pooled model's: a group with
+    one record moves only its intercept, one with several cells of different sizes its exponents too
+    (the cost of an SDP grows with ``n`` where a closed form does not).
 
     Parameters
     ----------
@@ -63,7 +82,8 @@ def fit_time_model(records: list[dict]) -> dict:
     -------
     dict
         ``{"experiments": {name: {"intercept", "log": {param: [b, m]}, "levels": {param: {value: a}},
-        "n", "rms_log_error"}}}``, the table :func:`replicate_seconds` reads.
+        "groups": {signature: [intercept, {param: b}]}, "by": [param, ...], "n", "rms_log_error"}}}``,
+        the table :func:`replicate_seconds` reads.
     """
     import numpy as np
 
@@ -93,16 +113,27 @@ def fit_time_model(records: list[dict]) -> dict:
         y = np.log(np.maximum([r["cpu_s"] for r in recs], 1e-4))
         penalty = RIDGE * np.eye(X.shape[1])
         penalty[0, 0] = 0.0
-        beta = np.linalg.solve(X.T @ X + penalty, X.T @ y)
-        model = {"intercept": float(beta[0]), "log": {}, "levels": {}, "n": len(recs),
-                 "rms_log_error": float(np.sqrt(np.mean((X @ beta - y) ** 2)))}
+        beta = _ridge(X, y, penalty, np.zeros(X.shape[1]))
+        model = {"intercept": float(beta[0]), "log": {}, "levels": {}, "groups": {}, "by": sorted(cats), "n": len(recs)}
         for (k, lv), b in zip(cols, beta[1:]):
             if lv is None:
                 model["log"][k] = [float(b), logs[k]]
             else:
                 model["levels"].setdefault(k, {})[lv] = float(b)
+        nl = 1 + len(logs)
+        fitted = X @ beta
+        for sig in sorted({_signature(r["params"], model["by"]) for r in recs}) if cats else ():
+            rows = [i for i, r in enumerate(recs) if _signature(r["params"], model["by"]) == sig]
+            prior = np.concatenate([[fitted[rows[0]] - X[rows[0], 1:nl] @ beta[1:nl]], beta[1:nl]])
+            gpen = RIDGE * np.eye(nl)
+            gpen[0, 0] = 1e-9  # the group's own intercept, free
+            g = _ridge(X[rows, :nl], y[rows], gpen, prior)
+            fitted[rows] = X[rows, :nl] @ g
+            model["groups"][sig] = [float(g[0]), {k: float(b) for k, b in zip(logs, g[1:])}]
+        model["rms_log_error"] = float(np.sqrt(np.mean((fitted - y) ** 2)))
         out[name] = model
-    return {"form": "log t = intercept + sum b (log x - m) + sum levels", "experiments": out}
+    return {"form": "log t = intercept + sum b (log x - m) [+ sum levels]; per group of the non-numeric "
+                    "parameters its own intercept and b", "experiments": out}
 
 
 @functools.lru_cache(maxsize=1)
@@ -113,6 +144,19 @@ def _time_models() -> dict:
         return {}
 
 
+def model_seconds(model: dict, params: dict) -> float:
+    """Seconds of one replicate of ``params`` under one experiment's fitted model (:func:`fit_time_model`)."""
+    group = model["groups"].get(_signature(params, model["by"])) if model["by"] else None
+    z = model["intercept"] if group is None else group[0]
+    for k, (b, m) in model["log"].items():
+        f = _log_feature(params.get(k))
+        z += 0.0 if f is None else (b if group is None else group[1][k]) * (f - m)
+    if group is None:  # a setting not measured: the pooled model, additive in each parameter
+        for k, levels in model["levels"].items():
+            z += levels.get(_level(params.get(k)), 0.0)
+    return math.exp(z)
+
+
 def replicate_seconds(experiment: str, params: dict) -> float | None:
     """Modelled seconds of one replicate of a cell: the fitted model, else the declared cost, else None.
 
@@ -121,13 +165,7 @@ def replicate_seconds(experiment: str, params: dict) -> float | None:
     """
     model = _time_models().get("experiments", {}).get(experiment)
     if model is not None:
-        z = model["intercept"]
-        for k, (b, m) in model["log"].items():
-            f = _log_feature(params.get(k))
-            z += 0.0 if f is None else b * (f - m)
-        for k, levels in model["levels"].items():
-            z += levels.get(_level(params.get(k)), 0.0)
-        return math.exp(z)
+        return model_seconds(model, params)
     exp = get_experiment(experiment)
     return float(exp.cost(params)[0]) if exp.cost is not None else None
 

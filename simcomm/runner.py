@@ -480,7 +480,8 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
             params = cells_of[s][c]
             first = spec.first_replicate
             if c == probe:
-                # alone on this machine's memory, as when it ran by itself: the fit is checked on its peak
+                # its ceiling is all the memory available, as for a cell alone: one too large to run beside
+                # others fails the fit check below (with a --jobs hint), not as out of memory
                 probes.append((s, c))
                 probe_tasks.append((spec.experiment, params, spec.seed, 1, backend, module, threads_per_cell, 0,
                                     spec.network, budget * workers, plugins))
@@ -607,7 +608,6 @@ def _jsonable(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     raise TypeError(f"row value of type {type(obj).__name__} is not JSON serialisable")
-
 
 
 def _work_meter(progress, specs, cells_of, probes, owners, tasks, workers) -> Callable:
