@@ -223,6 +223,7 @@ class Estimate:
     bad_cache: int = 0  # cache entries that failed their check (counted in todo: they are recomputed)
     serial_seconds: float = 0.0  # work of the main process alone (judging and drawing each claim)
     control_cells: int = 0  # of ``cells``, those of negative controls that re-run their experiment
+    adaptive: bool = False  # some specs may add replicates where a cell is undecided (not counted)
 
     @property
     def wall(self) -> float | None:
@@ -246,7 +247,9 @@ class Estimate:
             return f"{head}; time unknown for the specs without a cost model: the ETA follows the first cells"
         mem = f", peak ~{fmt_bytes(self.peak_bytes)} per cell" if self.peak_bytes else ""
         at_least = "at least " if self.partial else ""
-        return f"{head}; estimated {at_least}~{fmt_seconds(wall)} on {self.workers} worker(s){mem} ({self.source})"
+        more = "; more where adaptive replicates are added" if self.adaptive else ""
+        return (f"{head}; estimated {at_least}~{fmt_seconds(wall)} on {self.workers} worker(s){mem} "
+                f"({self.source}){more}")
 
 
 def _narrow_hint(specs: list[Spec]) -> str:
@@ -369,7 +372,8 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
     serial = _time_models().get("judgement_s", 0.0) * judgements if judged and todo else 0.0
     est = Estimate(cells, todo, runs, seconds if sources else None, peak or None, workers,
                    " + ".join(sorted(sources)), partial=unknown and bool(sources), bad_cache=bad,
-                   serial_seconds=serial, control_cells=n_controls)
+                   serial_seconds=serial, control_cells=n_controls,
+                   adaptive=any(s.max_replicates and s.max_replicates > s.replicates for s in specs))
     # With some specs unmodelled the known part is a lower bound, so refusing on it is still right.
     if est.seconds is not None and not yes and est.wall > max_hours * 3600:
         reps = max(s.replicates for s in specs)
