@@ -9,7 +9,8 @@ Each run is ``simcomm check ... --jobs 2`` in a fresh output folder (nothing cac
 the modelled wall time (the plan's line) and the measured one, and the modelled CPU seconds (cells,
 dispatch and judging) against the CPU seconds the run's processes used (``RUSAGE_CHILDREN``: the
 command and its worker processes). On a shared machine the wall time depends on the load; the CPU
-ratio is the one to read there. ``--json FILE`` appends the rows to a file.
+ratio is the one to read there. ``--json FILE`` appends the rows to a file; ``--table FILE`` prints
+them again with the estimates of the current model.
 """
 
 from __future__ import annotations
@@ -50,6 +51,23 @@ def one(claims: list[str], quick: bool, jobs: int, controls: bool) -> dict:
             "load": [round(load0, 1), round(os.getloadavg()[0], 1)], "plan": plan}
 
 
+def reestimate(path: str) -> None:
+    """Print the table of the runs recorded in ``path`` with the estimates of the current model."""
+    from simcomm import checking, cost
+
+    print("| claims | cells | estimate (wall) | measured (wall) | estimate (CPU) | measured (CPU) | CPU ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for line in open(path):
+        row = json.loads(line)
+        quick = row["claims"].endswith("(quick)")
+        claims = () if row["claims"].startswith("all") else tuple(row["claims"].split())
+        est = cost.estimate(checking.select_specs(claims, quick=quick), jobs=2, judged=True, yes=True)
+        model_cpu = est.seconds + est.serial_seconds
+        print(f"| {row['claims']} | {est.cells} | {est.wall:.0f} s | {row['measured_wall_s']:.0f} s (load "
+              f"{row['load'][0]}-{row['load'][1]}) | {model_cpu:.0f} s | {row['measured_cpu_s']:.0f} s | "
+              f"{model_cpu / row['measured_cpu_s']:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("claims", nargs="*")
@@ -58,7 +76,10 @@ def main() -> None:
     ap.add_argument("--controls", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--table", default=None, help="print the recorded runs of this file with the current model")
     a = ap.parse_args()
+    if a.table:
+        return reestimate(a.table)
     runs = [[]] if a.quick or not a.claims else [[c] for c in a.claims]
     for claims in runs:
         row = one(claims, quick=not a.full, jobs=a.jobs, controls=a.controls)

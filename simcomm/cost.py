@@ -40,10 +40,11 @@ MODEL_PATH = Path(__file__).with_name("cost_model.json")
 RIDGE = 0.1
 
 
-def _log_feature(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
+def _log_feature(value, shift: float = 0.0) -> float | None:
+    """``log(value + shift)`` of a number (``shift`` 1 for a count that may be 0), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value + shift > 0 or math.isinf(value):
         return None
-    return math.log(value)
+    return math.log(value + shift)
 
 
 def _level(value) -> str:
@@ -65,8 +66,8 @@ def fit_time_model(records: list[dict]) -> dict:
     r"""Fit one log-linear time model per experiment, and per setting of its non-numeric parameters.
 
     For experiment :math:`e`, :math:`\log t = c + \sum_j b_j (\log x_j - m_j) + \sum_k a_{k, v_k}`
-    over its numeric parameters :math:`x_j` (positive in every record and varying: a power law in
-    each) and its other varying parameters :math:`v_k` (one coefficient per value, the first value 0),
+    over its numeric parameters :math:`x_j` (positive in every record, or counts from 0 taken as
+    :math:`1 + x_j`, and varying: a power law in each) and its other varying parameters :math:`v_k` (one coefficient per value, the first value 0),
     by ridge least squares (:data:`RIDGE`, toward 0; the intercept free). Then each setting of the
     non-numeric parameters (a group: a compressor, a graph, a method) gets its own intercept and
     exponents, fitted to its own records by ridge least squares toward the pooled model's: a group with
@@ -81,7 +82,7 @@ def fit_time_model(records: list[dict]) -> dict:
     Returns
     -------
     dict
-        ``{"experiments": {name: {"intercept", "log": {param: [b, m]}, "levels": {param: {value: a}},
+        ``{"experiments": {name: {"intercept", "log": {param: [b, m, shift]}, "levels": {param: {value: a}},
         "groups": {signature: [intercept, {param: b}]}, "by": [param, ...], "n", "rms_log_error"}}}``,
         the table :func:`replicate_seconds` reads.
     """
@@ -94,9 +95,12 @@ def fit_time_model(records: list[dict]) -> dict:
     for name, recs in sorted(by.items()):
         keys = sorted({k for r in recs for k in r["params"]})
         logs, cats = {}, {}
+        shifts = {}
         for k in keys:
             values = [r["params"].get(k) for r in recs]
-            feats = [_log_feature(v) for v in values]
+            # a count that is sometimes 0 (a delay, a burn-in) is a power law in 1 + the count
+            shifts[k] = 1.0 if 0 in values and all(_log_feature(v, 1.0) is not None for v in values) else 0.0
+            feats = [_log_feature(v, shifts[k]) for v in values]
             if all(f is not None for f in feats):
                 if len(set(feats)) > 1:
                     logs[k] = float(np.mean(feats))
@@ -109,7 +113,7 @@ def fit_time_model(records: list[dict]) -> dict:
         for i, r in enumerate(recs):
             for j, (k, lv) in enumerate(cols):
                 v = r["params"].get(k)
-                X[i, 1 + j] = (_log_feature(v) - logs[k]) if lv is None else float(_level(v) == lv)
+                X[i, 1 + j] = (_log_feature(v, shifts[k]) - logs[k]) if lv is None else float(_level(v) == lv)
         y = np.log(np.maximum([r["cpu_s"] for r in recs], 1e-4))
         penalty = RIDGE * np.eye(X.shape[1])
         penalty[0, 0] = 0.0
@@ -117,7 +121,7 @@ def fit_time_model(records: list[dict]) -> dict:
         model = {"intercept": float(beta[0]), "log": {}, "levels": {}, "groups": {}, "by": sorted(cats), "n": len(recs)}
         for (k, lv), b in zip(cols, beta[1:]):
             if lv is None:
-                model["log"][k] = [float(b), logs[k]]
+                model["log"][k] = [float(b), logs[k], shifts[k]]
             else:
                 model["levels"].setdefault(k, {})[lv] = float(b)
         nl = 1 + len(logs)
@@ -148,8 +152,8 @@ def model_seconds(model: dict, params: dict) -> float:
     """Seconds of one replicate of ``params`` under one experiment's fitted model (:func:`fit_time_model`)."""
     group = model["groups"].get(_signature(params, model["by"])) if model["by"] else None
     z = model["intercept"] if group is None else group[0]
-    for k, (b, m) in model["log"].items():
-        f = _log_feature(params.get(k))
+    for k, (b, m, shift) in model["log"].items():
+        f = _log_feature(params.get(k), shift)
         z += 0.0 if f is None else (b if group is None else group[1][k]) * (f - m)
     if group is None:  # a setting not measured: the pooled model, additive in each parameter
         for k, levels in model["levels"].items():
@@ -221,7 +225,7 @@ class Estimate:
     source: str  # "cost model", "one timed replicate", "cost model + one timed replicate" or ""
     partial: bool = False  # some specs have no estimate: seconds is a lower bound
     bad_cache: int = 0  # cache entries that failed their check (counted in todo: they are recomputed)
-    serial_seconds: float = 0.0  # work of the main process alone (judging and drawing each claim)
+    serial_seconds: float = 0.0  # work outside the cells: start-up, then judging and drawing each claim
     control_cells: int = 0  # of ``cells``, those of negative controls that re-run their experiment
     adaptive: bool = False  # some specs may add replicates where a cell is undecided (not counted)
 
@@ -369,7 +373,9 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
         else:
             unknown = True
     workers = max(1, min(jobs, todo))
-    serial = _time_models().get("judgement_s", 0.0) * judgements if judged and todo else 0.0
+    models = _time_models()
+    # imports and the workers' start (measured with the rest of a run's fixed cost), then each judgement
+    serial = models.get("startup_s", 0.0) + models.get("judgement_s", 0.0) * judgements if judged and todo else 0.0
     est = Estimate(cells, todo, runs, seconds if sources else None, peak or None, workers,
                    " + ".join(sorted(sources)), partial=unknown and bool(sources), bad_cache=bad,
                    serial_seconds=serial, control_cells=n_controls,
