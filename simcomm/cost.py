@@ -55,11 +55,12 @@ def _signature(params: dict, keys) -> str:
     return _level([params.get(k) for k in keys])
 
 
-def _ridge(X, y, penalty, prior):
-    """Least squares pulled toward ``prior`` by ``penalty`` (a diagonal matrix)."""
+def _ridge(X, y, penalty, prior, w):
+    """Least squares weighted by ``w``, pulled toward ``prior`` by ``penalty`` (a diagonal matrix)."""
     import numpy as np
 
-    return np.linalg.solve(X.T @ X + penalty, X.T @ y + penalty @ prior)
+    Xw = X * w[:, None]
+    return np.linalg.solve(Xw.T @ X + penalty, Xw.T @ y + penalty @ prior)
 
 
 def fit_time_model(records: list[dict]) -> dict:
@@ -68,7 +69,8 @@ def fit_time_model(records: list[dict]) -> dict:
     For experiment :math:`e`, :math:`\log t = c + \sum_j b_j (\log x_j - m_j) + \sum_k a_{k, v_k}`
     over its numeric parameters :math:`x_j` (positive in every record, or counts from 0 taken as
     :math:`1 + x_j`, and varying: a power law in each) and its other varying parameters :math:`v_k` (one coefficient per value, the first value 0),
-    by ridge least squares (:data:`RIDGE`, toward 0; the intercept free). Then each setting of the
+    by ridge least squares (:data:`RIDGE`, toward 0; the intercept free), each record weighted by
+    :math:`\sqrt{\max(1, t / \mathrm{median}\, t)}`. Then each setting of the
     non-numeric parameters (a group: a compressor, a graph, a method) gets its own intercept and
     exponents, fitted to its own records by ridge least squares toward the pooled model's: a group with
     one record moves only its intercept, one with several cells of different sizes its exponents too
@@ -114,10 +116,14 @@ def fit_time_model(records: list[dict]) -> dict:
             for j, (k, lv) in enumerate(cols):
                 v = r["params"].get(k)
                 X[i, 1 + j] = (_log_feature(v, shifts[k]) - logs[k]) if lv is None else float(_level(v) == lv)
-        y = np.log(np.maximum([r["cpu_s"] for r in recs], 1e-4))
+        t = np.maximum([r["cpu_s"] for r in recs], 1e-4)
+        y = np.log(t)
+        # a run's time is a sum dominated by its costly cells: they weigh more (the square root of their
+        # time, relative to the median cell's), so the model is closest where it matters
+        w = np.sqrt(np.maximum(t / np.median(t), 1.0))
         penalty = RIDGE * np.eye(X.shape[1])
         penalty[0, 0] = 0.0
-        beta = _ridge(X, y, penalty, np.zeros(X.shape[1]))
+        beta = _ridge(X, y, penalty, np.zeros(X.shape[1]), w)
         model = {"intercept": float(beta[0]), "log": {}, "levels": {}, "groups": {}, "by": sorted(cats), "n": len(recs)}
         for (k, lv), b in zip(cols, beta[1:]):
             if lv is None:
@@ -131,10 +137,10 @@ def fit_time_model(records: list[dict]) -> dict:
             prior = np.concatenate([[fitted[rows[0]] - X[rows[0], 1:nl] @ beta[1:nl]], beta[1:nl]])
             gpen = RIDGE * np.eye(nl)
             gpen[0, 0] = 1e-9  # the group's own intercept, free
-            g = _ridge(X[rows, :nl], y[rows], gpen, prior)
+            g = _ridge(X[rows, :nl], y[rows], gpen, prior, w[rows])
             fitted[rows] = X[rows, :nl] @ g
             model["groups"][sig] = [float(g[0]), {k: float(b) for k, b in zip(logs, g[1:])}]
-        model["rms_log_error"] = float(np.sqrt(np.mean((fitted - y) ** 2)))
+        model["rms_log_error"] = float(np.sqrt(np.mean((fitted - y) ** 2)))  # unweighted
         out[name] = model
     return {"form": "log t = intercept + sum b (log x - m) [+ sum levels]; per group of the non-numeric "
                     "parameters its own intercept and b", "experiments": out}
