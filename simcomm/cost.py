@@ -234,11 +234,15 @@ class Estimate:
     serial_seconds: float = 0.0  # work outside the cells: start-up, then judging and drawing each claim
     control_cells: int = 0  # of ``cells``, those of negative controls that re-run their experiment
     adaptive: bool = False  # some specs may add replicates where a cell is undecided (not counted)
+    longest: float = 0.0  # modelled seconds of the costliest cell: no run ends before it does
 
     @property
     def wall(self) -> float | None:
-        """Modelled seconds from start to end: the cells shared among the workers, then the serial work."""
-        return None if self.seconds is None else self.seconds / max(1, self.workers) + self.serial_seconds
+        """Modelled seconds from start to end: the cells shared among the workers (and no less than the
+        costliest cell alone), then the serial work."""
+        if self.seconds is None:
+            return None
+        return max(self.seconds / max(1, self.workers), self.longest) + self.serial_seconds
 
     def line(self) -> str:
         """One line for the terminal, printed before the run starts."""
@@ -334,7 +338,7 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
                         "or pass --yes to run them all")
     avail = available_memory() if check_memory else None
     todo = runs = 0
-    seconds, peak, sources = 0.0, 0.0, set()
+    seconds, peak, sources, longest = 0.0, 0.0, set(), 0.0
     unknown = False
     bad = 0
     for spec in specs:
@@ -355,6 +359,7 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
         if modelled[0] is not None:
             sources.add("cost model")
             seconds += sum(modelled)
+            longest = max(longest, max(modelled))
         if exp.cost is not None:
             worst = max(((float(exp.cost(params)[1]), params) for params in pending), key=lambda t: t[0])
             b, params = worst
@@ -384,7 +389,7 @@ def estimate(specs: list[Spec], *, backend: str = "numba", jobs: int = 1, cache_
     serial = models.get("startup_s", 0.0) + models.get("judgement_s", 0.0) * judgements if judged and todo else 0.0
     est = Estimate(cells, todo, runs, seconds if sources else None, peak or None, workers,
                    " + ".join(sorted(sources)), partial=unknown and bool(sources), bad_cache=bad,
-                   serial_seconds=serial, control_cells=n_controls,
+                   serial_seconds=serial, control_cells=n_controls, longest=longest,
                    adaptive=any(s.max_replicates and s.max_replicates > s.replicates for s in specs))
     # With some specs unmodelled the known part is a lower bound, so refusing on it is still right.
     if est.seconds is not None and not yes and est.wall > max_hours * 3600:

@@ -103,6 +103,7 @@ def test_controls_and_judging_are_in_the_plan():
     assert reruns and full.control_cells > 0 and full.cells == plain.cells + full.control_cells
     assert full.seconds > plain.seconds and full.serial_seconds > 0
     assert "of negative controls" in full.line()
+    assert full.wall >= max(full.seconds / 2, full.longest) + full.serial_seconds - 1e-9 and full.longest > 0
 
 
 def test_cached_cells_cost_nothing(tmp_path):
