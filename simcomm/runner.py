@@ -370,27 +370,35 @@ def _memory_budget(map) -> tuple[int | None, int]:
     return max(avail // workers, 2**30), workers
 
 
-def _probe(spec: Spec, params: dict, backend: str, module: str, budget: int, workers: int, cells: int,
-           threads: int | None) -> list[dict]:
-    """Run the first replicate of ``params`` here under the memory ceiling; refuse a plan that cannot fit.
+def _probe_task(args: tuple) -> tuple[list[dict] | _OutOfMemory, int | None]:
+    """Run a probe (a cell's first replicate) and measure this process's peak memory above its baseline.
 
-    The measured peak (resident memory above what this process held before) times the cells that may
-    run at once must fit in the memory available. The rows are returned, not wasted: the cell's
-    other replicates run later and join them (each replicate has its own stream).
+    Runs where the map puts it (a worker, or here for the builtin map); returns ``(rows, peak bytes)``,
+    the peak ``None`` where it cannot be measured.
     """
     from simcomm import _proc
 
     before = _proc.rss()
     measured = _proc.reset_peak() and before is not None
-    try:
-        rows = run_cell(spec.experiment, params, spec.seed, 1, backend, module, threads, 0, spec.network,
-                        memory=budget * workers)
-    except CellOutOfMemory as exc:
-        raise CellOutOfMemory(f"{spec.name}: {exc} on its first replicate, before any cell ran; use smaller values") \
-            from None
-    if not measured:
+    rows = _cell_task(args)
+    if isinstance(rows, _OutOfMemory) or not measured:
+        return rows, None
+    return rows, max(0, (_proc.peak_rss() or 0) - before)
+
+
+def _probe_fits(spec: Spec, params: dict, out, workers: int, cells: int) -> list[dict]:
+    """The rows of a probe, or one :class:`CellOutOfMemory` line when its cell cannot run ``workers`` at once.
+
+    The measured peak (resident memory above what the worker held before) times the cells that may
+    run at once must fit in the memory available.
+    """
+    from simcomm import _proc
+
+    rows, peak = out
+    if isinstance(rows, _OutOfMemory):
+        raise CellOutOfMemory(f"{spec.name}: {rows} on its first replicate, before any cell ran; use smaller values")
+    if peak is None:
         return rows
-    peak = max(0, (_proc.peak_rss() or 0) - before)
     avail = _proc.available_memory() or 0
     at_once = max(1, min(workers, cells))
     if avail and peak * at_once > avail:  # (read after the probe: its memory is free again)
@@ -430,9 +438,11 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
     Memory guard, on this machine's executors (builtin map and :func:`make_map`'s; not Dask): every
     cell runs under a memory ceiling (the available memory shared by the cells running at once), so
     a cell too large fails as a one-line :class:`CellOutOfMemory` while the other cells finish and
-    are cached. For an experiment without a cost model, the first replicate of the spec's last cell
-    (grids usually ascend, so its largest) runs first, here, and its measured peak memory times the
-    cells that may run at once must fit before anything else starts. A worker killed by the system
+    are cached. For an experiment without a memory model (``cost``), the first replicate of the spec's
+    last cell (grids usually ascend, so its largest) runs first: these probes go through ``map`` (the
+    workers in parallel) before any other cell, each measures its own process's peak memory, and that
+    peak times the cells that may run at once must fit before anything else starts. The probe's rows
+    are the cell's replicate 0. A worker killed by the system
     anyway becomes one :class:`WorkerKilled` line naming the cell and the memory it had reached.
     """
     cache_dir = None if cache_dir is None else Path(cache_dir)
@@ -460,6 +470,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
     done = len(cached)
     if progress is not None:
         progress(done, total)
+    probes, probe_tasks = [], []
     for s, cs in pending_of.items():
         spec = specs[s]
         exp = get_experiment(spec.experiment)
@@ -469,29 +480,49 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
             params = cells_of[s][c]
             first = spec.first_replicate
             if c == probe:
-                heads[(s, c)] = _probe(spec, params, backend, module, budget, workers, n_pending, threads_per_cell)
+                # its ceiling is all the memory available, as for a cell alone: one too large to run beside
+                # others fails the fit check below (with a --jobs hint), not as out of memory
+                probes.append((s, c))
+                probe_tasks.append((spec.experiment, params, spec.seed, 1, backend, module, threads_per_cell, 0,
+                                    spec.network, budget * workers, plugins))
                 first = 1
                 if spec.replicates <= 1:
-                    cached[(s, c)] = heads.pop((s, c))
-                    if cache_dir is not None:
-                        key = _key(spec, params, backend, version)
-                        _write_entry(_cache_path(cache_dir, key),
-                                     _entry_bytes(key, spec, params, version, cached[(s, c)]))
-                    done += 1
-                    if progress is not None:
-                        progress(done, total)
                     continue
             tasks.append((spec.experiment, params, spec.seed, spec.replicates, backend, module, threads_per_cell,
                           first, spec.network, budget, plugins))
             keys.append(_key(spec, params, backend, version))
             owners.append((s, c))
+    where = f" in {cache_dir}" if cache_dir is not None else ""
+    work = _work_meter(progress, specs, cells_of, probes, owners, tasks, workers)
+    if probes:  # through the same map as the cells (the workers in parallel), before any other cell starts
+        outs = []
+        try:
+            for owner, out in zip(probes, map(_probe_task, probe_tasks)):
+                outs.append(out)
+                work(("probe", owner))
+        except _WorkersLost as lost:
+            raise WorkerKilled(_lost_message(lost, probes, specs, cells_of, done, where)) from None
+        for (s, c), out in zip(probes, outs):
+            heads[(s, c)] = _probe_fits(specs[s], cells_of[s][c], out, workers, n_pending)
+        for s, c in probes:  # every probe fits: a cell of one replicate is finished
+            spec = specs[s]
+            if spec.replicates <= 1:
+                cached[(s, c)] = heads.pop((s, c))
+                if cache_dir is not None:
+                    version = code_version(get_experiment(spec.experiment).func.__module__)
+                    key = _key(spec, cells_of[s][c], backend, version)
+                    _write_entry(_cache_path(cache_dir, key),
+                                 _entry_bytes(key, spec, cells_of[s][c], version, cached[(s, c)]))
+                done += 1
+                if progress is not None:
+                    progress(done, total)
     # No map call without tasks: an executor given nothing to do still starts (and joblib warns
     # "0 tasks ... cancelled" on a fully cached rerun).
     stream = map(_cell_task, tasks) if tasks else iter(())
     failed = []
-    where = f" in {cache_dir}" if cache_dir is not None else ""
     try:
         for owner, key, rows in zip(owners, keys, stream):
+            work(("cell", owner))
             if isinstance(rows, _OutOfMemory):
                 failed.append(rows)
                 continue
@@ -578,3 +609,30 @@ def _jsonable(obj):
         return obj.tolist()
     raise TypeError(f"row value of type {type(obj).__name__} is not JSON serialisable")
 
+
+def _work_meter(progress, specs, cells_of, probes, owners, tasks, workers) -> Callable:
+    """``work(event)``: tell a progress bar with a ``work(done, total)`` method the modelled time done.
+
+    Each probe and each cell task weighs its modelled seconds (:func:`simcomm.cost.cell_seconds`,
+    divided among the cells running at once); a task without a model weighs the mean of those
+    with one. The bar then extrapolates from modelled time, not from a count of cells of unequal size.
+    """
+    report = getattr(getattr(progress, "__self__", None), "work", None)
+    if report is None:
+        return lambda event: None
+    from simcomm.cost import cell_seconds
+
+    weights = {("probe", o): cell_seconds(specs[o[0]], cells_of[o[0]][o[1]], 1) for o in probes}
+    for o, task in zip(owners, tasks):
+        weights[("cell", o)] = cell_seconds(specs[o[0]], cells_of[o[0]][o[1]], task[3] - task[7])
+    known = [w for w in weights.values() if w is not None]
+    fill = sum(known) / len(known) if known else 1.0
+    weights = {k: (fill if w is None else w) / max(1, workers) for k, w in weights.items()}
+    total, done = sum(weights.values()), [0.0]
+    report(0.0, total)
+
+    def work(event) -> None:
+        done[0] += weights.get(event, 0.0)
+        report(done[0], total)
+
+    return work

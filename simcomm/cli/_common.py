@@ -76,8 +76,11 @@ class Interrupted(Exception):
     """Ctrl-C during a run whose finished cells are cached (the CLI exits 130 with this message)."""
 
 
-def plan(specs, *, backend, jobs, scheduler, cache_dir, max_cells, max_hours, yes):
-    """Estimate the run (cells, time, memory) and print it; refuse it above the limits (one line)."""
+def plan(specs, *, backend, jobs, scheduler, cache_dir, max_cells, max_hours, yes, controls=False, judged=False):
+    """Estimate the run (cells, time, memory) and print it; refuse it above the limits (one line).
+
+    ``controls`` and ``judged`` (``simcomm check``): count the negative controls' cells and the judging.
+    """
     import sys
 
     from simcomm import cost
@@ -90,7 +93,7 @@ def plan(specs, *, backend, jobs, scheduler, cache_dir, max_cells, max_hours, ye
         dask_map(scheduler)  # validates the address; starts nothing
     est = cost.estimate(specs, backend=backend, jobs=jobs, cache_dir=cache_dir,
                         max_cells=max_cells or cost.MAX_CELLS, max_hours=max_hours or cost.MAX_HOURS, yes=yes,
-                        check_memory=not scheduler or scheduler == "local")
+                        check_memory=not scheduler or scheduler == "local", controls=controls, judged=judged)
     click.echo(est.line(), err=True)
     sys.stderr.flush()
     return est
@@ -101,6 +104,10 @@ class progress_bar:
 
     On a terminal, a rich bar whose clock and spinner keep moving while a long cell runs. Elsewhere
     (logs, CI), a line every 30 s, also while no cell finishes, so a long cell shows it is alive.
+
+    The ETA extrapolates from modelled time when the runner reports it (:meth:`work`: the cost model's
+    seconds of the cells done and to do), so a few heavy cells first do not inflate it, and a cheap
+    start does not deflate it; otherwise from the mean time per finished cell.
 
     A run may come in passes: the grid's cells, then batches of more replicates for the cells an
     adaptive claim left undecided, then the negative controls. Each pass restarts ``update``'s count
@@ -118,6 +125,7 @@ class progress_bar:
         self._stop = None
         self._pass = 1
         self._named = None  # the name phase() gave the coming pass
+        self._work = None  # (modelled seconds done, of total) of this pass, from work()
 
     def phase(self, name: str) -> None:
         """Name the pass that starts with the next ``update`` (e.g. ``"adaptive replicates, batch 2"``)."""
@@ -143,31 +151,47 @@ class progress_bar:
                 SpinnerColumn,
                 TextColumn,
                 TimeElapsedColumn,
-                TimeRemainingColumn,
             )
 
             self._p = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                               TextColumn("cells"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
                                transient=True)
             self._p.__enter__()
-            self._task = self._p.add_task(self.label, total=None)
+            self._task = self._p.add_task(self.label, total=None, eta="?")
         else:
             self._stop = threading.Event()
             threading.Thread(target=self._heartbeat, daemon=True).start()
         return self
 
+    def work(self, done: float, total: float) -> None:
+        """Modelled seconds of this pass done and in all (from the cost model; called by the runner)."""
+        self._work = (done, total)
+
+    #: the model's own remaining time counts as this share of the pass's modelled time, measured: early
+    #: in a pass (little measured) the ETA is mostly the model's, later mostly the measured pace
+    PRIOR = 0.05
+
     def eta(self) -> str:
-        """Remaining time from the mean time per finished cell so far ('?' before the first cell)."""
+        """Remaining time: modelled time left, scaled by measured over modelled time so far ('?' if unknown).
+
+        Without a model, the mean time per finished cell times the cells left.
+        """
         import time
 
         from simcomm.cost import fmt_seconds
 
         done, total = self._state
         first = getattr(self, "_first", None)
-        if total is None or first is None or done <= first[0]:
+        if total is None or first is None:
             return "?"
-        rate = (time.monotonic() - first[1]) / (done - first[0])
-        return fmt_seconds(rate * (total - done))
+        elapsed = time.monotonic() - first[1]
+        if self._work is not None and self._work[1] > 0:
+            w_done, w_total = self._work
+            prior = self.PRIOR * w_total
+            return fmt_seconds((elapsed + prior) / (w_done + prior) * (w_total - w_done))
+        if done <= first[0]:
+            return "?"
+        return fmt_seconds(elapsed / (done - first[0]) * (total - done))
 
     def status(self) -> str:
         import time
@@ -192,11 +216,12 @@ class progress_bar:
         if prev_total is not None and (done < prev_done or total != prev_total):
             self._pass += 1  # a new pass restarts the count: say so, and time its ETA afresh
             self._first = None
+            self._work = None
         if getattr(self, "_first", None) is None:
             self._first = (done, time.monotonic())  # cached cells arrive at once: time from here
         self._state = (done, total)
         if self._p is not None:
-            self._p.update(self._task, completed=done, total=total, description=self._what())
+            self._p.update(self._task, completed=done, total=total, description=self._what(), eta=self.eta())
 
     def __exit__(self, *exc):
         if self._stop is not None:

@@ -86,7 +86,7 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
     known = {s.claim.id for s in checking.select_specs((), quick=True, folder=specs_dir)} if not quick else None
     cache = out / "results" / ".cache"
     plan(specs, backend=backend, jobs=jobs, scheduler=scheduler, cache_dir=cache, max_cells=max_cells,
-         max_hours=max_hours, yes=yes)
+         max_hours=max_hours, yes=yes, controls=controls, judged=True)
     with progress_bar(f"checking {len(specs)} claims", enabled=sys.stderr.isatty()) as bar, resumable(cache):
         outcome = checking.evaluate(specs, jobs=jobs, scheduler=scheduler, backend=backend,
                                     cache_dir=cache, progress=bar.update, controls=controls)
