@@ -91,3 +91,14 @@ def test_transient_growth_pairs_n_with_2n():
     # no column besides size varies inside the cell (it would split the pair in the order judge)
     assert {frozenset(r) for r in rows} == {frozenset({"metric", "value", "size", "censored"})}
     assert all(r["value"] > 0 for r in rows)
+
+
+def test_choco_gossip_step_of_plain_gossip_is_the_control():
+    # expgraph.choco_gossip's negative control: gamma = 1, exact gossip's step, with the compressed
+    # copies. It is inside the uncompressed stability limit 2/beta, yet the run diverges; the paper's
+    # gamma* contracts from the same start
+    paper = _run("choco_gossip", n=16, topology="torus", steps=300)[0]
+    gossip = _run("choco_gossip", n=16, topology="torus", steps=300, gamma_ref="gossip")[0]
+    assert gossip["gamma"] == 1.0 < 2.0 / gossip["beta_w"]
+    assert paper["value"] < 1.0 and gossip["note"].startswith("diverged at step")
+

@@ -184,8 +184,9 @@ def random_gossip(params, rng, backend):
 
 #: symmetric doubly stochastic graphs CHOCO's analysis covers
 CHOCO_TOPOLOGIES = ("ring", "torus", "hypercube", "complete")
-#: what the consensus step is a multiple of: the paper's gamma* or the uncompressed stability limit 2/beta
-GAMMA_REFS = ("paper", "stable")
+#: what the consensus step is a multiple of: the paper's gamma*, the uncompressed stability limit 2/beta,
+#: or 1, plain gossip's step (a negative control: the step of exact averaging used with a compressor)
+GAMMA_REFS = ("paper", "stable", "gossip")
 
 
 def _spectrum(topo):
@@ -211,7 +212,8 @@ def _check_choco(params):
     "k": Param("int", default=2, low=1, doc="kept coordinates per message"),
     "steps": Param("int", default=3000, low=1, doc="CHOCO-Gossip steps T"),
     "gamma_ref": Param("str", default="paper", choices=GAMMA_REFS,
-                       doc="consensus step unit: the paper's gamma* or 2/beta (uncompressed stability limit)"),
+                       doc="consensus step unit: the paper's gamma*, 2/beta (uncompressed stability limit) or 1 "
+                           "(plain gossip's step, which ignores the compression: a negative control)"),
     "gamma_factor": Param("float", default=1.0, low=0.0, low_open=True, doc="consensus step = factor * unit"),
 })
 def choco_gossip(params, rng, backend):
@@ -231,7 +233,8 @@ def choco_gossip(params, rng, backend):
     settings = {"k": params["k"]} | ({"scale": False} if params["compressor"] == "rand_k" else {})
     comp = compressor_from_name(params["compressor"], **settings)
     delta = choco_delta(comp, d)
-    unit = choco_gamma(gap, beta, delta) if params["gamma_ref"] == "paper" else 2.0 / beta
+    ref = params["gamma_ref"]
+    unit = choco_gamma(gap, beta, delta) if ref == "paper" else 2.0 / beta if ref == "stable" else 1.0
     gamma = params["gamma_factor"] * unit
     X0 = rng.standard_normal((n, d))
     X0 -= X0.mean(axis=0)  # centred: the bound's factor 2 needs xbar = 0 (theory.decentralized)
