@@ -102,3 +102,12 @@ def test_choco_gossip_step_of_plain_gossip_is_the_control():
     assert gossip["gamma"] == 1.0 < 2.0 / gossip["beta_w"]
     assert paper["value"] < 1.0 and gossip["note"].startswith("diverged at step")
 
+
+def test_lazy_floor_run_keeps_the_rows_rho():
+    # expgraph.dsgd_floor_bound's negative control: the methods mix with (I + W)/2 (its rho is
+    # (1 + 0.6)/2 on the 4 x 4 torus) while the rows still carry W's rho = 0.6, so the floor rises
+    base = {r["method"]: r for r in _run("tracking_floor", n=16, topology="torus", steps=600)}
+    lazy = {r["method"]: r for r in _run("tracking_floor", n=16, topology="torus", steps=600, lazy=True)}
+    assert lazy["dsgd"]["rho"] == base["dsgd"]["rho"] == pytest.approx(0.6)
+    assert lazy["dsgd"]["value"] > 2 * base["dsgd"]["value"]
+    assert _run("tracking_floor", n=16, topology="torus", steps=600, lazy=False) == list(base.values())
