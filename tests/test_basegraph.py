@@ -154,6 +154,23 @@ def test_sequence_defects_detect_a_dropped_matrix():
     assert bad["product_phase0"] > 0.1 and bad["window_every_phase"] > 0.1
 
 
+
+def test_basegraph_dsgd_without_the_last_matrix_is_the_control():
+    # basegraph.dsgd_loss's negative control: the Base side on its sequence less the last matrix (one
+    # step shorter period, no longer exact at n = 12); the comparison's rows do not move
+    from simcomm.experiments import get_experiment
+
+    e = get_experiment("basegraph_dsgd")
+
+    def run(**kw):
+        rows = e.func(e.validate(dict(n=12, messages=300, **kw), "test"), np.random.default_rng(3), None)
+        return {(r["metric"], r["topology"]): r["value"] for r in rows if r["metric"] in ("loss", "consensus_error")}
+
+    base, off, on = run(), run(drop_last_matrix=False), run(drop_last_matrix=True)
+    assert base == off
+    assert on[("loss", "one_peer_exponential")] == base[("loss", "one_peer_exponential")]
+    assert on[("consensus_error", "base_graph")] > 2 * base[("consensus_error", "base_graph")]
+
 def test_messages_budget():
     assert messages_budget_steps(np.array([1.0, 1.0]), 10) == 10
     assert messages_budget_steps(np.array([0.5]), 10) == 20

@@ -91,3 +91,23 @@ def test_transient_growth_pairs_n_with_2n():
     # no column besides size varies inside the cell (it would split the pair in the order judge)
     assert {frozenset(r) for r in rows} == {frozenset({"metric", "value", "size", "censored"})}
     assert all(r["value"] > 0 for r in rows)
+
+
+def test_choco_gossip_step_of_plain_gossip_is_the_control():
+    # expgraph.choco_gossip's negative control: gamma = 1, exact gossip's step, with the compressed
+    # copies. It is inside the uncompressed stability limit 2/beta, yet the run diverges; the paper's
+    # gamma* contracts from the same start
+    paper = _run("choco_gossip", n=16, topology="torus", steps=300)[0]
+    gossip = _run("choco_gossip", n=16, topology="torus", steps=300, gamma_ref="gossip")[0]
+    assert gossip["gamma"] == 1.0 < 2.0 / gossip["beta_w"]
+    assert paper["value"] < 1.0 and gossip["note"].startswith("diverged at step")
+
+
+def test_lazy_floor_run_keeps_the_rows_rho():
+    # expgraph.dsgd_floor_bound's negative control: the methods mix with (I + W)/2 (its rho is
+    # (1 + 0.6)/2 on the 4 x 4 torus) while the rows still carry W's rho = 0.6, so the floor rises
+    base = {r["method"]: r for r in _run("tracking_floor", n=16, topology="torus", steps=600)}
+    lazy = {r["method"]: r for r in _run("tracking_floor", n=16, topology="torus", steps=600, lazy=True)}
+    assert lazy["dsgd"]["rho"] == base["dsgd"]["rho"] == pytest.approx(0.6)
+    assert lazy["dsgd"]["value"] > 2 * base["dsgd"]["value"]
+    assert _run("tracking_floor", n=16, topology="torus", steps=600, lazy=False) == list(base.values())

@@ -68,3 +68,24 @@ def test_fp16_divide_first_underflow_matches_the_threshold(n, s):
     assert rows["underflowed"] == fp16_divide_first_underflows(n, s)
     summed = {r["metric"]: r["value"] for r in fp16_allreduce(dict(n=n, s=s, order="sum_first", d=100), None, None)}
     assert summed["underflowed"] == 0.0 and np.isfinite(summed["avg_max"])
+
+
+def test_coin_rounding_is_natural_compression_with_a_fair_coin():
+    # compress.natural_variance's negative control: the same two powers of two, up with probability
+    # 1/2 wherever |v_i| lies. Off, the row is the registered compressor's; on, values next to a power
+    # of two err by about v_i^2/2 and the mean is biased upwards
+    from simcomm.experiments import get_experiment
+    from simcomm.experiments.compressors import _coin_natural
+
+    V = np.array([[1.0, -1.01, 3.0, 0.0]] * 4000)
+    Q = _coin_natural(V, np.random.default_rng(0))
+    assert set(np.unique(np.abs(Q[:, 1]))) == {1.0, 2.0} and np.all(Q[:, 3] == 0.0)
+    np.testing.assert_array_equal(np.sign(Q), np.sign(V))
+    assert np.mean(Q[:, 0]) == pytest.approx(1.5, abs=0.03)  # unbiased rounding would keep 1.0 exactly
+    exp = get_experiment("compressor_error")
+    rows = [exp.func(exp.validate(dict(compressor="natural", d=200, draws=50, **kw), "test"),
+                     np.random.default_rng(7), None) for kw in ({}, {"coin_rounding": False}, {"coin_rounding": True})]
+    assert rows[0] == rows[1]
+    assert rows[2][1]["value"] > 0.125 > rows[0][1]["value"]
+    with pytest.raises(ValueError, match="coin_rounding"):
+        exp.validate(dict(compressor="top_k(k=2)", coin_rounding=True), "test")

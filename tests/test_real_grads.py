@@ -152,6 +152,23 @@ def test_top1_multiple_divides_by_the_share_of_ceil_one_percent():
     assert max(got) <= 610 / 7  # one-hot extreme
 
 
+
+def test_share_norm_control_measures_the_top_share_in_l1():
+    # rtopk.real_grad_skew's negative control: the top 1%'s share of ||g||_1 over its uniform share, on
+    # the same captured gradients; at its default the rows are the l2 ones bit for bit
+    from simcomm.experiments import ef
+
+    kw = dict(n_samples=400, hidden=8, steps=20, captures=3)
+    assert _run("real_grad_stats", share_norm="l2", **kw) == _run("real_grad_stats", **kw)
+    l1 = [r["value"] for r in _run("real_grad_stats", share_norm="l1", **kw) if r["metric"] == "top1_multiple"]
+    e = get_experiment("real_grad_stats")
+    _, _, G = ef._capture({k: v.default for k, v in e.params.items()} | kw, np.random.default_rng(12345))
+    A = np.abs(G)
+    want = np.sort(A, axis=1)[:, -7:].sum(axis=1) / A.sum(axis=1) / (7 / 610)
+    np.testing.assert_allclose(l1, want, rtol=1e-12)
+    l2 = [r["value"] for r in _run("real_grad_stats", **kw) if r["metric"] == "top1_multiple"]
+    assert all(a < b for a, b in zip(l1, l2))
+
 def test_real_grad_operators_experiment_ranks_on_real():
     rows = _run("real_grad_operators", n_samples=400, hidden=8, steps=20, captures=3, r_over_k=4)
     real = {r["method"]: r["real_err"] for r in rows if r["metric"] == "model_err"}

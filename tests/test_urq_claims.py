@@ -230,3 +230,17 @@ def test_second_moment_operator_matches_monte_carlo_of_the_compressor(tau, p):
         hist = hist[1:] + [e] if tau else [e]
     sq = hist[-1] ** 2
     assert abs(sq.mean() - M[0]) < 5 * sq.std(ddof=1) / math.sqrt(R)
+
+
+def test_iag_at_gd_step_control_changes_only_iag():
+    # iag.converges's negative control: both IAG orders at GD's step 1/(alpha L). GD's rows stay as
+    # they were; IAG, no longer held to the tau = n - 1 condition's smaller step, needs far fewer steps
+    kw = dict(problem="quadratic", heterogeneous=False, n=4, quantizer="qsgd", s=4, max_steps=2000)
+    base, off = _run("iag_vs_gd", **kw), _run("iag_vs_gd", iag_at_gd_step=False, **kw)
+    assert base == off
+    on = _run("iag_vs_gd", iag_at_gd_step=True, **kw)
+    its = {(r["method"], run): r["value"] for run, rows in (("base", base), ("on", on)) for r in rows
+           if r["metric"] == "iterations_to_eps"}
+    assert its[("gd", "on")] == its[("gd", "base")]
+    for order in ("iag_cyclic", "iag_random"):
+        assert its[(order, "on")] < 0.5 * its[(order, "base")]

@@ -229,6 +229,10 @@ def _dsgd_cost(p):
     "base_lr_scale": Param("float", default=1.0, low=0.0, low_open=True,
                               doc="negative control: the Base side's step size is lr times this",
                               former="base_gamma_scale"),
+    "drop_last_matrix": Param("bool", default=False, keyed_at_default=False,
+                              doc="negative control only: the Base graph's periodic sequence without its last "
+                                  "matrix (an off-by-one in the period), no longer exact after a period; false = "
+                                  "the whole sequence"),
 })
 def basegraph_dsgd(params, rng, backend):
     r"""DSGD, Base-(k+1) graph vs one-peer exponential graph, same messages per node, same noise.
@@ -248,6 +252,8 @@ def basegraph_dsgd(params, rng, backend):
       ``consensus_rms`` on the same replicate, with both noise sums (``noise_sum_base``,
       ``noise_sum_other``), for ``theory.basegraph:consensus_noise_ratio``;
     * ``steps`` and ``messages_per_node``: what each run did (informational).
+
+    ``drop_last_matrix`` (negative control) runs the Base side on its sequence less the last matrix.
     """
     from simcomm.models import heterogeneous_least_squares
     from simcomm.optim import messages_per_step, run_dsgd
@@ -256,7 +262,10 @@ def basegraph_dsgd(params, rng, backend):
     prob = heterogeneous_least_squares(n, params["d"], b=params["b"], rng=rng)
     seed = int(rng.integers(2**62))
     other = params["compare_with"]
-    topos = {"base_graph": base_graph(n, k), other: other}
+    base = base_graph(n, k)
+    if params["drop_last_matrix"]:
+        base = time_varying(base.layers[:-1], name=f"{base.name} without its last matrix")
+    topos = {"base_graph": base, other: other}
     budget = float(params["messages"])
     rows, rms, sums = [], {}, {}
     for name, topo in topos.items():

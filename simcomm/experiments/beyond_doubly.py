@@ -21,7 +21,7 @@ from simcomm.backends import use
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import diagonal_quadratic
 from simcomm.optim import TRACKER_STARTS, run_dsgd, run_pushsum, run_tracking
-from simcomm.topology import build, directed_exponential, directed_ring, mix, random_matching, rho, s_out
+from simcomm.topology import build, circulant, directed_exponential, directed_ring, mix, random_matching, rho, s_out
 
 __all__ = []
 
@@ -58,6 +58,9 @@ def _tracking_cost(p):
                            doc="gradient tracking's first tracker: the gradient (exact) or zero (the control)"),
     "ed_correction": Param("bool", default=True,
                            doc="exact diffusion's correction term (false: DSGD with (I + W)/2, the control)"),
+    "lazy": Param("bool", default=False, keyed_at_default=False,
+                  doc="negative control only: every method mixes with (I + W)/2 while the rows' rho stays W's "
+                      "(lazy weights the floor bound is not told); false = W itself"),
 })
 def tracking_floor(params, rng, backend):
     r"""DSGD vs gradient tracking vs exact diffusion on one heterogeneous quadratic, the same step (module doc).
@@ -66,7 +69,8 @@ def tracking_floor(params, rng, backend):
     = ``dsgd``, ``gradient_tracking`` and, on symmetric graphs, ``exact_diffusion``; each carries
     ``rho`` (:math:`\max_{m\ne0}|\lambda_m(W)|`, the spectral fast path) for the floor bound and
     ``note`` when a run diverged (the value is then NaN). All three methods share the problem and,
-    with ``sigma > 0``, the per-node noise streams.
+    with ``sigma > 0``, the per-node noise streams. ``lazy`` (negative control) runs them on
+    :math:`(I + W)/2`, whose :math:`\rho` is :math:`(1 + \lambda_2(W))/2`, and still reports W's ``rho``.
     """
     n, steps, lr = params["n"], params["steps"], params["lr"]
     with use("numpy"):  # the same problem on every backend (numba's log/cos may differ in the last ulp)
@@ -74,6 +78,10 @@ def tracking_floor(params, rng, backend):
     seed = int(rng.integers(2**62))
     topo = build(params["topology"], n)
     r = float(rho(topo))
+    if params["lazy"]:  # every floor topology is circulant: (I + W)/2 moves half of each weight to self
+        self_offset = np.zeros((1, len(topo.shape)), dtype=np.int64)
+        topo = circulant(f"lazy_{topo.name}", topo.shape, np.vstack([self_offset, topo.offsets]),
+                         np.concatenate([[0.5], 0.5 * topo.weights]), rule=f"lazy {topo.rule}")
 
     def dist(X):
         E = np.asarray(X) - prob.x_star
@@ -184,8 +192,9 @@ def random_gossip(params, rng, backend):
 
 #: symmetric doubly stochastic graphs CHOCO's analysis covers
 CHOCO_TOPOLOGIES = ("ring", "torus", "hypercube", "complete")
-#: what the consensus step is a multiple of: the paper's gamma* or the uncompressed stability limit 2/beta
-GAMMA_REFS = ("paper", "stable")
+#: what the consensus step is a multiple of: the paper's gamma*, the uncompressed stability limit 2/beta,
+#: or 1, plain gossip's step (a negative control: the step of exact averaging used with a compressor)
+GAMMA_REFS = ("paper", "stable", "gossip")
 
 
 def _spectrum(topo):
@@ -211,7 +220,8 @@ def _check_choco(params):
     "k": Param("int", default=2, low=1, doc="kept coordinates per message"),
     "steps": Param("int", default=3000, low=1, doc="CHOCO-Gossip steps T"),
     "gamma_ref": Param("str", default="paper", choices=GAMMA_REFS,
-                       doc="consensus step unit: the paper's gamma* or 2/beta (uncompressed stability limit)"),
+                       doc="consensus step unit: the paper's gamma*, 2/beta (uncompressed stability limit) or 1 "
+                           "(plain gossip's step, which ignores the compression: a negative control)"),
     "gamma_factor": Param("float", default=1.0, low=0.0, low_open=True, doc="consensus step = factor * unit"),
 })
 def choco_gossip(params, rng, backend):
@@ -231,7 +241,8 @@ def choco_gossip(params, rng, backend):
     settings = {"k": params["k"]} | ({"scale": False} if params["compressor"] == "rand_k" else {})
     comp = compressor_from_name(params["compressor"], **settings)
     delta = choco_delta(comp, d)
-    unit = choco_gamma(gap, beta, delta) if params["gamma_ref"] == "paper" else 2.0 / beta
+    ref = params["gamma_ref"]
+    unit = choco_gamma(gap, beta, delta) if ref == "paper" else 2.0 / beta if ref == "stable" else 1.0
     gamma = params["gamma_factor"] * unit
     X0 = rng.standard_normal((n, d))
     X0 -= X0.mean(axis=0)  # centred: the bound's factor 2 needs xbar = 0 (theory.decentralized)

@@ -50,6 +50,22 @@ def _check_label(params):
         compressor_from_label(params["compressor"])
     except UserError as exc:
         raise ValueError(str(exc)) from None
+    if params.get("coin_rounding") and params["compressor"] != "natural":
+        raise ValueError(f"coin_rounding is a control of natural compression, got compressor={params['compressor']!r}")
+
+
+def _coin_natural(V: np.ndarray, rng) -> np.ndarray:
+    """Natural compression's rounding with a fair coin: ``|v_i|`` in ``[2^e, 2^{e+1})`` goes up w.p. 1/2.
+
+    The negative control of ``compress.natural_variance``: the up-probability ignores where ``|v_i|``
+    lies between the two powers (the right one is ``|v_i|/2^e - 1``), so the rounding is biased and its
+    error reaches ``v_i^2/2`` next to a power of two instead of at most ``v_i^2/8``.
+    """
+    a = np.abs(V)
+    _, ex = np.frexp(a)  # a = m 2^ex, m in [1/2, 1)
+    low = np.ldexp(1.0, ex - 1)
+    up = rng.random(V.shape) < 0.5
+    return np.where(a > 0, np.copysign(np.where(up, 2.0 * low, low), V), 0.0)
 
 
 @experiment(
@@ -60,6 +76,10 @@ def _check_label(params):
         "vector": Param("str", default="gaussian", choices=VECTORS, doc="model of the vector v"),
         "d": Param("int", default=1000, low=1, doc="dimension"),
         "draws": Param("int", default=1, low=1, doc="compressions of v per replicate (1 for deterministic ones)"),
+        "coin_rounding": Param("bool", default=False, keyed_at_default=False,
+                               doc="negative control only: natural compression rounds up with probability 1/2 "
+                                   "wherever |v_i| lies between the two powers of two (biased); false = the "
+                                   "registered compressor"),
     },
     check=_check_label,
     cost=lambda p: (2e-8 * p["d"] * p["draws"] + 1e-3, 24 * p["d"] * min(p["draws"], 2000)),
@@ -69,6 +89,7 @@ def compressor_error(params, rng, backend):
 
     Metrics: ``error`` with columns ``norm2`` (``||v||^2``), ``norm1`` (``||v||_1``); ``error_over_norm2``;
     ``bias`` = ``<mean C(v) - v, w>/(||v|| ||w||)`` for ``direction`` w = v and a fixed random sign vector.
+    ``coin_rounding`` (negative control) replaces natural compression by :func:`_coin_natural`.
     """
     c = compressor_from_label(params["compressor"])
     d, M = params["d"], params["draws"]
@@ -79,7 +100,8 @@ def compressor_error(params, rng, backend):
     qsum, err2 = np.zeros(d), 0.0
     for lo in range(0, M, chunk):
         m = min(chunk, M - lo)
-        Q = np.asarray(c.apply(np.broadcast_to(v, (m, d)).copy(), rng=c_rng), dtype=np.float64)
+        V = np.broadcast_to(v, (m, d)).copy()
+        Q = _coin_natural(V, c_rng) if params["coin_rounding"] else np.asarray(c.apply(V, rng=c_rng), dtype=np.float64)
         qsum += Q.sum(axis=0)
         err2 += float(((Q - v) ** 2).sum())
     mean = qsum / M

@@ -286,6 +286,9 @@ def _capture(params, rng):
     "source": Param("str", default="sgd", choices=("sgd", "gaussian"),
                     doc="sgd: the captured gradients; gaussian: i.i.d. normal vectors of the same shape "
                         "(a dense, unskewed reference: the negative control of rtopk.real_grad_skew)"),
+    "share_norm": Param("str", default="l2", choices=("l2", "l1"), keyed_at_default=False,
+                        doc="negative control only: l1 measures top1_multiple's share in ||g||_1 instead of "
+                            "||g||^2 (the magnitudes, not the energy); l2 = the share of ||g||^2"),
 })
 def real_grad_stats(params, rng, backend):
     """Sparsity and skew of minibatch gradients captured at evenly spaced steps of plain SGD.
@@ -293,17 +296,23 @@ def real_grad_stats(params, rng, backend):
     Rows per captured ``step``: ``top1_multiple`` (share of ||g||^2 in the top ceil(0.01 D) coordinates,
     divided by their uniform share ceil(0.01 D)/D, which is 0.01 only when 100 divides D),
     ``top10_share``, ``tail_index`` (Hill, largest 10% of the nonzero magnitudes),
-    ``nonzero_fraction``; and ``n_params``.
+    ``nonzero_fraction``; and ``n_params``. ``share_norm = "l1"`` (negative control) measures the top
+    1%'s share in ||g||_1 instead of ||g||^2.
     """
     model, steps, G = _capture(params, rng)
     if params["source"] == "gaussian":
         G = rng.standard_normal(G.shape)
     st = skew_stats(G)
     # skew_stats takes the ceil(0.01 D) largest coordinates: their uniform share is ceil(0.01 D)/D
-    uniform_top1 = max(1, math.ceil(0.01 * G.shape[1])) / G.shape[1]
+    m = max(1, math.ceil(0.01 * G.shape[1]))
+    uniform_top1 = m / G.shape[1]
+    top1 = st.top1_share
+    if params["share_norm"] == "l1":  # the mistaken measure: magnitudes in place of squares
+        A = np.abs(G)
+        top1 = -np.sort(-A, axis=1)[:, :m].sum(axis=1) / A.sum(axis=1)
     rows = []
     for i, s in enumerate(steps):
-        rows += [dict(metric="top1_multiple", value=float(st.top1_share[i] / uniform_top1), step=int(s)),
+        rows += [dict(metric="top1_multiple", value=float(top1[i] / uniform_top1), step=int(s)),
                  dict(metric="top10_share", value=float(st.top10_share[i]), step=int(s)),
                  dict(metric="tail_index", value=float(st.tail_index[i]), step=int(s)),
                  dict(metric="nonzero_fraction", value=float(st.nonzero_fraction[i]), step=int(s))]

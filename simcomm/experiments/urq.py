@@ -441,7 +441,10 @@ def _b_step(alpha, L, tau):
             "max_steps": Param("int", default=20000, low=1, doc="iteration budget per method"),
             "heterogeneous": Param("bool", default=True, doc="different data on each worker"),
             "gd_lr_scale": Param("float", default=1.0, low=0.0, low_open=True, keyed_at_default=False,
-                                 doc="negative control only: synchronous GD runs at 1/(alpha L) times this")},
+                                 doc="negative control only: synchronous GD runs at 1/(alpha L) times this"),
+            "iag_at_gd_step": Param("bool", default=False, keyed_at_default=False,
+                                    doc="negative control only: IAG runs at GD's step 1/(alpha L), the staleness "
+                                        "tau = n - 1 ignored; false = the seed condition's step")},
     check=_check_problem,
 )
 def iag_vs_gd(params, rng, backend):
@@ -452,7 +455,8 @@ def iag_vs_gd(params, rng, backend):
     has unbounded staleness, so its run uses the same step OUTSIDE the condition (a step the
     condition does not cover, reported for comparison). Not reaching eps within ``max_steps``
     gives ``nan`` with a note (so an order claim cannot pass on it). ``gd_lr_scale`` != 1 (negative
-    control) multiplies GD's step.
+    control) multiplies GD's step; ``iag_at_gd_step`` (negative control) gives both IAG orders GD's
+    unscaled step 1/(alpha L), as if the aggregated gradient were fresh.
     """
     q = _quantizer(params)
     n = params["n"]
@@ -466,7 +470,7 @@ def iag_vs_gd(params, rng, backend):
     rows = []
     stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
     kw = dict(stop_gap=stop, rng=rng, backend=backend)
-    iag_lr = _b_step(a, p.L, n - 1)
+    iag_lr = 1.0 / (a * p.L) if params["iag_at_gd_step"] else _b_step(a, p.L, n - 1)
     runs = {
         "gd": lambda: compressed_gd(p, q, lr=1.0 / (a * p.L) * params["gd_lr_scale"], steps=K, mode="workers", **kw),
         "iag_cyclic": lambda: compressed_iag(p, q, lr=iag_lr, steps=K, order="cyclic", **kw),
