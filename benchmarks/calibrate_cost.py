@@ -130,6 +130,7 @@ def retime_outliers(records: list[dict], jobs: int, factor: float = 2.5, floor: 
 
 
 def measure(budget: float, per_grid: int, jobs: int) -> list[dict]:
+    """Time ``per_grid`` cells of every shipped grid (at most ``budget`` CPU seconds an experiment)."""
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     samples = _samples(per_grid)
     tasks = sorted(((e, c, budget) for e, c in samples.items()), key=lambda t: -len(t[1]))
@@ -201,6 +202,7 @@ def startup(claim: str = "compress.sign_l2_gaussian") -> float:
 
 
 def main() -> None:
+    """Measure (or, with --fit-only, refit from the recorded data) and write the fitted time models."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fit-only", action="store_true")
     ap.add_argument("--budget", type=float, default=30.0, help="CPU seconds per experiment")

@@ -26,6 +26,7 @@ import time
 
 
 def one(claims: list[str], quick: bool, jobs: int, controls: bool) -> dict:
+    """Plan and run ``simcomm check`` on ``claims``; the plan's estimate next to the measured wall and CPU time."""
     from simcomm import checking, cost
 
     specs = checking.select_specs(tuple(claims), quick=quick)
@@ -69,6 +70,7 @@ def reestimate(path: str) -> None:
 
 
 def main() -> None:
+    """Run the comparisons named on the command line (or print the recorded table)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("claims", nargs="*")
     ap.add_argument("--quick", action="store_true")

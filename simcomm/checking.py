@@ -15,6 +15,7 @@ import pandas as pd
 
 from simcomm._errors import UserError, closest
 from simcomm.claims import Judgement, judge
+from simcomm.cost import cell_seconds
 from simcomm.experiments import get_experiment
 from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
@@ -208,7 +209,7 @@ def evaluate(specs: list[Spec], *, jobs: int = 1, scheduler: str | None = None, 
         if name is not None and phase is not None:
             phase(name)
         return run_many(batch, map=mapper, backend=backend, cache_dir=cache_dir, progress=progress,
-                        executor=executor, threads_per_cell=threads_for(jobs, scheduler))
+                        executor=executor, threads_per_cell=threads_for(jobs, scheduler), seconds=cell_seconds)
 
     specs = list(specs)
     results = run(specs)

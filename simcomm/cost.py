@@ -68,7 +68,8 @@ def fit_time_model(records: list[dict]) -> dict:
 
     For experiment :math:`e`, :math:`\log t = c + \sum_j b_j (\log x_j - m_j) + \sum_k a_{k, v_k}`
     over its numeric parameters :math:`x_j` (positive in every record, or counts from 0 taken as
-    :math:`1 + x_j`, and varying: a power law in each) and its other varying parameters :math:`v_k` (one coefficient per value, the first value 0),
+    :math:`1 + x_j`, and varying: a power law in each) and its other varying parameters :math:`v_k`
+    (one coefficient per value, the first value 0),
     by ridge least squares (:data:`RIDGE`, toward 0; the intercept free), each record weighted by
     :math:`\sqrt{\max(1, t / \mathrm{median}\, t)}`. Then each setting of the
     non-numeric parameters (a group: a compressor, a graph, a method) gets its own intercept and
@@ -238,8 +239,10 @@ class Estimate:
 
     @property
     def wall(self) -> float | None:
-        """Modelled seconds from start to end: the cells shared among the workers (and no less than the
-        costliest cell alone), then the serial work."""
+        """Modelled seconds from start to end: the cells shared among the workers, then the serial work.
+
+        The shared part is no less than the costliest cell alone.
+        """
         if self.seconds is None:
             return None
         return max(self.seconds / max(1, self.workers), self.longest) + self.serial_seconds

@@ -414,7 +414,8 @@ def _probe_fits(spec: Spec, params: dict, out, workers: int, cells: int) -> list
 
 def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numba",
              cache_dir: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
-             executor: str = "serial", threads_per_cell: int | None = None) -> list[Results]:
+             executor: str = "serial", threads_per_cell: int | None = None,
+             seconds: Callable[[Spec, dict, int], float | None] | None = None) -> list[Results]:
     """Run several specs through one ``map`` call (cells of all specs are pooled).
 
     Parameters
@@ -432,6 +433,10 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
         ``progress(done, total)`` after each cell.
     threads_per_cell : int, optional
         Numba threads inside each cell (see :func:`run_cell`); ``None`` leaves numba's default.
+    seconds : callable, optional
+        ``seconds(spec, params, replicates)``: the modelled time of a task (e.g.
+        :func:`simcomm.cost.cell_seconds`), by which a progress bar with a ``work`` method weighs the
+        tasks done; without it every task weighs the same.
 
     Notes
     -----
@@ -493,7 +498,7 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
             keys.append(_key(spec, params, backend, version))
             owners.append((s, c))
     where = f" in {cache_dir}" if cache_dir is not None else ""
-    work = _work_meter(progress, specs, cells_of, probes, owners, tasks, workers)
+    work = _work_meter(progress, seconds, specs, cells_of, probes, owners, tasks, workers)
     if probes:  # through the same map as the cells (the workers in parallel), before any other cell starts
         outs = []
         try:
@@ -610,18 +615,18 @@ def _jsonable(obj):
     raise TypeError(f"row value of type {type(obj).__name__} is not JSON serialisable")
 
 
-def _work_meter(progress, specs, cells_of, probes, owners, tasks, workers) -> Callable:
+def _work_meter(progress, seconds, specs, cells_of, probes, owners, tasks, workers) -> Callable:
     """``work(event)``: tell a progress bar with a ``work(done, total)`` method the modelled time done.
 
-    Each probe and each cell task weighs its modelled seconds (:func:`simcomm.cost.cell_seconds`,
-    divided among the cells running at once); a task without a model weighs the mean of those
-    with one. The bar then extrapolates from modelled time, not from a count of cells of unequal size.
+    Each probe and each cell task weighs its modelled seconds (``seconds(spec, params, replicates)``,
+    divided among the cells running at once); a task without a model (or every task, when
+    ``seconds`` is None) weighs the mean of those with one. The bar then extrapolates from modelled
+    time, not from a count of cells of unequal size.
     """
     report = getattr(getattr(progress, "__self__", None), "work", None)
     if report is None:
         return lambda event: None
-    from simcomm.cost import cell_seconds
-
+    cell_seconds = seconds or (lambda spec, params, replicates: None)
     weights = {("probe", o): cell_seconds(specs[o[0]], cells_of[o[0]][o[1]], 1) for o in probes}
     for o, task in zip(owners, tasks):
         weights[("cell", o)] = cell_seconds(specs[o[0]], cells_of[o[0]][o[1]], task[3] - task[7])

@@ -211,7 +211,7 @@ def test_run_many_reports_modelled_work_and_the_eta_follows_it(tmp_path):
     with progress_bar("x", enabled=False) as bar:
         seen = []
         bar.work = lambda done, total: seen.append((done, total))
-        run(spec, progress=bar.update)
+        run(spec, progress=bar.update, seconds=cost.cell_seconds)
     total = sum(cost.cell_seconds(spec, p) for p in spec.cells())
     assert seen[0] == (0.0, pytest.approx(total)) and seen[-1] == (pytest.approx(total), pytest.approx(total))
     with progress_bar("x", enabled=False) as bar:

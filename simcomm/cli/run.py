@@ -70,12 +70,13 @@ def run(spec_path, overrides, quick, jobs, backend, seed, scheduler, out, max_ce
     folder = out / "results" / spec.name / spec.hash
     with progress_bar(f"running {spec.name}", enabled=sys.stderr.isatty()) as bar, resumable(cache):
         if spec.claim is None:
+            from simcomm.cost import cell_seconds
             from simcomm.runner import make_map, threads_for
             from simcomm.runner import run as run_spec
 
             mapper, executor = make_map(jobs, scheduler)
-            res = run_spec(spec, map=mapper, backend=backend, cache_dir=cache,
-                           progress=bar.update, executor=executor, threads_per_cell=threads_for(jobs, scheduler))
+            res = run_spec(spec, map=mapper, backend=backend, cache_dir=cache, progress=bar.update,
+                           executor=executor, threads_per_cell=threads_for(jobs, scheduler), seconds=cell_seconds)
         else:
             outcome = checking.evaluate([spec], jobs=jobs, scheduler=scheduler, backend=backend,
                                         cache_dir=cache, progress=bar.update)

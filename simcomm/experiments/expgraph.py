@@ -16,6 +16,7 @@ from simcomm.topology import (
     RULES,
     base_graph,
     build,
+    circulant,
     max_degree,
     mix,
     one_peer_exponential,
@@ -25,7 +26,6 @@ from simcomm.topology import (
     time_varying,
     topology_names,
 )
-from simcomm.topology import circulant
 
 # read from the topology registry (simcomm.topology.TOPOLOGIES), never typed here
 NAMES = topology_names()

@@ -203,7 +203,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def circulant(name, shape, offsets, weights, rule="uniform") -> Topology:
-    """A circulant topology on :math:`\\mathbb{Z}_{shape}`: ``W[i, i + offsets[j]] = weights[j]``.
+    """A circulant topology on the integers modulo ``shape``: ``W[i, i + offsets[j]] = weights[j]``.
 
     ``offsets`` is one row per weight (``len(shape)`` integers each); offsets are reduced modulo
     ``shape`` and repeated offsets merged (their weights added). ``rule`` names how the weights were
