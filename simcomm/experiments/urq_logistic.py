@@ -13,9 +13,21 @@ import math
 import numpy as np
 
 from simcomm.experiments._registry import Param, experiment
-from simcomm.experiments.urq import _Q, _check_k, _quantizer, largest_stable_async_step
+from simcomm.experiments.urq import _Q, QUANTIZER_NAMES, _check_k, _quantizer, largest_stable_async_step
 from simcomm.models import make_problem
-from simcomm.optim import DELAY_MODELS, IAG_ORDERS, async_compressed_gd, compressed_iag
+from simcomm.optim import (
+    DELAY_MODELS,
+    IAG_ORDERS,
+    Transform,
+    async_compressed_gd,
+    chain,
+    compressed_gd,
+    compressed_iag,
+    descend,
+    iag_memory,
+    run,
+    scale_by_lr,
+)
 
 _LOGISTIC = {
     "problem": Param("str", default="logistic_breast_cancer", choices=("logistic_breast_cancer", "logistic_digits"),
@@ -147,3 +159,157 @@ def delay_logistic_threshold(params, rng, backend):
     p = make_problem(params["problem"], n=params["n"], heterogeneous=params["heterogeneous"], l2=params["l2"])
     g = largest_stable_async_step(p, q, params, tau, rng, decay=0.5)
     return [dict(metric="lr_max", value=g, L=p.L, mu=p.mu, alpha=float(q.alpha(p.d)))]
+
+
+def _iterations_to_eps(tr, stop: float, horizon: int) -> tuple[float, str]:
+    """(first recorded step with f - f* <= stop, note); ``inf`` with a note when the run misses it by ``horizon``."""
+    it = float(tr.first_below(stop)[0])
+    note = tr.notes()[0]
+    if math.isfinite(it):
+        return it, note
+    return math.inf, note or f"did not reach eps in {horizon} steps"
+
+
+def _gd_iterations(p, stop: float, cap: int = 1_000_000) -> int:
+    """Iterations of exact, undelayed GD at the step 1/L to f - f* <= stop: the scale K_eps(0) of both claims."""
+    tr = compressed_gd(p, _quantizer({**{k: v.default for k, v in _Q.items()}, "quantizer": "none"}),
+                       lr=1.0 / p.L, steps=cap, mode="aggregate", stop_gap=stop, rng=0)
+    it = tr.first_below(stop)[0]
+    if not math.isfinite(it):
+        raise RuntimeError(f"exact GD at 1/L did not reach the target in {cap} steps")
+    return int(it)
+
+
+#: how far past the bound a run is followed: a miss by HORIZON x the bound is a violation of any margin below it
+HORIZON = 4.0
+
+
+def _compressor_settings(entry: str) -> tuple[str, dict]:
+    """``"qsgd:s=2"`` -> ("qsgd", {"s": 2}); ``"ternary"`` -> ("ternary", {})."""
+    name, _, rest = entry.strip().partition(":")
+    kw = {}
+    for item in filter(None, rest.split(";")):
+        key, _, value = item.partition("=")
+        kw[key.strip()] = int(value) if key.strip() in ("s", "k") else float(value)
+    return name.strip(), kw
+
+
+def _check_compressors(params):
+    entries = [e.strip() for e in params["compressors"].split(",") if e.strip()]
+    if len(entries) < 1 or len(set(entries)) != len(entries):
+        raise ValueError(f"compressors must list distinct entries, got {params['compressors']!r}")
+    allowed = [n for n in QUANTIZER_NAMES if n != "stochastic_round"]  # no relative variance: no step 1/(alpha L)
+    for e in entries:
+        name, kw = _compressor_settings(e)
+        if name not in allowed or not set(kw) <= {"s", "k", "p"}:
+            raise ValueError(f"compressor entry {e!r}: use a name from {', '.join(allowed)}, optionally "
+                             "followed by ':s=..' (qsgd levels), ':k=..' (rand_k) or ':p=..' (bernoulli)")
+
+
+_UNSCALED_STEP = Param("str", default="alpha", choices=("alpha", "uncompressed"), keyed_at_default=False,
+                       doc="negative control only: uncompressed runs every quantizer at the plain-GD step 1/L "
+                           "(the step not scaled by 1/(1 + beta))")
+
+
+@experiment(
+    "urq_logistic_beta_iters",
+    columns=("quantizer",),
+    params={"problem": _LOGISTIC["problem"], "l2": _LOGISTIC["l2"],
+            "compressors": Param("str", default="qsgd:s=1,qsgd:s=2,qsgd:s=4,qsgd:s=8,ternary,natural,"
+                                                "rand_k:k=16,rand_k:k=8,rand_k:k=4",
+                                 doc="comma-separated unbiased compressors run in one cell, each 'name' or "
+                                     "'name:s=..' / 'name:k=..'"),
+            "eps": Param("float", default=1e-4, low=0.0, low_open=True, high=1.0, high_open=True,
+                         doc="target (f - f*) <= eps (f(x0) - f*)"),
+            "step": _UNSCALED_STEP},
+    check=_check_compressors,
+)
+def urq_logistic_beta_iters(params, rng, backend):
+    r"""Iterations to eps of URQ-compressed GD at the step :math:`1/((1+\beta)L)`, against the variance factor.
+
+    Single-stream compressed GD, :math:`x_{k+1} = x_k - \gamma Q(\nabla f(x_k))`, on regularised logistic
+    regression (one worker, the whole data set), at :math:`\gamma = 1/(\alpha L)` with
+    :math:`\alpha = 1 + \beta` the compressor's worst-case second-moment factor (``Compressor.alpha(d)``).
+    Every compressor of ``compressors`` runs in this ONE cell from the same random stream (common random
+    numbers). ``K0`` is the iteration count of exact GD at :math:`1/L` to the same target (deterministic).
+
+    Rows ``iterations_to_eps`` per compressor (``quantizer`` = its entry): the first step with
+    :math:`f(x_k) - f^\star \le \varepsilon (f(x_0) - f^\star)`, ``inf`` (with a note) when the run misses it
+    within ``HORIZON`` x :math:`\alpha K_0` steps; columns ``alpha``, ``beta``, ``K0`` for the bound
+    ``theory.urq.iterations_beta`` (and ``alpha_shown``, alpha to 3 digits, for a figure's axis).
+    ``step = "uncompressed"`` (negative control) runs every compressor at :math:`1/L`.
+    """
+    p = make_problem(params["problem"], n=1, heterogeneous=False, l2=params["l2"])
+    stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
+    K0 = _gd_iterations(p, stop)
+    stream = int(rng.integers(2**63))
+    rows = []
+    for entry in (e.strip() for e in params["compressors"].split(",") if e.strip()):
+        name, kw = _compressor_settings(entry)
+        q = _quantizer({**{k: v.default for k, v in _Q.items()}, **kw, "quantizer": name})
+        a, b = float(q.alpha(p.d)), float(q.beta(p.d))
+        lr = 1.0 / (p.L if params["step"] == "uncompressed" else a * p.L)
+        H = math.ceil(HORIZON * a * K0)
+        tr = compressed_gd(p, q, lr=lr, steps=H, mode="aggregate", stop_gap=stop,
+                           rng=np.random.default_rng(stream), backend=backend)
+        it, note = _iterations_to_eps(tr, stop, H)
+        # alpha_shown: 1 + beta to 3 significant digits, for a figure's axis only (the bound takes alpha)
+        rows.append(dict(metric="iterations_to_eps", value=it, quantizer=entry, alpha=a, beta=b, K0=float(K0),
+                         alpha_shown=float(f"{a:.3g}"), note=note))
+    return rows
+
+
+def _frozen_iag(q, lr: float, order: str):
+    """Compressed IAG whose aggregated memory is never refreshed (a bug): every step uses the table built at x0."""
+    memory = iag_memory(q, order)
+
+    def update(u, state, x, ctx):
+        return state.total / ctx.problem.n, state
+
+    return descend(chain(Transform(memory.init, update), scale_by_lr(lr)),
+                   bits=lambda k, p: (p.n + k) * q.bits(p.d), name="iag_frozen")
+
+
+@experiment(
+    "iag_logistic_iters",
+    params={**_Q, **_LOGISTIC,
+            "n": Param("int", default=4, low=1, doc="workers (components of the aggregated gradient)"),
+            "order": Param("str", default="cyclic", choices=IAG_ORDERS, doc="which worker refreshes per step"),
+            "c": Param("float", default=1.0, low=0.0, low_open=True, high=4.0,
+                       doc="step = c x the seed condition with tau = n - 1, L -> alpha L"),
+            "eps": Param("float", default=1e-4, low=0.0, low_open=True, high=1.0, high_open=True,
+                         doc="target (f - f*) <= eps (f(x0) - f*)"),
+            "step": Param("str", default="seed", choices=("seed", "no_delay"), keyed_at_default=False,
+                          doc="negative control only: no_delay runs at 1/(alpha L), the step of tau = 0, ignoring "
+                              "the staleness n - 1"),
+            "memory": Param("str", default="refreshed", choices=("refreshed", "frozen"), keyed_at_default=False,
+                            doc="negative control only: frozen never refreshes the server's aggregate after the "
+                                "first messages (a bug)")},
+    check=_check_k,
+)
+def iag_logistic_iters(params, rng, backend):
+    r"""Iterations to eps of compressed IAG at the seed step, against the components ``n`` and the URQ.
+
+    :func:`simcomm.optim.compressed_iag` (one worker refreshes its compressed gradient in the server's
+    table per step; ``cyclic`` or ``random`` order) at :math:`\gamma = c\cdot 2/[\alpha L(1+\sqrt{1+8\tau
+    (\tau+1)})]`, :math:`\tau = n - 1`. Row ``iterations_to_eps``: the first step with
+    :math:`f - f^\star \le \varepsilon (f(x_0) - f^\star)`, ``inf`` (with a note) when missed within
+    ``HORIZON`` x the bound's prediction :math:`K_0/(L\gamma)`; columns ``K0`` (exact GD at :math:`1/L`
+    on the same problem), ``alpha``, ``tau`` for ``theory.urq.iterations_iag``.
+    """
+    q = _quantizer(params)
+    n = params["n"]
+    p = make_problem(params["problem"], n=n, heterogeneous=params["heterogeneous"], l2=params["l2"])
+    a = float(q.alpha(p.d))
+    stop = params["eps"] * float(p.value(p.x0)[0] - p.f_star)
+    K0 = _gd_iterations(p, stop)
+    lr = params["c"] * seed_condition(n - 1, a * p.L)
+    H = math.ceil(HORIZON * K0 / (p.L * lr))
+    run_lr = 1.0 / (a * p.L) if params["step"] == "no_delay" else lr
+    if params["memory"] == "frozen":
+        tr = run(p, _frozen_iag(q, run_lr, params["order"]), H, rng=rng, stop_gap=stop)
+    else:
+        tr = compressed_iag(p, q, lr=run_lr, steps=H, order=params["order"], stop_gap=stop, rng=rng,
+                            backend=backend)
+    it, note = _iterations_to_eps(tr, stop, H)
+    return [dict(metric="iterations_to_eps", value=it, K0=float(K0), alpha=a, tau=n - 1, L=p.L, note=note)]
