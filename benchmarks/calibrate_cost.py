@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/calibrate_cost.py            # measure (minutes), then fit
     python benchmarks/calibrate_cost.py --fit-only # refit from the recorded measurements
+    python benchmarks/calibrate_cost.py --only EXP [EXP ...]  # measure these experiments again, keep the rest
 
 For every experiment used by a shipped claim (its quick and full grids, and the reruns of its
 negative controls), a sample of cells is run with one replicate, one numba thread, in worker
@@ -129,10 +130,18 @@ def retime_outliers(records: list[dict], jobs: int, factor: float = 2.5, floor: 
     return len(off)
 
 
-def measure(budget: float, per_grid: int, jobs: int) -> list[dict]:
-    """Time ``per_grid`` cells of every shipped grid (at most ``budget`` CPU seconds an experiment)."""
+def measure(budget: float, per_grid: int, jobs: int, only: list[str] | None = None) -> list[dict]:
+    """Time ``per_grid`` cells of every shipped grid (at most ``budget`` CPU seconds an experiment).
+
+    ``only`` names the experiments to time (default: every experiment of a shipped claim).
+    """
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     samples = _samples(per_grid)
+    if only:
+        unknown = sorted(set(only) - set(samples))
+        if unknown:
+            raise SystemExit(f"no shipped claim uses the experiment(s) {unknown}")
+        samples = {e: c for e, c in samples.items() if e in only}
     tasks = sorted(((e, c, budget) for e, c in samples.items()), key=lambda t: -len(t[1]))
     records = []
     with ProcessPoolExecutor(jobs) as pool:
@@ -210,10 +219,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--overheads-only", action="store_true", help="measure the overheads again, keep the cells")
     ap.add_argument("--retime", action="store_true", help="time again the cells the fit misses by over 2.5x")
+    ap.add_argument("--only", nargs="+", metavar="EXP", help="time only these experiments again")
     a = ap.parse_args()
     from simcomm import cost
 
-    if not (a.fit_only or a.overheads_only or a.retime):
+    if a.only:
+        raw = json.loads(RAW.read_text())
+        kept = [r for r in raw["records"] if r["experiment"] not in a.only]
+        raw["records"] = kept + measure(a.budget, a.per_grid, a.jobs, a.only)
+        RAW.write_text(json.dumps(raw, indent=1, default=str) + "\n")
+    elif not (a.fit_only or a.overheads_only or a.retime):
         t0 = time.perf_counter()
         records = measure(a.budget, a.per_grid, a.jobs)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -226,7 +241,7 @@ def main() -> None:
     if a.retime:
         print(f"{retime_outliers(raw['records'], a.jobs)} cells timed again")
         RAW.write_text(json.dumps(raw, indent=1, default=str) + "\n")
-    if not a.fit_only and not a.retime:
+    if not (a.fit_only or a.retime or a.only):
         raw["overheads"] = overheads()
         RAW.write_text(json.dumps(raw, indent=1, default=str) + "\n")
     table = {**cost.fit_time_model(raw["records"]), **raw["overheads"]}
