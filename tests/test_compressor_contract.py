@@ -67,6 +67,20 @@ def test_bit_formula_counts_the_message_exactly(name, kw, vec):
 
 
 @pytest.mark.parametrize("name, kw", cases())
+@pytest.mark.parametrize("vec", list(VECTORS))
+def test_closed_form_error_within_the_declared_worst_case(name, kw, vec):
+    # deterministic: where both are declared, variance(v) <= error_factor(d) ||v||^2 at every vector (the
+    # battery's statistical checks compare measured errors with each of them separately)
+    c = compressor_from_name(name, **kw)
+    v = VECTORS[vec].astype(np.float64)
+    exact = c.variance(VECTORS[vec]) if hasattr(c, "variance") else None
+    factor = c.error_factor(D)
+    if exact is None or factor is None or not math.isfinite(factor):
+        pytest.skip("declares no closed form or no finite worst case")
+    assert float(exact) <= factor * float(v @ v) * (1 + 1e-12) + 1e-12
+
+
+@pytest.mark.parametrize("name, kw", cases())
 def test_error_feedback_runs_and_keeps_the_invariant(name, kw):
     from simcomm.optim import EFState, ef_update
 
