@@ -96,13 +96,18 @@ def delay_logistic_rate(params, rng, backend):
     return [dict(metric="tail_drop", value=drop, mu=p.mu, lr=lr, tail_steps=K // 2, note=note)]
 
 
+# compressed IAG on the logistic problem: the workers, the refresh order and the step's multiple
+_IAG = {
+    "n": Param("int", default=4, low=1, doc="workers (components of the aggregated gradient)"),
+    "order": Param("str", default="cyclic", choices=IAG_ORDERS, doc="which worker refreshes per step"),
+    "c": Param("float", default=1.0, low=0.0, low_open=True, high=4.0,
+               doc="step = c x the seed condition with tau = n - 1, L -> alpha L"),
+}
+
+
 @experiment(
     "iag_logistic_rate",
-    params={**_Q, **_LOGISTIC,
-            "n": Param("int", default=4, low=1, doc="workers (components of the aggregated gradient)"),
-            "order": Param("str", default="cyclic", choices=IAG_ORDERS, doc="which worker refreshes per step"),
-            "c": Param("float", default=1.0, low=0.0, low_open=True, high=4.0,
-                       doc="step = c x the seed condition with tau = n - 1, L -> alpha L"),
+    params={**_Q, **_LOGISTIC, **_IAG,
             "decades": Param("float", default=1.0, low=0.0, low_open=True, high=10.0,
                              doc="the horizon gives the witness rate this many decades over its second half")},
     check=_check_k,
@@ -272,11 +277,7 @@ def _frozen_iag(q, lr: float, order: str):
 
 @experiment(
     "iag_logistic_iters",
-    params={**_Q, **_LOGISTIC,
-            "n": Param("int", default=4, low=1, doc="workers (components of the aggregated gradient)"),
-            "order": Param("str", default="cyclic", choices=IAG_ORDERS, doc="which worker refreshes per step"),
-            "c": Param("float", default=1.0, low=0.0, low_open=True, high=4.0,
-                       doc="step = c x the seed condition with tau = n - 1, L -> alpha L"),
+    params={**_Q, **_LOGISTIC, **_IAG,
             "eps": Param("float", default=1e-4, low=0.0, low_open=True, high=1.0, high_open=True,
                          doc="target (f - f*) <= eps (f(x0) - f*)"),
             "step": Param("str", default="seed", choices=("seed", "no_delay"), keyed_at_default=False,
