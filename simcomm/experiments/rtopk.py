@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from simcomm.compress import rand_k, rtop_k, top_k
-from simcomm.estimate import SCHEMES, mean_estimation_mse
+from simcomm.compress import rand_k, rtop_k, top_k, top_k_indices
+from simcomm.estimate import SCHEMES, estimate_mean, index_budget, mean_estimation_mse
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import skewed_profile, sparse_heavy_tailed
 
@@ -50,6 +50,8 @@ def _check_error(p):
             raise ValueError(f"r_over_k = {p['r_over_k']} is out of range; use r/k >= 1 (r >= k)")
     if p["r"] and not p["k"] <= p["r"] <= p["d"]:
         raise ValueError(f"r = {p['r']} is out of range; use k = {p['k']} <= r <= d = {p['d']} (or r = 0 for r = k)")
+    if p.get("rtopk_rescale") and p["method"] != "rtop_k":
+        raise ValueError(f"rtopk_rescale = true applies to method = rtop_k only, not {p['method']}")
 
 
 def _top_set(p) -> int:
@@ -81,6 +83,9 @@ def _vector_cost(p):
         "nnz": Param("int", default=100, low=1, doc="nonzero coordinates of x (nnz <= d)"),
         "method": Param("str", default="rtop_k", choices=METHODS, doc="sparsifier"),
         "scale": Param("bool", default=True, doc="rand_k only: multiply kept entries by d/k (unbiased)"),
+        "rtopk_rescale": Param("bool", default=False, keyed_at_default=False,
+                               doc="negative control only: true multiplies rTop-k's kept entries by r/k (as if "
+                                   "it were made unbiased over its top set); false = rTop-k as defined (unscaled)"),
     },
     check=_check_error,
 )
@@ -96,7 +101,8 @@ def sparsifier_error(params, rng, backend):
     ``||Top_r(x)||^2``; r is ``r``, else ``round(r_over_k * k)`` capped at d, else k) over the same
     vectors are the measured statistics the bounds of ``theory.rtopk`` take (they are linear in them, so
     means compare with means). A bound that takes ``r`` reads the cell's ``r``: claims give ``r``, sweeps
-    may give ``r_over_k``.
+    may give ``r_over_k``. ``rtopk_rescale = true`` (negative control) multiplies rTop-k's kept entries
+    by ``r/k``: its error is then ``||x||^2 + (r/k - 2) ||Top_r(x)||^2`` in expectation.
     """
     d, k, method = params["d"], params["k"], params["method"]
     r = _top_set(params)
@@ -109,11 +115,36 @@ def sparsifier_error(params, rng, backend):
         c = rand_k(x, k, rng=rng, scale=params["scale"])
     else:
         c = rtop_k(x, k, r, rng=rng)
+        if params["rtopk_rescale"]:  # the mistaken scale: unbiased over the top set, no longer a contraction
+            c *= r / k
     sq = x**2
     # ||Top_r(x)||^2: the r largest squares of each vector (partition, no full sort)
     topr = np.partition(sq, d - r, axis=-1)[..., d - r :].sum(axis=-1) if r < d else sq.sum(axis=-1)
     return [dict(metric="sq_err", value=float(((x - c) ** 2).sum(axis=-1).mean()),
                  norm2=float(sq.sum(axis=-1).mean()), topr_norm2=float(topr.mean()))]
+
+
+_SAMPLERS = ("uniform", "magnitude", "with_replacement")
+
+
+def _biased_kept_mask(x, k, r, sampler, rng):
+    """Kept-coordinate mask (T, d) of rTop-k with a mistaken random-k step (negative controls only).
+
+    The top ``r`` of each row as rTop-k takes them; then ``magnitude``: ``k`` of them without
+    replacement with probability proportional to ``|x_j|`` (exponential race: the ``k`` smallest
+    ``E_j / |x_j|``, ``E_j ~ Exp(1)``, the law of successive weighted draws); ``with_replacement``:
+    ``k`` uniform draws with replacement, a coordinate drawn twice kept once.
+    """
+    T, d = x.shape
+    top = np.broadcast_to(np.arange(d), (T, d)) if r == d else top_k_indices(x, r)
+    if sampler == "magnitude":
+        keys = rng.exponential(size=(T, r)) / np.abs(np.take_along_axis(x, top, axis=-1))
+        pick = np.argpartition(keys, k - 1, axis=-1)[:, :k] if k < r else np.broadcast_to(np.arange(r), (T, r))
+    else:
+        pick = rng.integers(0, r, size=(T, k))
+    mask = np.zeros((T, d), dtype=bool)
+    np.put_along_axis(mask, np.take_along_axis(top, pick, axis=-1), True, axis=-1)
+    return mask
 
 
 def _check_limits(p):
@@ -126,7 +157,12 @@ def _check_limits(p):
     "rtopk_limits",
     cost=_vector_cost,
     params={**_VECTOR,
-            "r": Param("int", default=0, low=0, doc="rTop-k's top-set size (0 means r = d, the rand-k limit)")},
+            "r": Param("int", default=0, low=0, doc="rTop-k's top-set size (0 means r = d, the rand-k limit)"),
+            "sampler": Param("str", default="uniform", choices=_SAMPLERS, keyed_at_default=False,
+                             doc="negative control only: how the k coordinates are drawn from the top r; "
+                                 "magnitude: without replacement with probability proportional to |x_j| "
+                                 "(successive sampling); with_replacement: k uniform draws with replacement "
+                                 "(repeats kept once, so fewer than k); uniform = rTop-k as defined")},
     check=_check_limits,
 )
 def rtopk_limits(params, rng, backend):
@@ -136,14 +172,21 @@ def rtopk_limits(params, rng, backend):
     the value is ``Z - 1`` for ``Z = mean_j (c_j - T p)^2 / (T p (1 - p))``; ``E Z = 1`` when every
     draw keeps a uniform k-subset (unscaled rand-k, the ``r = d`` limit), so the discrepancy has mean
     0 there. ``r < d`` keeps only top-r coordinates and gives a large positive value. (The other
-    limit, ``r = k`` is top-k, holds entry for entry and is a test, not a claim.)
+    limit, ``r = k`` is top-k, holds entry for entry and is a test, not a claim.) ``sampler`` other than
+    ``uniform`` (negative controls) draws the k coordinates from the top r with a mistaken sampler: in
+    proportion to ``|x_j|`` (uniform again only where the magnitudes are equal), or with replacement
+    (at ``r = d`` each count is Binomial(T, p'), ``p' = 1 - (1 - 1/d)^k``, so
+    ``E Z = (p' (1 - p') + T (p - p')^2) / (p (1 - p))``).
     """
     d, k, T = params["d"], params["k"], params["draws"]
     r = params["r"] or d
     x = sparse_heavy_tailed(d, d, alpha=params["alpha"], profile=params["profile"], rng=rng)
     xs = np.broadcast_to(x, (T, d))
-    # Every entry of x is nonzero (nnz = d), so the kept set is the nonzero set.
-    counts = (rtop_k(xs, k, r, rng=rng) != 0).sum(axis=0)
+    if params["sampler"] == "uniform":
+        # Every entry of x is nonzero (nnz = d), so the kept set is the nonzero set.
+        counts = (rtop_k(xs, k, r, rng=rng) != 0).sum(axis=0)
+    else:
+        counts = _biased_kept_mask(xs, k, r, params["sampler"], rng).sum(axis=0)
     p = k / d
     value = float(np.mean((counts - T * p) ** 2) / (T * p * (1 - p)) - 1.0) if k < d else 0.0
     return [dict(metric="discrepancy", value=value)]
@@ -162,6 +205,8 @@ _MODEL = {
 
 
 def _check_model(p):
+    if p.get("subset_scale", "size") != "size" and not p.get("rescale", True):
+        raise ValueError("subset_scale = dimension and rescale = false are two controls; give one")
     if p["s"] > p["d"]:
         raise ValueError(f"s = {p['s']:g} exceeds d = {p['d']}; use s <= d")
     bits = (p["d"] - 1).bit_length()
@@ -174,11 +219,41 @@ def _profile(d, s, alpha, support):
     return skewed_profile(min(d, math.ceil(support * s)), s, alpha)
 
 
+def _dimension_scaled_errors(theta, n, k, d, draws, rng):
+    """Squared errors of the three schemes when the random subset is scaled by d/k' (a negative control).
+
+    Observations on all ``d`` coordinates (``theta`` padded with zeros), shared by the schemes; top-k
+    and rand-k' are :func:`simcomm.estimate.estimate_mean`'s. The random subset is its ``rtop_k`` run
+    one node at a time (a node's estimate is nonzero exactly on the indices it sends), with the sent
+    indicators averaged over nodes and multiplied by ``d/k'`` instead of ``|S_i|/min(k', |S_i|)``.
+    """
+    full = np.zeros(d)
+    full[: theta.size] = np.sort(theta)[::-1]
+    order = np.argsort(-full, kind="stable")
+    scale = d / index_budget(k, d)
+    out = {s: np.empty(draws) for s in SCHEMES}
+    chunk = max(1, (1 << 22) // (n * d))
+    for a in range(0, draws, chunk):
+        b = min(draws, a + chunk)
+        X = rng.random((b - a, n, d)) < full
+        sent = estimate_mean(X.reshape(-1, 1, d), k, scheme="rtop_k", rng=rng).reshape(b - a, n, d) > 0
+        est = {"rtop_k": sent.sum(axis=1) * (scale / n),
+               "top_k": estimate_mean(X, k, scheme="top_k", rng=rng, order=order),
+               "rand_k": estimate_mean(X, k, scheme="rand_k", rng=rng)}
+        for s in SCHEMES:
+            out[s][a:b] = ((est[s] - full) ** 2).sum(axis=-1)
+    return out
+
+
 @experiment("mean_estimation", columns=("method",), check=_check_model, params={
     **_MODEL,
     "rescale": Param("bool", default=True, keyed_at_default=False,
                      doc="negative control only: false drops the random subset's |S|/min(k', |S|) rescaling "
                          "(a biased estimator)"),
+    "subset_scale": Param("str", default="size", choices=("size", "dimension"), keyed_at_default=False,
+                          doc="negative control only: dimension scales the random subset's indicators by "
+                              "rand-k's d/k' in place of |S|/min(k', |S|) (a biased estimator); size = as "
+                              "defined"),
 })
 def mean_estimation(params, rng, backend):
     """MSE of the three estimation schemes (model F1 [N]), on the same observations.
@@ -187,12 +262,17 @@ def mean_estimation(params, rng, backend):
     support in the skew ordering; rand_k: k' uniformly random coordinates), each the mean of ``draws``
     squared errors ``||theta_hat - theta||^2``; and ``topk_minus_subset``, the mean over the same
     ``draws`` repetitions of top-k's squared error minus the random subset's (a paired difference).
-    ``rescale = false`` (negative control) makes the random subset a biased estimator.
+    ``rescale = false`` (negative control) makes the random subset a biased estimator; so does
+    ``subset_scale = "dimension"`` (negative control), which scales its indicators by rand-k's ``d/k'``
+    (mean about ``(d/|S|) theta``), simulated on all ``d`` coordinates (``_dimension_scaled_errors``).
     """
     d = params["d"]
     theta = _profile(d, params["s"], params["alpha"], params["support"])
-    err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["draws"], rng=rng,
-                              rescale=params["rescale"])
+    if params["subset_scale"] == "dimension":
+        err = _dimension_scaled_errors(theta, params["n"], params["k"], d, params["draws"], rng)
+    else:
+        err = mean_estimation_mse(theta, params["n"], params["k"], d=d, replicates=params["draws"], rng=rng,
+                                  rescale=params["rescale"])
     # No k' column: it is a function of (k, d), and a co-varying column would split plot lines.
     rows = [dict(metric="mse", value=float(err[s].mean()), method=s) for s in SCHEMES]
     # The paired difference on the same observations (common random numbers): raw measurements only.
