@@ -347,19 +347,15 @@ def test_committed_verdicts_hold_exactly_the_registered_claims():
 def test_committed_verdicts_come_from_the_shipped_specs():
     # A committed verdict whose entry records a spec hash must come from the spec as shipped: a spec
     # edited after its full run (statement, grid, margin) fails here until `simcomm check --full ID`
-    # re-runs it. Entries written before hashes were recorded cannot be checked; they are named.
-    import warnings
-
+    # re-runs it. Every entry records its spec hash and the commit of the run that made it.
     from simcomm.checking import select_specs, verdict_provenance
 
     committed = json.loads((Path(__file__).resolve().parents[1] / "figures" / "verdicts.json").read_text())["claims"]
     found = verdict_provenance(committed, select_specs((), quick=False))
     assert not found["stale"], "verdicts made with another version of the spec: " + "; ".join(found["stale"])
     assert not found["missing"]
-    if found["unrecorded"]:
-        warnings.warn(f"{len(found['unrecorded'])} committed verdicts record no spec hash (made before "
-                      f"check --full recorded one), provenance unchecked: {', '.join(found['unrecorded'])}",
-                      stacklevel=1)
+    assert not found["unrecorded"], "verdicts without a spec hash: " + ", ".join(found["unrecorded"])
+    assert all(entry.get("commit") for entry in committed.values()), "every verdict records the commit of its run"
 
 
 def test_a_partial_full_run_keeps_the_other_claims_rows_in_the_readme(tmp_path):
