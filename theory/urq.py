@@ -534,7 +534,7 @@ def bits_to_eps(quantizer: str, d: int, L: float, mu: float, gap_ratio: float, s
     return K * message_bits(quantizer, d, s=s, p=p, k=k)
 
 
-@bound(kind="slope", provenance="B+N", paper=PAPER,
+@bound(kind="slope", provenance="B+N", paper=PAPER, constant=True,
        statement="on a non-convex f the running average (1/K) sum_{k<K} E||grad f(x_k)||^2 falls like 1/K: "
                  "log-log slope -1 in K")
 def nonconvex_avg_slope() -> float:
@@ -565,10 +565,11 @@ def bits_optimum_ratio(margin: float) -> float:
     r"""Bits at the predicted optimum over the measured minimum: at most :math:`1 + \mathrm{margin}` ([B+N]; upper).
 
     **Statement [B].** The seed summary: communication and iteration complexity trade off through
-    :math:`\beta`. **Prediction [N].** D1 (:func:`iterations_beta`) makes iterations to eps grow as :math:`\alpha_s = 1 +
-    \beta_s`, so total bits :math:`\propto \alpha_s b_s` with :math:`b_s` the bits per message: the optimum
-    precision is :math:`s^\ast = \arg\min_s \alpha_s b_s` (QSGD at :math:`d = 31`: 617, 473, 373, 278, 244, 257,
-    282, 312, 342 bits-units for :math:`s = 1 \dots 256`, so :math:`s^\ast = 16`, interior). The experiment
+    :math:`\beta`. **Prediction [N].** D1 (:func:`iterations_beta`) makes iterations to eps grow as
+    :math:`\alpha_s = 1 + \beta_s`, so total bits :math:`\propto \alpha_s b_s` with :math:`b_s` the bits per
+    message: the optimum precision is :math:`s^\ast = \arg\min_s \alpha_s b_s` (QSGD at :math:`d = 31`: 617,
+    473, 373, 278, 244, 257, 282, 312, 342 bits-units for :math:`s = 1 \dots 256`, so :math:`s^\ast = 16`,
+    interior). The experiment
     measures the bits at :math:`s^\ast` over the minimum over the swept :math:`s`; the claim bounds it.
 
     Examples
