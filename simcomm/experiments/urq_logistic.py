@@ -8,6 +8,7 @@ changes with x and its gradient saturates away from the data.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -140,7 +141,11 @@ def iag_logistic_rate(params, rng, backend):
             "delay": Param("str", default="constant", choices=DELAY_MODELS, doc="delay model"),
             "steps": Param("int", default=2000, low=100, doc="iterations per probe at tau = 0"),
             "steps_per_tau": Param("int", default=500, low=0, doc="extra iterations per unit of tau"),
-            "iters": Param("int", default=10, low=1, high=40, doc="bisection halvings (geometric)")},
+            "iters": Param("int", default=10, low=1, high=40, doc="bisection halvings (geometric)"),
+            "grad_scale": Param("int", default=1, low=1, keyed_at_default=False,
+                                doc="negative control only: the gradient summed over this many workers with the "
+                                    "same data where their mean is meant, so the steps see the curvature "
+                                    "grad_scale * L while the row (and the bound) keep L; 1 changes nothing")},
     check=_check_k,
 )
 def delay_logistic_threshold(params, rng, backend):
@@ -157,13 +162,23 @@ def delay_logistic_threshold(params, rng, backend):
     ``(40 (tau + 1)) ** (2 ** -iters) - 1`` (0.4% at tau = 0 to 0.7% at tau = 16 for 10).
 
     Rows: ``lr_max`` (geometric midpoint of the final bracket), with the problem's ``L``, ``mu`` and the
-    URQ's ``alpha`` as columns (the bounds take them from the row).
+    URQ's ``alpha`` as columns (the bounds take them from the row). ``grad_scale = s`` (negative control)
+    runs on :math:`s f`, the gradient summed over ``s`` identical workers (curvatures up to :math:`sL`,
+    bracket scaled with them), while the row keeps the problem's ``L`` and ``mu``.
     """
     q = _quantizer(params)
     tau = params["tau"]
     p = make_problem(params["problem"], n=params["n"], heterogeneous=params["heterogeneous"], l2=params["l2"])
-    g = largest_stable_async_step(p, q, params, tau, rng, decay=0.5)
+    run_p = p if params["grad_scale"] == 1 else _scaled(p, params["grad_scale"])
+    g = largest_stable_async_step(run_p, q, params, tau, rng, decay=0.5)
     return [dict(metric="lr_max", value=g, L=p.L, mu=p.mu, alpha=float(q.alpha(p.d)))]
+
+
+def _scaled(p, s: int):
+    """The problem ``s f``: every gradient (and value) summed over ``s`` identical workers instead of averaged."""
+    return dataclasses.replace(p, L=s * p.L, mu=s * p.mu, f_star=s * p.f_star, sigma2_star=s * s * p.sigma2_star,
+                               grad=lambda X, idx: s * p.grad(X, idx), value=lambda X: s * p.value(X),
+                               full_grad=lambda X: s * p.full_grad(X))
 
 
 def _iterations_to_eps(tr, stop: float, horizon: int) -> tuple[float, str]:
