@@ -370,6 +370,13 @@ _STATE_MARK = {  # verdict -> (marker, colour, legend text); holds is the plain 
 }
 
 
+def _cell_ticks(ax, pos, labels: list[str]) -> None:
+    """One tick per cell; many or long labels slant and end at their tick, so neighbours do not overlap."""
+    slant = len(labels) > 3 or max(map(len, labels), default=0) > 24
+    ax.set_xticks(pos, labels, rotation=30 if slant else 0, ha="right" if slant else "center",
+                  rotation_mode="anchor" if slant else "default", fontsize=8)
+
+
 def _draw_slope(ax, j: Judgement, plot: dict) -> None:
     # The figure shows the fitted slope per group against the prediction, with its CI.
     x, hue = _pick_axes(j, plot)
@@ -384,10 +391,13 @@ def _draw_slope(ax, j: Judgement, plot: dict) -> None:
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="#8c959f", alpha=0.35,
                         label=f"predicted $\\pm$ {tol:g}" if i == 0 else None)
         ax.plot([i - 0.3, i + 0.3], [p, p], "k--", lw=1)
-    ax.set_xticks(pos, labels, rotation=20 if len(labels) > 3 else 0, fontsize=8)
+    _cell_ticks(ax, pos, labels)
     space = "log-log" if j.claim.slope_space == "loglog" else "lin-log"
     ax.set_xlim(-0.7, len(cells) - 0.3)
-    ax.set_ylabel(plot.get("ylabel", f"{space} slope of {j.claim.observable} in {j.claim.slope_in}"))
+    ylabel = plot.get("ylabel", j.claim.observable)
+    if "slope" not in ylabel:  # the axis holds slopes: a label naming only the observable would misread
+        ylabel = f"{space} slope of {ylabel} in {_sym(j.claim.slope_in, plot)}"
+    ax.set_ylabel(ylabel)
     del x, hue
 
 
@@ -655,7 +665,8 @@ def _value_text(col: str, v, plot: dict) -> str:
         for key in (str(v), _fmt(v)):
             if key in lab:
                 return lab[key]
-    text = _fmt(v.item() if hasattr(v, "item") else v)
+    v = v.item() if hasattr(v, "item") else v
+    text = f"{v:.3g}" if isinstance(v, float) else _fmt(v)  # a label, not a record: three digits
     if isinstance(v, str):
         # a value naming a parameter (axis = "alpha") reads as its symbol; other words keep their text
         name, paren, rest = text.partition("(")
@@ -852,7 +863,7 @@ def _paper_slope(ax, j: Judgement, plot: dict) -> None:
         ax.fill_between([i - 0.3, i + 0.3], p - tol, p + tol, color="0.85", lw=0,
                         label=f"predicted slope $\\pm$ {tol:g}" if i == 0 else None)
         ax.plot([i - 0.3, i + 0.3], [p, p], color="k", lw=1.2)
-    ax.set_xticks(pos, labels, rotation=20 if len(labels) > 3 else 0, fontsize=8)
+    _cell_ticks(ax, pos, labels)
     ax.set_xlim(-0.7, len(cells) - 0.3)
     space = "log-log" if j.claim.slope_space == "loglog" else "lin-log"
     _finish_paper_axes(ax, {k: v for k, v in plot.items() if k != "xlabel"}, None,
