@@ -49,7 +49,7 @@ def _naive_sparseloco(problem, steps, *, H, lr, outer_lr, k, bits, beta):
     x = problem.x0.astype(float).copy()
     X = np.tile(x, (n, 1))
     e = np.zeros((n, d))
-    L = 2 ** (bits - 1)
+    levels = 2 ** (bits - 1) - 1
     for s in range(1, steps + 1):
         X = X - lr * problem.grad(X, np.arange(n))
         if s % H == 0:
@@ -57,9 +57,9 @@ def _naive_sparseloco(problem, steps, *, H, lr, outer_lr, k, bits, beta):
             sent = np.zeros_like(p)
             for i in range(n):
                 top = sorted(range(d), key=lambda j: (-abs(p[i, j]), j))[:k]
-                scale = float(np.float32(np.abs(p[i, top]).max() / L))
-                lev = np.clip(np.rint(np.abs(p[i, top]) / scale), 1, L)
-                sent[i, top] = np.where(p[i, top] < 0, -1.0, 1.0) * lev * scale
+                step = np.abs(p[i, top]).max() / levels
+                lev = np.rint(np.abs(p[i, top]) / step)
+                sent[i, top] = np.where(p[i, top] < 0, -1.0, 1.0) * lev * step
             e = p - sent
             x = x - outer_lr * sent.mean(axis=0)
             X = np.tile(x, (n, 1))

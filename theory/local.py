@@ -22,14 +22,14 @@ import math
 from theory._bound import bound
 from theory.urq import delay_threshold_exact
 
-__all__ = ["local_sgd_floor", "local_sgd_floor_distance", "outer_step_delayed", "round_curvature",
-           "ef_residual_bound"]
+__all__ = ["local_sgd_floor", "local_sgd_floor_distance", "local_sgd_floor_growth", "outer_step_delayed",
+           "round_curvature", "ef_residual_bound"]
 
 PAPER = "local"
 
 
 def local_sgd_floor_distance(lr: float, H: int, mu: float, drift: float) -> float:
-    r"""Bound on :math:`\|x_\infty - x^\star\|` for local SGD's fixed point ([N]; upper), see :func:`local_sgd_floor`."""
+    r"""Bound on :math:`\|x_\infty - x^\star\|` at local SGD's fixed point ([N]; upper): :func:`local_sgd_floor`."""
     lr, mu = float(lr), float(mu)
     H = int(H)
     if H <= 1:
@@ -75,7 +75,7 @@ def local_sgd_floor(lr: float, H: int, L: float, mu: float, drift: float) -> flo
 
 
 def round_curvature(lr: float, H: int, lam: float) -> float:
-    r"""Curvature of one round of ``H`` inner GD steps along an eigenvalue :math:`\lambda`: :math:`1 - (1-\eta\lambda)^H` ([N]).
+    r"""Curvature of a round of ``H`` inner GD steps along an eigenvalue: :math:`1 - (1-\eta\lambda)^H` ([N]).
 
     The round maps the error :math:`e` along that eigenvector to :math:`(1-\eta\lambda)^H e`, so the
     pseudo-gradient is :math:`(1 - (1-\eta\lambda)^H)\,e`: an outer "gradient" of curvature in
@@ -135,3 +135,22 @@ def ef_residual_bound(q: float, G: float) -> float:
     if not 0.0 <= q < 1.0:
         return math.inf
     return 2.0 * q * (1.0 + q) / (1.0 - q) ** 2 * float(G) ** 2
+
+
+@bound(kind="equal", provenance="N", paper=PAPER,
+       statement="local SGD's heterogeneity floor grows like (H - 1)^2 with the inner steps H at first order in lr H: "
+                 "floor(H) / floor(2) = (H - 1)^2")
+def local_sgd_floor_growth(H: int) -> float:
+    r"""First-order growth of local SGD's floor with ``H``: :math:`f_\infty(H)/f_\infty(2) = (H-1)^2` ([N]; equal).
+
+    The fixed point of :func:`local_sgd_floor`'s derivation is, at first order in :math:`\eta H`,
+    :math:`x_\infty - x^\star = \frac{(H-1)\eta}{2}\bar A^{-1}\frac1n\sum_i (A_i - \bar A)\nabla f_i(x^\star)`
+    (expand :math:`P_i = H\eta A_i - \binom H2\eta^2A_i^2 + O(\eta^3)`, the first term cancels because
+    :math:`\sum_i\nabla f_i(x^\star) = 0`), so the floor :math:`\frac12(x_\infty-x^\star)^\top\bar A(x_\infty-x^\star)`
+    is :math:`(H-1)^2` times its value at ``H = 2``: the :math:`\eta^2(H-1)^2\zeta^2` drift term of the
+    literature [R]. The next order changes the ratio by a relative :math:`O(\eta L H)`.
+
+    >>> local_sgd_floor_growth(2), local_sgd_floor_growth(9)
+    (1.0, 64.0)
+    """
+    return float((int(H) - 1) ** 2)

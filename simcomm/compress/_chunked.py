@@ -8,14 +8,14 @@ r"""Compressors of the local-update methods: chunked DCT top-k (DeMo) and top-k 
   :math:`(1 - \min(k, c_j)/c_j)` of the chunk's energy (the top :math:`k` of :math:`c_j` squares hold at
   least :math:`k/c_j` of their sum), hence ``error_factor(d)`` is the largest of these factors [N].
 * :class:`TopKQuant` (``top_k_quant``): the ``k`` largest coordinates (``k = 0``: all of them, no
-  indices sent), each sent as a sign and one of :math:`L = 2^{b-1}` magnitudes :math:`\ell\Delta`,
-  :math:`\ell \in \{1..L\}`, :math:`\Delta = \max_j|v_j|/L` over the kept entries, rounded to the nearest
-  (``b`` bits a value: 2 for SparseLoCo's 2-bit values, Sarfi et al. 2025 [R]; the exact quantiser of that
-  paper is not reproduced here). Deterministic and biased; no worst-case factor is stated (an entry much
-  smaller than :math:`\Delta` is rounded up to :math:`\Delta`), so its constant is measured.
+  indices sent), each sent as a sign and a level :math:`\ell \in \{0..2^{b-1}-1\}` of the kept maximum
+  :math:`M` (``b`` bits a value: 2 for SparseLoCo's 2-bit values, Sarfi et al. 2025 [R], here the scaled
+  ternary :math:`\{-M, 0, M\}`; the exact quantiser of that paper is not reproduced). Deterministic and
+  biased, a contraction with factor :math:`1 - 1/d` [N] (class docstring).
 
-Both send float32 values, and ``apply`` returns what a receiver decodes (the kept coefficients and the
-scale rounded to float32 first), so the wire form decodes to ``apply``'s output to float64 rounding.
+DCT top-k sends float32 coefficients and ``apply`` returns what a receiver decodes (the kept coefficients
+rounded to float32 first); top-k-quant sends its maximum in float32, within the wire form's float32
+rounding of ``apply``.
 """
 
 from __future__ import annotations
@@ -131,22 +131,26 @@ class DCTTopK(Compressor):
 @register_compressor("top_k_quant")
 @dataclass(frozen=True)
 class TopKQuant(Compressor):
-    r"""Top-k with ``bits``-bit values: a sign and one of :math:`2^{b-1}` multiples of a float32 scale.
+    r"""Top-k with ``b``-bit values: a sign and a level in :math:`\{0, .., 2^{b-1}-1\}` of the kept entries' maximum.
 
-    ``32 + k (ceil(log2 d) + b)`` bits (``k = 0``: every coordinate, ``32 + d b``).
+    ``32 + k (ceil(log2 d) + b)`` bits (``k = 0``: every coordinate, ``32 + d b``): the float32 maximum
+    :math:`M` of the kept magnitudes, and per kept entry its index, its sign and the level
+    :math:`\ell = \mathrm{round}(|v_j| / s)`, :math:`s = M/(2^{b-1}-1)` (``b = 2``: :math:`\{-M, 0, M\}`).
+    Every entry's error is at most :math:`|v_j|` (a level of 0, or the nearest level above half of it) and the
+    largest is sent exactly, so :math:`\|C(v) - v\|^2 \le \|v\|^2 - \|v\|_\infty^2 \le (1 - 1/d)\|v\|^2` [N].
 
     Examples
     --------
-    >>> c = TopKQuant(k=2, bits_per_value=2)                           # magnitudes {1, 2} x max/2
+    >>> c = TopKQuant(k=2, bits_per_value=2)                   # levels {-M, 0, M} of the kept two
     >>> c.apply([4.0, -0.5, -2.5, 1.0], rng=0).tolist(), c.bits(4)
-    ([4.0, 0.0, -2.0, 0.0], 40)
-    >>> TopKQuant(k=0, bits_per_value=2).apply([4.0, -0.5, -2.5, 1.0], rng=0).tolist()
-    [4.0, -2.0, -2.0, 2.0]
+    ([4.0, 0.0, -4.0, 0.0], 40)
+    >>> TopKQuant(k=0, bits_per_value=3).apply([3.0, -0.5, -2.5, 1.0], rng=0).tolist()   # steps of M/3
+    [3.0, -0.0, -3.0, 1.0]
     """
 
     k: int = setting("coordinates kept (0: all of them, no indices sent)", low=0)
-    bits_per_value: int = setting("bits of each kept value: a sign and bits - 1 bits of magnitude", default=2,
-                                  low=1, high=16)
+    bits_per_value: int = setting("bits of each kept value: a sign and bits - 1 bits of level", default=2,
+                                  low=2, high=16)
 
     deterministic: ClassVar[bool] = True
 
@@ -154,8 +158,8 @@ class TopKQuant(Compressor):
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 0:
             raise UserError(f"top_k_quant: k = {self.k!r} is not allowed; use an integer k >= 0 (0: every coordinate)")
         b = self.bits_per_value
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= 16:
-            raise UserError(f"top_k_quant: bits_per_value = {b!r} is not allowed; use an integer in 1..16")
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 2 <= b <= 16:
+            raise UserError(f"top_k_quant: bits_per_value = {b!r} is not allowed; use an integer in 2..16")
 
     def _kk(self, d):
         if self.k > d:
@@ -163,29 +167,32 @@ class TopKQuant(Compressor):
         return d if self.k == 0 else self.k
 
     def _select(self, a):
-        """``(idx, signs, levels, scale)``: the kept indices, their signs and levels, the float32 scale per row."""
+        """``(idx, signs, levels, top)``: the kept indices, their signs and levels, the maximum per row."""
         R, d = a.shape
         kk = self._kk(d)
         idx = np.broadcast_to(np.arange(d), (R, d)) if kk == d else top_k_indices(a, kk)
         v = np.take_along_axis(a, idx, axis=-1).astype(np.float64)
-        L = 2 ** (self.bits_per_value - 1)
+        Lm = 2 ** (self.bits_per_value - 1) - 1
         top = np.abs(v).max(axis=-1, keepdims=True)
-        scale = (top / L).astype(np.float32).astype(np.float64)
-        safe = np.where(scale > 0, scale, 1.0)
-        levels = np.clip(np.rint(np.abs(v) / safe), 1, L).astype(np.int64)
-        return idx, np.where(v < 0, -1.0, 1.0), levels, scale
+        step = np.where(top > 0, top / Lm, 1.0)
+        levels = np.clip(np.rint(np.abs(v) / step), 0, Lm).astype(np.int64)
+        return idx, np.where(v < 0, -1.0, 1.0), levels, top
 
     def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
         a, shape = _prepare(x, "top_k_quant")
         a = np.asarray(a)
-        idx, signs, levels, scale = self._select(a)
+        idx, signs, levels, top = self._select(a)
         out = np.zeros(a.shape)
-        np.put_along_axis(out, idx, signs * levels * scale, axis=-1)
+        Lm = 2 ** (self.bits_per_value - 1) - 1
+        np.put_along_axis(out, idx, signs * levels * (top / Lm), axis=-1)
         return out.astype(a.dtype, copy=False).reshape(shape)
 
     def bits(self, d: int) -> int:  # noqa: D102
         kk = self._kk(d)
         return 32 + kk * (self.bits_per_value + (0 if kk == d else index_bits(d)))
+
+    def error_factor(self, d: int) -> float:  # noqa: D102
+        return 1.0 - 1.0 / d
 
     def variance(self, v) -> np.ndarray:  # noqa: D102
         v = np.asarray(v, dtype=np.float64)
@@ -194,21 +201,21 @@ class TopKQuant(Compressor):
 
     def _message(self, x, rng, value_dtype):
         d = x.size
-        idx, signs, levels, scale = self._select(np.asarray(x, dtype=np.float64)[None, :])
+        idx, signs, levels, top = self._select(np.asarray(x, dtype=np.float64)[None, :])
         b = self.bits_per_value
-        code = (signs[0] < 0).astype(np.int64) << (b - 1) | (levels[0] - 1)
+        code = (signs[0] < 0).astype(np.int64) << (b - 1) | levels[0]
         dense = self._kk(d) == d
         if not dense:
             code = code | (idx[0].astype(np.int64) << b)
-        return Message("coded", d, value_dtype, levels=code, scales=scale[0].astype(np.float32),
+        return Message("coded", d, value_dtype, levels=code, scales=top[0].astype(np.float32),
                        width=b + (0 if dense else index_bits(d)))
 
     def decode(self, msg: Message) -> np.ndarray:  # noqa: D102
         b = self.bits_per_value
         code = msg.levels
-        level = (code & ((1 << (b - 1)) - 1)) + 1
+        level = code & ((1 << (b - 1)) - 1)
         sign = np.where((code >> (b - 1)) & 1, -1.0, 1.0)
         out = np.zeros(msg.d)
-        where = np.arange(msg.d) if code.size == msg.d and self._kk(msg.d) == msg.d else code >> b
-        out[where] = sign * level * float(msg.scales[0])
+        where = np.arange(msg.d) if self._kk(msg.d) == msg.d else code >> b
+        out[where] = sign * level * (float(msg.scales[0]) / (2 ** (b - 1) - 1))
         return out
