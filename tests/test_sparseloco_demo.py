@@ -137,3 +137,12 @@ def test_runs_from_a_spec(spec_name):
     table = run_spec(spec).table
     gaps = table[table["metric"] == "f_gap"]
     assert len(gaps) and np.isfinite(gaps["value"]).all()
+
+
+def test_the_local_updates_page_runs():
+    import doctest
+    from pathlib import Path
+
+    res = doctest.testfile(str(Path(__file__).resolve().parents[1] / "docs" / "local.md"), module_relative=False,
+                           optionflags=doctest.ELLIPSIS)
+    assert res.failed == 0 and res.attempted >= 8
