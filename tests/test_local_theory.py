@@ -107,3 +107,16 @@ def test_local_compare_rows_and_a_missed_target_is_infinite():
     p.update(feedback="ef21")
     rows = {(r["metric"], r["method"]): r["value"] for r in exp.func(p, np.random.default_rng(0), None)}
     assert rows["rounds_to_eps", "compressed"] <= 1.25 * rows["rounds_to_eps", "uncompressed"]
+
+
+def test_demo_bytes_counts_each_method_s_messages():
+    exp = get_experiment("demo_bytes")
+    p = {k: v.default for k, v in exp.params.items()}
+    p.update(d=64, chunk=16, k=4, max_steps=1500)
+    rows = {(r["metric"], r["method"]): r for r in exp.func(p, np.random.default_rng(0), None)}
+    steps = rows["steps_to_eps", "momentum_sgd"]["value"]
+    assert math.isfinite(steps) and rows["bytes_to_eps", "momentum_sgd"]["value"] == steps * 64 * 32 / 8
+    demo_steps = rows["steps_to_eps", "demo"]["value"]
+    # 4 chunks of 16, 4 coefficients each: float32 value + 4-bit index
+    assert rows["bytes_to_eps", "demo"]["value"] == demo_steps * 4 * 4 * (32 + 4) / 8
+    assert rows["bytes_to_eps", "demo"]["compression"] == pytest.approx(64 * 32 / (16 * 36))
