@@ -175,8 +175,8 @@ def _compare_cost(params):
                       doc="error feedback of the compressed arm"),
     "ef_beta": Param("float", default=0.95, low=0.0, high=1.0, doc="decay of SparseLoCo's memory"),
     "sparse_outer_lr": Param("float", default=1.0, low=0.0, low_open=True, doc="SparseLoCo's outer step size"),
-    # the comparison "overlap" came after the other claims' results: its settings stay out of the stream key
-    # at their defaults, so adding them moved no committed number
+    # read by the comparison "overlap" only: left out of the stream key at their defaults, so the other
+    # comparisons' streams do not depend on them
     "fragments": Param("int", default=4, low=1, keyed_at_default=False,
                        doc="Streaming DiLoCo's fragments (read by comparison overlap only: elsewhere its default "
                            "changes nothing)"),
