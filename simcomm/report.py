@@ -36,6 +36,8 @@ PAPERS = {
                "compressors of this project)",
     "sign": "scaled-sign compressors: EF-signSGD (Karimireddy et al. 2019) and 1-bit Adam (Tang et al. 2021)",
     "net": "simcomm's network time model (no paper: this project's own statements)",
+    "local": "local-update training: local SGD / FedAvg, DiLoCo (Douillard et al. 2023), SparseLoCo (Sarfi et al. "
+             "2025), DeMo (Peng, Quesnelle & Kingma 2024), as recalled [R]",
 }
 #: the four seed papers (papers/, seeds/): the report sums up what is decided about each
 SEED_PAPERS = ("expgraph", "rtopk", "urq", "is")
@@ -85,7 +87,7 @@ PAPER_INTRO = {
             "the comparison with measured MPI times needs a quiet machine (sims/extra/)."),
 }
 _PAPER_ORDER = ("expgraph", "basegraph", "fmmc", "choco", "pushsum", "equitopo", "tracking", "rtopk", "urq", "is",
-                "thomsen", "ef21", "pep", "natural", "sign", "net")
+                "thomsen", "ef21", "pep", "natural", "sign", "net", "local")
 
 
 def _cell(text) -> str:

@@ -28,6 +28,8 @@ ROWS = {
     "compose": [dict(first="top_k(k=8)", second="qsgd(s=4)"), dict(first="rand_k(k=8)", second="natural"),
                 dict(first="scaled_sign(norm=l1)", second="bf16")],
     "scaling": [dict(c=0.3), dict(c=1.7)],
+    "dct_top_k": [dict(k=2, chunk=16), dict(k=3, chunk=10)],
+    "top_k_quant": [dict(k=4), dict(k=0, bits_per_value=3)],
 }
 
 

@@ -67,6 +67,8 @@ SERVER_ROWS = {
     "local_sgd": (dict(lr=0.1, H=4, compressor="qsgd(s=4)", feedback="ef"), None),
     "diloco": (dict(lr=0.1, H=4, inner="momentum", inner_beta=0.5, compressor="top_k(k=6)", feedback="ef"), None),
     "streaming_diloco": (dict(lr=0.1, H=4, fragments=2, overlap=1, alpha=0.5), None),
+    "sparseloco": (dict(lr=0.1, H=4, k=3, value_bits=2, ef_beta=0.9), None),
+    "demo": (dict(lr=0.1, beta=0.5, k=2, chunk=4), None),
 }
 
 

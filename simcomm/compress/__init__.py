@@ -13,6 +13,7 @@ its ``apply`` calls the array function of the same name (:func:`top_k`, :func:`r
 """
 
 from simcomm.compress._aggregate import AGGREGATORS, MajorityVote, Mean, aggregator_from_name, majority_vote
+from simcomm.compress._chunked import DCTTopK, TopKQuant
 from simcomm.compress._compose import Compose, Scaling
 from simcomm.compress._compressor import (
     COMPRESSORS,
@@ -62,6 +63,8 @@ __all__ = [
     "AGGREGATORS",
     "aggregator_from_name",
     "Compose",
+    "DCTTopK",
+    "TopKQuant",
     "DIANA",
     "DIANAState",
     "EF21SGDM",

@@ -25,7 +25,7 @@ from simcomm.experiments.compressors import _vector
 
 #: the setting each family is swept over inside a cell (families absent here have no setting)
 _LADDER = {"top_k": "k", "rand_k": "k", "rtop_k": "k", "rand_k_replace": "k", "bernoulli": "p", "qsgd": "s",
-           "natural_dithering": "s", "stochastic_round": "delta"}
+           "natural_dithering": "s", "stochastic_round": "delta", "top_k_quant": "k", "dct_top_k": "k"}
 _PLACEHOLDER = {"k": 1, "r": 1, "p": 0.5, "s": 1, "delta": 1.0}
 
 

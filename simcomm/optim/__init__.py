@@ -43,6 +43,7 @@ from simcomm.optim._blocks import (
     momentum,
     scale_by_lr,
 )
+from simcomm.optim._blocks_decay import decayed_feedback
 from simcomm.optim._blocks_nn import ModelProblem, minibatch_gradients, worker_feedback
 from simcomm.optim._choco import (
     ChocoState,
@@ -98,6 +99,7 @@ __all__ = [
     "delayed",
     "descend",
     "downlink",
+    "decayed_feedback",
     "error_feedback",
     "full_gradient",
     "get_method",
