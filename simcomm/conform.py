@@ -26,7 +26,12 @@ What the user's object declares (attributes, or methods of the dimension ``d``; 
 ``hook``         a zero-argument factory returning ``(state, hook)`` for ``DistributedDataParallel
                  .register_comm_hook`` (e.g. ``lambda: simcomm.torch.comm_hook(TopK(4), feedback=True)``);
                  run on ``workers`` Gloo processes on loopback.
-``outer``        ``pseudo_gradient(theta, theta_local) -> Delta``, applied as ``theta - lr * Delta``.
+``outer``        ``pseudo_gradient(theta, theta_local) -> Delta``, applied as ``theta - lr * Delta``; or an
+                 outer-step factory ``make(params, *, workers, rng)`` (e.g. :class:`simcomm.torch.OuterStep`)
+                 returning an object with ``step(local)`` (``local``: ``workers`` lists of tensors shaped like
+                 ``params``; it updates ``params`` in place) that declares ``lr``, ``momentum``, ``nesterov``,
+                 ``compressor`` (a :class:`~simcomm.compress.Compressor`, a label or ``None``) and ``feedback``
+                 (``"none"``, ``"ef"``, ``"ef21"``, ...), optionally ``state_dict()``/``load_state_dict()``.
 ===============  ==========================================================================================
 
 Checks (each skipped where the object declares nothing it needs, an error where it declares half):
@@ -52,7 +57,12 @@ Checks (each skipped where the object declares nothing it needs, an error where 
   update as the same gradients scaled by :math:`2^{-12}`, times :math:`2^{12}` (exact in floating point
   unless a value overflows: a float16 sum before the division by the world size does);
 * ``rank_consistency`` (hooks): every worker receives the same update;
-* ``outer_sign``: the pseudo-gradient of descending local steps has a positive cosine with the gradient.
+* ``outer_sign``: the pseudo-gradient of descending local steps has a positive cosine with the gradient;
+* ``simulator`` (outer-step factories): DiLoCo with the user's outer step (4 workers, ``H = 4`` inner SGD
+  steps made here, 8 rounds on float64 quadratics, two parameter tensors) gives the global model of
+  ``simcomm.optim``'s ``diloco`` with the declared settings, the same seed and data after every round, to
+  rounding; ``determinism`` and ``checkpoint`` (the factory rebuilds the step half-way and loads the
+  pickled ``state_dict()``) as for the other kinds.
 
 A callable that raises, returns the wrong shape or dtype, is not deterministic under a fixed seed, or
 declares no constant a check needs is bad input: one line naming the callable and the check, and
