@@ -132,9 +132,15 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--steps", type=int, default=500, show_default=True, help="--simulate: horizon of each run.")
 @click.option("--replicates", type=int, default=3, show_default=True, help="--simulate: independent replicates.")
 @click.option("--seed", type=int, default=0, show_default=True, help="--simulate: root seed.")
+@click.option("--local", "local", default=None, metavar="H1,H2,...",
+              help="Local-update methods (DiLoCo): inner steps per round to compare, e.g. 1,4,16; the compressors "
+                   "then act on the pseudo-gradients (default: none and the default list). With --simulate, inner "
+                   "steps and time to the stand-in's target.")
+@click.option("--target", type=float, default=1e-3, show_default=True,
+              help="--local --simulate: the target, f - f* below this fraction of the start's.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compressors, simulate, steps,
-            replicates, seed, as_json):  # noqa: C901
+            replicates, seed, local, target, as_json):  # noqa: C901
     """Does compression pay on this cluster? Time per step of each compressor and its break-even step inflation.
 
     SGD (and the fp16/bf16 casts) run a ring allreduce; every other compressor's messages do not sum
@@ -148,6 +154,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
     Examples:
       simcomm net predict -d 25e6 -n 64 --bandwidth 10Gb/s --alpha 5us --compute 0.05
       simcomm net predict -d 1e6 -n 8 --network net.toml -c 'top_k(k=0.1%)' -c 'qsgd(s=4)' --simulate
+      simcomm net predict -d 1e8 -n 16 --bandwidth 1Gb/s --alpha 50us --compute 0.2 --local 1,4,16,64 --simulate
     """
     import math
 
@@ -178,6 +185,12 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
                             "from 'simcomm net calibrate'")
         net_model = Network(parse_duration(alpha), beta)
     labels = list(compressors) or list(DEFAULT_COMPRESSORS)
+    if local is not None:
+        src = click.get_current_context().get_parameter_source("steps")
+        horizon = steps if src is not None and src.name != "DEFAULT" else 2000
+        _predict_local(int(d), n, net_model, local, list(compressors) or ["none", *DEFAULT_COMPRESSORS], compute,
+                       compute_scale, simulate, horizon, replicates, seed, target, as_json)
+        return
     rows = predict_step_times(int(d), n, net_model, labels, compute=compute, compute_scale=compute_scale)
     measured = {}
     if simulate:
@@ -224,6 +237,120 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
                + ("; measured: steps to the stand-in's target / SGD's (mean of "
                   f"{replicates} replicates; the stand-in is a 650-parameter logistic regression, not your model)"
                   if simulate else "; add --simulate to measure it on a stand-in problem"))
+
+
+def _parse_H(text: str) -> list[int]:
+    from simcomm._errors import UserError
+
+    try:
+        out = [int(t) for t in str(text).replace(" ", "").split(",") if t]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise UserError(f"--local {text!r} is not a list of inner steps per round; write e.g. --local 1,4,16")
+    return sorted(set(out))
+
+
+def _local_steps_to_target(rows, *, n: int, d: int, steps: int, replicates: int, seed: int, target: float) -> None:
+    """Inner steps to the target on a stand-in problem, written into ``rows`` (``steps``, ``censored``).
+
+    The stand-in: regularised logistic regression on breast_cancer (D = 31), split over ``min(n, 8)``
+    workers by label (non-iid: local updates drift), full gradients, inner SGD of step 1/L, DiLoCo's
+    outer Nesterov step (0.7, 0.9) for every row but data-parallel SGD (H = 1, outer SGD of 1), error
+    feedback around every compressor; ``k``/``r`` keep their fraction of ``d``. A deterministic
+    compressor runs once (its replicates would repeat it). It says how H and the compressor slow
+    optimisation on a small convex problem, not on the user's model.
+    """
+    import dataclasses
+
+    import numpy as np
+
+    from simcomm.compress import compressor_from_label
+    from simcomm.models import logistic
+    from simcomm.network import resolve_compressor
+    from simcomm.optim import build_method, run
+
+    problem = logistic(min(n, 8), dataset="breast_cancer", heterogeneous=True)
+    D = problem.d
+    gap0 = float(problem.value(problem.x0[None])[0] - problem.f_star)
+    lr = 1.0 / problem.L
+
+    def stand_in(label):
+        c = compressor_from_label(label) if label == "none" else resolve_compressor(label, d)
+        kw = {s.name: max(1, min(D, round(getattr(c, s.name) * D / d))) for s in c.settings()
+              if s.name in ("k", "r") and isinstance(getattr(c, s.name), int)}
+        return dataclasses.replace(c, **kw) if kw else c
+
+    streams = np.random.SeedSequence(seed).spawn(replicates)
+    for r in rows:
+        c = stand_in(r["compressor"])
+        if r["method"] == "sgd":
+            method = build_method("diloco", H=1, lr=lr, outer="sgd", outer_lr=1.0)
+        else:
+            method = build_method("diloco", H=r["H"], lr=lr, compressor=c.label,
+                                  feedback="none" if c.label == "none" else "ef")
+        hits = []
+        for ss in streams[:1] if getattr(c, "deterministic", False) else streams:  # full gradients: one run tells
+            tr = run(problem, method, steps, rng=np.random.default_rng(ss), stop_gap=target * gap0)
+            j = np.flatnonzero(tr.f_gap[0] <= target * gap0)
+            hits.append(int(tr.step[j[0]]) if j.size else None)
+        done = [h for h in hits if h is not None]
+        r["stand_in"] = c.label
+        r["censored"] = len(hits) - len(done)
+        r["steps"] = float(np.mean(done)) if done else None
+        r["time_to_target_s"] = r["steps"] * r["step_s"] if done and not r["censored"] else None
+
+
+def _predict_local(d, n, net_model, local, labels, compute, compute_scale, simulate, steps, replicates, seed, target,
+                   as_json) -> None:
+    """``simcomm net predict --local``: the table of local-update methods (and the stand-in's times to target)."""
+    import math
+
+    from simcomm._errors import UserError
+    from simcomm.network import predict_local_times
+
+    if simulate and not (0.0 < target < 1.0):
+        raise UserError(f"--target {target!r} is not allowed; use a fraction of the start's f - f* in (0, 1)")
+    rows = predict_local_times(d, n, net_model, _parse_H(local), labels, compute=compute, compute_scale=compute_scale)
+    if simulate:
+        _local_steps_to_target(rows, n=n, d=d, steps=steps, replicates=replicates, seed=seed, target=target)
+        timed = [r for r in rows if r.get("time_to_target_s") is not None]
+        if timed:
+            min(timed, key=lambda r: r["time_to_target_s"])["fastest"] = True
+    if as_json:
+        click.echo(json.dumps(dict(d=d, n=n, alpha=float(net_model.alpha), beta=float(net_model.beta),
+                                   compute=compute, compute_scale=compute_scale, target=target if simulate else None,
+                                   rows=rows), default=lambda o: None))
+        return
+    bw = 1.0 / float(net_model.beta) / 1e9 if float(net_model.beta) > 0 else math.inf
+    click.echo(f"D = {d:,} parameters, n = {n}, alpha = {_fmt_s(float(net_model.alpha))}, {bw:.3g} GB/s "
+               f"({8 * bw:.3g} Gbit/s), compute {_fmt_s(compute)} per inner step"
+               + (f" + Exp({_fmt_s(compute_scale)}) stragglers" if compute_scale else ""))
+    head = (f"{'method':<6} {'H':>4} {'compressor':<28} {'pattern':<14} {'message':>9} {'comm/round':>10} "
+            f"{'step':>9} {'break-even':>10}")
+    if simulate:
+        head += f" {'steps':>8} {'to target':>10}"
+    click.echo(head)
+    for r in rows:
+        line = (f"{r['method']:<6} {r['H']:>4} {r['compressor'][:28]:<28} {r['pattern']:<14} "
+                f"{_fmt_bytes(r['bytes']):>9} {_fmt_s(r['comm_round_s']):>10} {_fmt_s(r['step_s']):>9} "
+                f"{r['break_even']:>9.3g}x")
+        if simulate:
+            if r["steps"] is None:
+                meas, when = f"> {steps}", "-"
+            elif r["censored"]:
+                meas, when = f"{r['steps']:.0f} ({r['censored']} c.)", "-"
+            else:
+                meas, when = f"{r['steps']:.0f}", _fmt_s(r["time_to_target_s"])
+            line += f" {meas:>8} {when:>10}" + ("  *" if r.get("fastest") else "")
+        click.echo(line)
+    click.echo("step: time per inner step (a round's compute, waiting for the slowest node, and one exchange of the "
+               "pseudo-gradients, over H); break-even: the method beats data-parallel SGD iff it needs fewer than "
+               "this many times SGD's inner steps"
+               + (f"; steps: inner steps to f - f* <= {target:g} of the start's on the stand-in (logistic regression "
+                  f"on breast_cancer, D = 31, non-iid over min(n, 8) workers, mean of {replicates} replicates, "
+                  f"horizon {steps}; not your model); to target: steps x step; *: fastest"
+                  if simulate else "; add --simulate for inner steps and time to a target on a stand-in problem"))
 
 
 #: bandwidth units: the prefix's factor and whether the unit counts bits (b, bit, bps) or bytes (B)
