@@ -150,6 +150,20 @@ def test_bad_settings_are_one_line(kw, match):
     assert "\n" not in str(e.value)
 
 
+def test_one_worker_passes_its_module_or_its_parameters():
+    g = torch.nn.Linear(3, 1).double()
+    for local_of in (lambda m: m, lambda m: m.parameters(), lambda m: list(m.parameters())):
+        model = torch.nn.Linear(3, 1).double()
+        model.load_state_dict(g.state_dict())
+        w = torch.nn.Linear(3, 1).double()
+        with torch.no_grad():
+            for p, q in zip(w.parameters(), model.parameters()):
+                p.copy_(q - 1.0)
+        OuterStep(model.parameters(), lr=1.0, momentum=0.0, rng=0).step(local_of(w))
+        assert all(torch.equal(p, q) for p, q in zip(w.parameters(), model.parameters()))  # synced
+        assert torch.allclose(model.weight, g.weight - 1.0)  # outer SGD of 1: the worker's model
+
+
 def test_bad_locals_are_one_line():
     outer = OuterStep([torch.zeros(3), torch.zeros(2)], workers=2)
     with pytest.raises(UserError, match="got 1 workers"):
@@ -158,6 +172,8 @@ def test_bad_locals_are_one_line():
         outer.step([[torch.zeros(3), torch.zeros(2)], [torch.zeros(3), torch.zeros(3)]])
     with pytest.raises(UserError, match="not a torch.Tensor"):
         OuterStep([np.zeros(3)])
+    with pytest.raises(UserError, match="local is a int"):
+        outer.step(3)
 
 
 def _port():

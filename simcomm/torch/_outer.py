@@ -208,9 +208,16 @@ class OuterStep:
     def _locals(self, local) -> list:
         """``local`` as ``workers`` lists of tensors shaped like the parameters."""
         torch = _torch()
-        one = isinstance(local, torch.nn.Module) or (
-            isinstance(local, (list, tuple)) and all(isinstance(t, torch.Tensor) for t in local))
-        groups = [local] if one else list(local)
+        if isinstance(local, torch.nn.Module):
+            groups = [local]
+        else:
+            try:
+                items = list(local)
+            except TypeError:
+                raise UserError(f"OuterStep.step: local is a {type(local).__name__}; pass the workers' parameter "
+                                "lists (or one worker's parameters)") from None
+            # one worker's tensors (a list, or model.parameters()), else one entry per worker
+            groups = [items] if items and all(isinstance(t, torch.Tensor) for t in items) else items
         if len(groups) != self.workers:
             raise UserError(f"OuterStep.step: got {len(groups)} workers' parameters, expected workers = "
                             f"{self.workers}; pass a list of {self.workers} parameter lists (or one list if 1)")
