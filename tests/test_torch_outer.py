@@ -52,6 +52,23 @@ def test_broken_outer_steps_are_violated_and_twins_hold(bug):
         assert good.exit_code == 0
 
 
+class _ForgetsResiduals(OuterStep):
+    """BUG: a checkpoint without the error-feedback residuals (they restart from zero after a restore)."""
+
+    def state_dict(self):
+        state = super().state_dict()
+        state["memory"] = torch.zeros_like(state["memory"])
+        return state
+
+
+def test_a_checkpoint_that_drops_the_residuals_is_violated():
+    def make(params, *, workers, rng):
+        return _ForgetsResiduals(params, compressor="top_k(k=4)", feedback="ef", workers=workers, rng=rng)
+
+    r = conform(make, "outer")
+    assert r.verdicts() == {"determinism": "holds", "simulator": "holds", "checkpoint": "violated"}, r.text()
+
+
 def test_heavy_ball_is_not_simulated_and_says_so():
     r = conform(functools.partial(_make, momentum=0.9, nesterov=False), "outer")
     assert r.verdicts()["simulator"] == "skipped" and "heavy-ball" in r.results[1].reason
