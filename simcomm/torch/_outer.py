@@ -84,7 +84,7 @@ class OuterStep:
     momentum : float, default 0.9
         Outer momentum :math:`\mu \in [0, 1)` (0: outer SGD).
     nesterov : bool, default True
-        Nesterov momentum as ``torch.optim.SGD(nesterov=True)``; ``False``: heavy ball. Needs ``momentum > 0``.
+        Nesterov momentum as ``torch.optim.SGD(nesterov=True)``; ``False``: heavy ball; ignored without momentum.
     compressor : Compressor or str, optional
         Applied to every worker's pseudo-gradient (a label such as ``"top_k(k=100)"`` works too);
         default: none (:class:`~simcomm.compress.Identity`).
