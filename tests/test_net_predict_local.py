@@ -90,3 +90,37 @@ def test_cli_local_simulate_marks_the_fastest(capsys):
 def test_cli_bad_local_is_one_line(bad, capsys):
     code, out = _cli([*BASE, "--local", bad], capsys)
     assert code == 2 and "--local" in out.err and "Traceback" not in out.err
+
+
+def test_measure_local_steps_to_target_copies_the_rows():
+    from simcomm.experiments.network import measure_local_steps_to_target
+
+    rows = predict_local_times(10**6, 4, NET, [2], ["none"], compute=0.01)
+    out = measure_local_steps_to_target(rows, d=10**6, n=4, steps=2000, replicates=1, rng=0, backend="numpy")
+    assert "steps" not in rows[0] and [r["stand_in"] for r in out] == ["none", "none"]
+    assert all(r["steps"] > 0 and r["time_to_target_s"] == r["steps"] * r["step_s"] for r in out)
+    with pytest.raises(UserError, match="target"):
+        measure_local_steps_to_target(rows, d=10**6, target=1.5)
+
+
+def test_cli_local_figure_writes_pdf_and_png(tmp_path, capsys):
+    code, out = _cli([*BASE, "--local", "1,4", "-c", "none", "--simulate", "--replicates", "1", "--figure",
+                      str(tmp_path / "h.pdf")], capsys)
+    assert code in (0, None), out.err
+    pdf = (tmp_path / "h.pdf").read_bytes()
+    assert pdf[:4] == b"%PDF" and len(pdf) > 1000 and b"/Type3" not in pdf  # vector, TrueType fonts embedded
+    assert (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"figure: {tmp_path / 'h'}.pdf" in out.out
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--simulate", "--figure", "FIG.svg"], "writes PATH.pdf and PATH.png"),
+    (["--simulate", "--figure", "FILE/fig"], "cannot write to the folder of --figure"),
+    (["--figure", "fig"], "add --local H1,H2,... --simulate"),
+])
+def test_cli_bad_figure_is_one_line(tmp_path, capsys, extra, needle):
+    (tmp_path / "FILE").write_text("a file, not a folder")
+    extra = [str(tmp_path / e) if e.startswith(("FIG", "FILE")) else e for e in extra]
+    code, out = _cli([*BASE, "--local", "1,4", "-c", "none", *extra], capsys)
+    assert code == 2 and needle in out.err and len(out.err.strip().splitlines()) == 1, out.err
+    assert not list(tmp_path.glob("*.p*"))

@@ -138,15 +138,23 @@ def _fmt_bytes(b: float) -> str:
                    "steps and time to the stand-in's target.")
 @click.option("--target", type=float, default=1e-3, show_default=True,
               help="--local --simulate: the target, f - f* below this fraction of the start's.")
+@click.option("--figure", "figure", default=None, metavar="PATH",
+              help="--local --simulate: also draw time to target against H for each compressor: writes PATH.pdf "
+                   "(vector) and PATH.png.")
+@click.option("--size", type=click.Choice(["single", "double"]), default="single", show_default=True,
+              help="--figure: one column (3.5 in) or the page width (7.16 in).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compressors, simulate, steps,
-            replicates, seed, local, target, as_json):  # noqa: C901
+            replicates, seed, local, target, figure, size, as_json):  # noqa: C901
     """Does compression pay on this cluster? Time per step of each compressor and its break-even step inflation.
 
     SGD (and the fp16/bf16 casts) run a ring allreduce; every other compressor's messages do not sum
     and go by ring allgather. BREAK-EVEN is rho* = step time of SGD / step time of the compressor:
     compression pays iff it needs fewer than rho* times SGD's steps to reach the target. With
     --simulate, MEASURED is that factor on a small stand-in problem, and the verdict compares the two.
+    With --local H1,H2,... the rows are DiLoCo's (per inner step) for every H and compressor; --local
+    --simulate adds inner steps and time to --target on a stand-in, and --figure PATH draws that time
+    against H (PATH.pdf and PATH.png).
     The closed forms are theory.network's (ef_topk_time_ratio, ef_break_even_step_ratio,
     sparse_allgather_crossover_n); see docs/python.md.
 
@@ -155,6 +163,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
       simcomm net predict -d 25e6 -n 64 --bandwidth 10Gb/s --alpha 5us --compute 0.05
       simcomm net predict -d 1e6 -n 8 --network net.toml -c 'top_k(k=0.1%)' -c 'qsgd(s=4)' --simulate
       simcomm net predict -d 1e8 -n 16 --bandwidth 1Gb/s --alpha 50us --compute 0.2 --local 1,4,16,64 --simulate
+      simcomm net predict -d 1e8 -n 16 --bandwidth 1Gb/s --alpha 50us --local 1,4,16 --simulate --figure h
     """
     import math
 
@@ -166,6 +175,8 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
         raise UserError(f"--params {d:g} is not allowed; use an integer number of parameters >= 1, e.g. 25e6")
     if d > 1e13:
         raise UserError(f"--params {d:g} is larger than any model (> 1e13); pass the parameter count, e.g. 25e6")
+    if figure is not None:
+        figure = _figure_stem(figure, local is not None and simulate)
     if network is not None:
         if alpha is not None or bandwidth is not None or beta is not None:
             raise UserError("--network replaces --alpha/--bandwidth/--beta; pass one or the other")
@@ -189,7 +200,7 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
         src = click.get_current_context().get_parameter_source("steps")
         horizon = steps if src is not None and src.name != "DEFAULT" else 2000
         _predict_local(int(d), n, net_model, local, list(compressors) or ["none", *DEFAULT_COMPRESSORS], compute,
-                       compute_scale, simulate, horizon, replicates, seed, target, as_json)
+                       compute_scale, simulate, horizon, replicates, seed, target, as_json, figure, size)
         return
     rows = predict_step_times(int(d), n, net_model, labels, compute=compute, compute_scale=compute_scale)
     measured = {}
@@ -251,76 +262,73 @@ def _parse_H(text: str) -> list[int]:
     return sorted(set(out))
 
 
-def _local_steps_to_target(rows, *, n: int, d: int, steps: int, replicates: int, seed: int, target: float) -> None:
-    """Inner steps to the target on a stand-in problem, written into ``rows`` (``steps``, ``censored``).
+def _figure_stem(figure: str, drawable: bool) -> str:
+    """``--figure PATH`` as the stem of PATH.pdf and PATH.png (a .pdf or .png suffix is dropped), checked writable."""
+    from pathlib import Path
 
-    The stand-in: regularised logistic regression on breast_cancer (D = 31), split over ``min(n, 8)``
-    workers by label (non-iid: local updates drift), full gradients, inner SGD of step 1/L, DiLoCo's
-    outer Nesterov step (0.7, 0.9) for every row but data-parallel SGD (H = 1, outer SGD of 1), error
-    feedback around every compressor; ``k``/``r`` keep their fraction of ``d``. A deterministic
-    compressor runs once (its replicates would repeat it). It says how H and the compressor slow
-    optimisation on a small convex problem, not on the user's model.
-    """
-    import dataclasses
+    from simcomm._errors import UserError
+    from simcomm.cli._common import ensure_writable
 
-    import numpy as np
+    if not drawable:
+        raise UserError("--figure draws time to target against H; add --local H1,H2,... --simulate")
+    path = Path(figure)
+    suffix = path.suffix.lower()
+    if suffix in (".pdf", ".png"):
+        path = path.with_suffix("")
+    elif suffix in (".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".gif", ".pgf"):
+        raise UserError(f"--figure {figure}: writes PATH.pdf and PATH.png; give PATH without a suffix or "
+                        f"with .pdf, e.g. --figure {path.with_suffix('')}")
+    if not path.name:
+        raise UserError(f"--figure {figure!r} names no file; give a path such as figures/local_h")
+    ensure_writable(path.parent, "--figure PATH")
+    return str(path)
 
-    from simcomm.compress import compressor_from_label
-    from simcomm.models import logistic
-    from simcomm.network import resolve_compressor
-    from simcomm.optim import build_method, run
 
-    problem = logistic(min(n, 8), dataset="breast_cancer", heterogeneous=True)
-    D = problem.d
-    gap0 = float(problem.value(problem.x0[None])[0] - problem.f_star)
-    lr = 1.0 / problem.L
+def _write_local_figure(result: dict, figure: str, size: str) -> None:
+    import io
 
-    def stand_in(label):
-        c = compressor_from_label(label) if label == "none" else resolve_compressor(label, d)
-        kw = {s.name: max(1, min(D, round(getattr(c, s.name) * D / d))) for s in c.settings()
-              if s.name in ("k", "r") and isinstance(getattr(c, s.name), int)}
-        return dataclasses.replace(c, **kw) if kw else c
+    import matplotlib
 
-    streams = np.random.SeedSequence(seed).spawn(replicates)
-    for r in rows:
-        c = stand_in(r["compressor"])
-        if r["method"] == "sgd":
-            method = build_method("diloco", H=1, lr=lr, outer="sgd", outer_lr=1.0)
-        else:
-            method = build_method("diloco", H=r["H"], lr=lr, compressor=c.label,
-                                  feedback="none" if c.label == "none" else "ef")
-        hits = []
-        for ss in streams[:1] if getattr(c, "deterministic", False) else streams:  # full gradients: one run tells
-            tr = run(problem, method, steps, rng=np.random.default_rng(ss), stop_gap=target * gap0)
-            j = np.flatnonzero(tr.f_gap[0] <= target * gap0)
-            hits.append(int(tr.step[j[0]]) if j.size else None)
-        done = [h for h in hits if h is not None]
-        r["stand_in"] = c.label
-        r["censored"] = len(hits) - len(done)
-        r["steps"] = float(np.mean(done)) if done else None
-        r["time_to_target_s"] = r["steps"] * r["step_s"] if done and not r["censored"] else None
+    from simcomm.cli._common import headless
+    from simcomm.plotting import EMBED_TRUETYPE, local_time_figure
+    from simcomm.results import write_files
+
+    headless()
+    fig = local_time_figure(result, size=size)
+    files = {}
+    with matplotlib.rc_context(EMBED_TRUETYPE):
+        for fmt in ("pdf", "png"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=200)
+            files[f"{figure}.{fmt}"] = buf.getvalue()
+    write_files(files)
 
 
 def _predict_local(d, n, net_model, local, labels, compute, compute_scale, simulate, steps, replicates, seed, target,
-                   as_json) -> None:
+                   as_json, figure=None, size="single") -> None:
     """``simcomm net predict --local``: the table of local-update methods (and the stand-in's times to target)."""
     import math
 
     from simcomm._errors import UserError
+    from simcomm.experiments.network import measure_local_steps_to_target
     from simcomm.network import predict_local_times
 
     if simulate and not (0.0 < target < 1.0):
         raise UserError(f"--target {target!r} is not allowed; use a fraction of the start's f - f* in (0, 1)")
     rows = predict_local_times(d, n, net_model, _parse_H(local), labels, compute=compute, compute_scale=compute_scale)
     if simulate:
-        _local_steps_to_target(rows, n=n, d=d, steps=steps, replicates=replicates, seed=seed, target=target)
+        rows = measure_local_steps_to_target(rows, d=d, n=n, steps=steps, target=target, replicates=replicates,
+                                             rng=seed)
         timed = [r for r in rows if r.get("time_to_target_s") is not None]
         if timed:
             min(timed, key=lambda r: r["time_to_target_s"])["fastest"] = True
+    result = dict(d=d, n=n, alpha=float(net_model.alpha), beta=float(net_model.beta), compute=compute,
+                  compute_scale=compute_scale, target=target if simulate else None,
+                  horizon=steps if simulate else None, rows=rows)
+    if figure is not None:
+        _write_local_figure(result, figure, size)
     if as_json:
-        click.echo(json.dumps(dict(d=d, n=n, alpha=float(net_model.alpha), beta=float(net_model.beta),
-                                   compute=compute, compute_scale=compute_scale, target=target if simulate else None,
-                                   rows=rows), default=lambda o: None))
+        click.echo(json.dumps(result, default=lambda o: None))
         return
     bw = 1.0 / float(net_model.beta) / 1e9 if float(net_model.beta) > 0 else math.inf
     click.echo(f"D = {d:,} parameters, n = {n}, alpha = {_fmt_s(float(net_model.alpha))}, {bw:.3g} GB/s "
@@ -351,6 +359,8 @@ def _predict_local(d, n, net_model, local, labels, compute, compute_scale, simul
                   f"on breast_cancer, D = 31, non-iid over min(n, 8) workers, mean of {replicates} replicates, "
                   f"horizon {steps}; not your model); to target: steps x step; *: fastest"
                   if simulate else "; add --simulate for inner steps and time to a target on a stand-in problem"))
+    if figure is not None:
+        click.echo(f"figure: {figure}.pdf, {figure}.png")
 
 
 #: bandwidth units: the prefix's factor and whether the unit counts bits (b, bit, bps) or bytes (B)
