@@ -16,10 +16,18 @@ bug (twin)                     kind        where it was seen
 (``fp16_hook``)                            at n workers for values below the float16 maximum (#57410, #59522)
 ``flipped_pseudo_gradient``    outer       DiLoCo pseudo-gradient theta_local - theta with an SGD outer step:
 (``pseudo_gradient``)                      the outer step climbs (meta-pytorch/torchft#233)
+``outer_ef_dropped``           outer       a user's DiLoCo outer step (top-k pseudo-gradients, error feedback,
+(``torch_sgd_outer``,                      ``torch.optim.SGD`` as the outer optimiser) that never keeps the
+``outer_step``)                            residual: declared error feedback, none done
+``outer_forgot_nesterov``      outer       the same with ``torch.optim.SGD(momentum=0.9)`` and no
+(``torch_sgd_outer``)                      ``nesterov=True``: heavy ball where Nesterov is declared
 =============================  ==========  =================================================================
 
 ``ef_flipped_residual`` (feedback; twin ``ef_top_k``) keeps ``m - p`` instead of ``p - m``, for the
-error-feedback invariant. The hooks need torch; the others only numpy.
+error-feedback invariant. The outer-step factories ``make(params, *, workers, rng)`` are checked against
+simcomm's DiLoCo round by round (``simulator``); ``outer_step`` is the shipped
+:class:`simcomm.torch.OuterStep` with the same settings. The hooks and outer steps need torch; the others
+only numpy.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import numpy as np
 
 __all__ = ["biased_rand_k", "rand_k", "uint8_round", "uint8_stochastic", "ef_flipped_residual", "ef_top_k",
            "ef_reset_on_rebuild", "ef_hook", "fp16_sum_overflow", "fp16_hook", "flipped_pseudo_gradient",
-           "pseudo_gradient"]
+           "pseudo_gradient", "outer_step", "torch_sgd_outer", "outer_ef_dropped", "outer_forgot_nesterov"]
 
 
 def _k(d: int) -> int:
@@ -210,6 +218,83 @@ def flipped_pseudo_gradient(theta, theta_local):
 def pseudo_gradient(theta, theta_local):
     """Fixed twin: DiLoCo's ``theta - theta_local`` (an SGD outer step ``theta - lr * Delta`` descends)."""
     return theta - theta_local
+
+
+#: the outer steps' settings: outer Nesterov 0.9 at step 0.7 (DiLoCo's), top-k of a quarter with error feedback
+_OUTER = dict(lr=0.7, momentum=0.9, nesterov=True, feedback="ef")
+
+
+class _UserOuter:
+    """A user's own DiLoCo outer step: top-k pseudo-gradients with error feedback, ``torch.optim.SGD`` outside."""
+
+    def __init__(self, params, workers, *, keep_residual=True, nesterov=True):
+        import torch
+
+        from simcomm.compress import TopK
+
+        self.params = list(params)
+        self.dim = sum(p.numel() for p in self.params)
+        self.lr, self.momentum, self.nesterov, self.feedback = (_OUTER[k] for k in ("lr", "momentum", "nesterov",
+                                                                                    "feedback"))
+        self.compressor = TopK(_k(self.dim))  # declared; the selection below is torch's own
+        self.keep = keep_residual
+        self.residual = [torch.zeros(self.dim, dtype=self.params[0].dtype) for _ in range(workers)]
+        self.opt = torch.optim.SGD(self.params, lr=self.lr, momentum=self.momentum, nesterov=nesterov)
+
+    def step(self, local):
+        import torch
+
+        with torch.no_grad():
+            x = torch.cat([p.reshape(-1) for p in self.params])
+            msgs = []
+            for i, ts in enumerate(local):
+                p = x - torch.cat([t.reshape(-1) for t in ts]) + self.residual[i]
+                idx = torch.topk(p.abs(), self.compressor.k).indices
+                m = torch.zeros_like(p)
+                m[idx] = p[idx]
+                # the bug when keep is False: the residual is dropped every round (no error feedback at all)
+                self.residual[i] = p - m if self.keep else torch.zeros_like(p)
+                msgs.append(m)
+            g = torch.stack(msgs).mean(dim=0)
+            at = 0
+            for q in self.params:
+                q.grad = g[at:at + q.numel()].view_as(q).clone()
+                at += q.numel()
+        self.opt.step()
+
+    def state_dict(self):
+        return {"opt": self.opt.state_dict(), "residual": [r.clone() for r in self.residual]}
+
+    def load_state_dict(self, state):
+        self.opt.load_state_dict(state["opt"])
+        self.residual = [r.clone() for r in state["residual"]]
+
+
+def torch_sgd_outer(params, *, workers, rng):
+    """Fixed twin (outer-step factory): top-k + error feedback, ``torch.optim.SGD(momentum=0.9, nesterov=True)``."""
+    del rng  # top-k draws nothing
+    return _UserOuter(params, workers)
+
+
+def outer_ef_dropped(params, *, workers, rng):
+    """BUG (outer-step factory): declares error feedback and drops the residual every round."""
+    del rng
+    return _UserOuter(params, workers, keep_residual=False)
+
+
+def outer_forgot_nesterov(params, *, workers, rng):
+    """BUG (outer-step factory): declares Nesterov, builds ``torch.optim.SGD(momentum=0.9)`` (heavy ball)."""
+    del rng
+    return _UserOuter(params, workers, nesterov=False)
+
+
+def outer_step(params, *, workers, rng):
+    """Fixed twin (outer-step factory): :class:`simcomm.torch.OuterStep` with the same settings."""
+    from simcomm.compress import TopK
+    from simcomm.torch import OuterStep
+
+    dim = sum(p.numel() for p in params)
+    return OuterStep(params, compressor=TopK(_k(dim)), workers=workers, rng=rng, **_OUTER)
 
 
 # --------------------------------------------------------------------------------------------- hooks (torch)

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from simcomm.claims import KINDS, BoundKind, Judgement, MethodsKind, SlopeKind, Verdict
 
 __all__ = ["bound_vs_empirical", "paper_figure", "trace_figure", "sweep_figure", "sweep_axes", "advice_figure",
-           "PAPER_COLORS", "PAPER_SIZES", "EMBED_TRUETYPE"]
+           "local_time_figure", "PAPER_COLORS", "PAPER_SIZES", "EMBED_TRUETYPE"]
 
 _VERDICT_COLOR = {Verdict.HOLDS: "#1a7f37", Verdict.INCONCLUSIVE: "#9a6700", Verdict.VIOLATED: "#cf222e"}
 
@@ -1432,3 +1432,178 @@ def advice_figure(advice, *, size: str | None = None):
                         color="0.35", va="bottom", ha="left")
         _legend_below(fig, handles, labels, fontsize=6.5)
     return fig
+
+
+def _local_label(label: str, d: int | None) -> str:
+    """"top-k, k = 1% of D + EF" for a compressor label of :func:`simcomm.network.predict_local_times`."""
+    if label == "none":
+        return "no compression"
+    name, paren, rest = label.partition("(")
+    parts = []
+    for p in rest.rstrip(")").split(",") if paren else []:
+        k, _, v = (t.strip() for t in p.partition("="))
+        if k == "scale":  # rand-k's unbiased rescaling: said in the name
+            name += " (scaled)" if v == "True" else ""
+            continue
+        if k in ("k", "r") and d and v.isdigit():
+            v = f"{_pct(int(v) / d)} of $D$" if int(v) < d else "$D$"
+        parts.append(f"{_SYMBOLS.get(k, k)} = {v}")
+    text = name.strip().replace("_", "-") + (", " + ", ".join(parts) if parts else "")
+    return text + " + EF"
+
+
+def local_time_figure(result: dict, *, size: str | None = None):
+    """Time to a target against inner steps per round H, one line per compressor (DiLoCo on a network).
+
+    ``result`` is what ``simcomm net predict --local ... --simulate --json`` prints: ``d``, ``n``,
+    ``alpha``, ``beta``, ``compute``, ``compute_scale``, ``target``, optionally ``horizon``, and ``rows``
+    with ``method``, ``H``, ``compressor`` and ``time_to_target_s`` (``None``: missed the target).
+    Paper style (:func:`paper_figure`'s fonts, palette and widths): log-log axes with ticks at the
+    given H, data-parallel SGD's time as a dotted horizontal line, a ring around the fastest point,
+    rows that missed the target as open triangles on the top edge, points that coincide drawn side by
+    side, a legend under the axes.
+
+    Parameters
+    ----------
+    result : dict
+    size : {"single", "double"}, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.lines import Line2D
+
+    from simcomm._errors import UserError
+
+    width = _paper_size(size)
+    rows = list(result.get("rows") or [])
+    if not any("time_to_target_s" in r for r in rows):
+        raise UserError("the rows carry no time to target; draw the result of net predict --local --simulate")
+    d = result.get("d")
+    sgd = next((r for r in rows if r["method"] == "sgd"), None)
+    local = [r for r in rows if r["method"] != "sgd"]
+    labels = list(dict.fromkeys(r["compressor"] for r in local))
+    Hs = sorted({int(r["H"]) for r in local})
+    times = [r["time_to_target_s"] for r in rows if r.get("time_to_target_s") is not None]
+    best = min(times) if times else None
+    with matplotlib.rc_context(_PAPER_RC):
+        fig = Figure(figsize=(width, min(width * 0.72, 3.2)), layout="constrained")
+        ax = fig.subplots()
+        handles, texts = [], []
+        # points that (nearly) coincide at one H, within 6% (a marker's height on these axes), side by side
+        shift = {}
+        for h in Hs:
+            here = sorted((r["time_to_target_s"], labels.index(r["compressor"])) for r in local
+                          if int(r["H"]) == h and r.get("time_to_target_s") is not None)
+            clusters = []
+            for t, i in here:
+                if clusters and t <= clusters[-1][-1][0] * 1.06:
+                    clusters[-1].append((t, i))
+                else:
+                    clusters.append([(t, i)])
+            for members in clusters:
+                for j, (_t, i) in enumerate(sorted(members, key=lambda m: m[1])):
+                    shift[(i, h)] = 2 ** (0.08 * (j - (len(members) - 1) / 2))
+        missed = []
+        for i, lab in enumerate(labels):
+            st = _series_style(i, len(labels))
+            mine = sorted((r for r in local if r["compressor"] == lab), key=lambda r: r["H"])
+            xs, ys = [], []
+            for r in mine:
+                t = r.get("time_to_target_s")
+                if t is None:
+                    missed.append((int(r["H"]), st))
+                    continue
+                xs.append(int(r["H"]) * shift[(i, int(r["H"]))])
+                ys.append(t)
+            ax.plot(xs, ys, color=st["color"], marker=st["marker"], ls=st["ls"], ms=4, lw=1.0)
+            handles.append(Line2D([], [], color=st["color"], marker=st["marker"], ls=st["ls"], ms=4, lw=1.0))
+            texts.append(_local_label(lab, d))
+        sgd_t = sgd.get("time_to_target_s") if sgd else None
+        if sgd_t is not None:
+            ax.axhline(sgd_t, color="0.25", ls=":", lw=1.0, zorder=0)
+            handles.append(Line2D([], [], color="0.25", ls=":", lw=1.0))
+            texts.append("data-parallel SGD (exchanges every step, uncompressed)")
+            ax.annotate("data-parallel SGD", xy=(0.01, sgd_t), xycoords=("axes fraction", "data"), xytext=(0, 1.5),
+                        textcoords="offset points", fontsize=6, color="0.25", va="bottom", ha="left")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        if times:
+            lo, hi = min(times), max(times)
+            ax.set_ylim(lo / 1.6, hi * 1.6 if hi > lo else lo * 2.5)
+        if missed:  # side by side along the top edge, so every series' triangle shows
+            top = ax.get_ylim()[1]
+            for h in {h for h, _ in missed}:
+                here = [st for hh, st in missed if hh == h]
+                for j, st in enumerate(here):
+                    ax.plot([h * 2 ** (0.14 * (j - (len(here) - 1) / 2))], [top], marker="^", color=st["color"],
+                            mfc="white", mew=1.0, ms=4, ls="none", clip_on=False, zorder=5)
+            horizon = result.get("horizon")
+            handles.append(Line2D([], [], marker="^", color="0.35", mfc="white", mew=1.0, ls="none", ms=5))
+            texts.append("missed the target" + (f" in {horizon:,} inner steps" if horizon else "") + " (top edge)")
+        if best is not None:
+            for r in rows:
+                t = r.get("time_to_target_s")
+                if t is None or t > best * (1 + 1e-9):
+                    continue
+                if r["method"] == "sgd":
+                    x = Hs[0] if Hs else 1
+                else:
+                    i = labels.index(r["compressor"])
+                    x = int(r["H"]) * shift[(i, int(r["H"]))]
+                ax.plot([x], [t], marker="o", ms=10, mfc="none", mec="black", mew=1.1, ls="none", zorder=6)
+            win = [r for r in rows if r.get("time_to_target_s") is not None
+                   and r["time_to_target_s"] <= best * (1 + 1e-9)]
+            what = "; ".join("data-parallel SGD" if r["method"] == "sgd" else
+                             f"$H$ = {r['H']}, {_local_label(r['compressor'], d)}" for r in win)
+            handles.append(Line2D([], [], marker="o", ms=8, mfc="none", mec="black", mew=1.1, ls="none"))
+            texts.append(f"fastest ({_fmt_seconds(best)}): {what}")
+        if Hs:
+            ax.set_xticks(Hs, [str(h) for h in Hs])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.set_xlim(Hs[0] / 1.5, Hs[-1] * 1.5)
+        lo, hi = ax.get_ylim()
+        subs = (1.0, 2.0, 5.0) if hi / lo < 1e3 else (1.0,)
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=subs))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(subs="auto"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda v, _p: f"{v:,.0f}" if 1 <= v < 1e6 else f"{v:.3g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("inner steps per round $H$")
+        ax.set_ylabel("predicted time to target (s)")
+        ax.grid(True, which="major", alpha=0.25, lw=0.6)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        beta = float(result.get("beta") or 0.0)
+        bw = 8 / beta / 1e9 if beta > 0 else math.inf
+        compute = float(result.get("compute") or 0.0)
+        scale = float(result.get("compute_scale") or 0.0)
+        line1 = (f"DiLoCo on $n$ = {result.get('n')} nodes, $D$ = {_sci(d)} parameters, {bw:.3g} Gbit/s, $\\alpha$ = "
+                 f"{_fmt_seconds(float(result.get('alpha') or 0.0))}")
+        line2 = f"compute {_fmt_seconds(compute)}" + (f" + Exp({_fmt_seconds(scale)})" if scale else "") + "/step"
+        target = result.get("target")
+        if target:
+            line2 += f"; stand-in's steps to $f - f^\\star \\leq$ {_sci(target)} of the start's"
+        fig.suptitle(line1 + "\n" + line2, fontsize=6.5)
+        _legend_below(fig, handles, texts, fontsize=6.5, title="pseudo-gradients compressed by (EF: error feedback)")
+    return fig
+
+
+def _sci(v) -> str:
+    r"""``1e8`` -> "$10^{8}$", ``2.5e7`` -> "$2.5 \times 10^{7}$", ``4810`` -> "4,810" (mathtext, for a title)."""
+    v = float(v)
+    if v == 0 or 1e-2 <= abs(v) < 1e5:
+        return f"{v:,.0f}" if v == int(v) else f"{v:g}"
+    e = math.floor(math.log10(abs(v)))
+    m = float(f"{v / 10 ** e:.3g}")
+    return f"$10^{{{e}}}$" if m == 1 else f"${m:g} \\times 10^{{{e}}}$"
+
+
+def _fmt_seconds(t: float) -> str:
+    r"""Seconds with a unit a reader takes in at a glance (s, ms, $\mu$s)."""
+    if t >= 1 or t == 0:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} $\\mu$s"

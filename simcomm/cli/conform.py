@@ -32,8 +32,9 @@ def conform(targets, kind, d, seed, confidence, tolerance, max_draws, workers, a
     Each check is judged like a claim (simcomm.claims.judge): unbiasedness and the declared variance or
     contraction by Monte Carlo, determinism under a seed, payload bits against the declared count, the
     error-feedback invariant every step, state surviving a checkpoint and a bucket rebuild, float16
-    overflow at n workers, the sign of an outer step. Several targets of one kind may be given
-    (hooks then share one set of worker processes). What a callable must declare is in docs/torch.md.
+    overflow at n workers, the sign of a pseudo-gradient, and an outer-step factory make(params, *, workers,
+    rng) (e.g. simcomm.torch:OuterStep) against simcomm's DiLoCo round by round. Several targets of one
+    kind may be given (hooks then share one set of worker processes). What a callable must declare is in docs/torch.md.
     Exit code 0: every check holds or is skipped; 1: one is violated; 2: bad input (a
     callable that raises, returns the wrong shape or dtype, is not deterministic under a fixed seed or
     declares no constant a check needs; one line each on stderr, the other checks still run).
@@ -43,6 +44,7 @@ def conform(targets, kind, d, seed, confidence, tolerance, max_draws, workers, a
       simcomm conform simcomm.conform_fixtures:biased_rand_k --kind compressor
       simcomm conform simcomm.conform_fixtures:ef_top_k --kind feedback
       simcomm conform simcomm.conform_fixtures:fp16_sum_overflow simcomm.conform_fixtures:fp16_hook --kind hook
+      simcomm conform simcomm.conform_fixtures:outer_forgot_nesterov --kind outer
       simcomm conform mypkg.comp:my_topk --kind compressor -d 64 --json
       simcomm conform mine:threshold --kind compressor --plugin ./mine.py
     """

@@ -132,15 +132,29 @@ def _fmt_bytes(b: float) -> str:
 @click.option("--steps", type=int, default=500, show_default=True, help="--simulate: horizon of each run.")
 @click.option("--replicates", type=int, default=3, show_default=True, help="--simulate: independent replicates.")
 @click.option("--seed", type=int, default=0, show_default=True, help="--simulate: root seed.")
+@click.option("--local", "local", default=None, metavar="H1,H2,...",
+              help="Local-update methods (DiLoCo): inner steps per round to compare, e.g. 1,4,16; the compressors "
+                   "then act on the pseudo-gradients (default: none and the default list). With --simulate, inner "
+                   "steps and time to the stand-in's target.")
+@click.option("--target", type=float, default=1e-3, show_default=True,
+              help="--local --simulate: the target, f - f* below this fraction of the start's.")
+@click.option("--figure", "figure", default=None, metavar="PATH",
+              help="--local --simulate: also draw time to target against H for each compressor: writes PATH.pdf "
+                   "(vector) and PATH.png.")
+@click.option("--size", type=click.Choice(["single", "double"]), default="single", show_default=True,
+              help="--figure: one column (3.5 in) or the page width (7.16 in).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compressors, simulate, steps,
-            replicates, seed, as_json):  # noqa: C901
+            replicates, seed, local, target, figure, size, as_json):  # noqa: C901
     """Does compression pay on this cluster? Time per step of each compressor and its break-even step inflation.
 
     SGD (and the fp16/bf16 casts) run a ring allreduce; every other compressor's messages do not sum
     and go by ring allgather. BREAK-EVEN is rho* = step time of SGD / step time of the compressor:
     compression pays iff it needs fewer than rho* times SGD's steps to reach the target. With
     --simulate, MEASURED is that factor on a small stand-in problem, and the verdict compares the two.
+    With --local H1,H2,... the rows are DiLoCo's (per inner step) for every H and compressor; --local
+    --simulate adds inner steps and time to --target on a stand-in, and --figure PATH draws that time
+    against H (PATH.pdf and PATH.png).
     The closed forms are theory.network's (ef_topk_time_ratio, ef_break_even_step_ratio,
     sparse_allgather_crossover_n); see docs/python.md.
 
@@ -148,6 +162,8 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
     Examples:
       simcomm net predict -d 25e6 -n 64 --bandwidth 10Gb/s --alpha 5us --compute 0.05
       simcomm net predict -d 1e6 -n 8 --network net.toml -c 'top_k(k=0.1%)' -c 'qsgd(s=4)' --simulate
+      simcomm net predict -d 1e8 -n 16 --bandwidth 1Gb/s --alpha 50us --compute 0.2 --local 1,4,16,64 --simulate
+      simcomm net predict -d 1e8 -n 16 --bandwidth 1Gb/s --alpha 50us --local 1,4,16 --simulate --figure h
     """
     import math
 
@@ -159,6 +175,8 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
         raise UserError(f"--params {d:g} is not allowed; use an integer number of parameters >= 1, e.g. 25e6")
     if d > 1e13:
         raise UserError(f"--params {d:g} is larger than any model (> 1e13); pass the parameter count, e.g. 25e6")
+    if figure is not None:
+        figure = _figure_stem(figure, local is not None and simulate)
     if network is not None:
         if alpha is not None or bandwidth is not None or beta is not None:
             raise UserError("--network replaces --alpha/--bandwidth/--beta; pass one or the other")
@@ -178,6 +196,12 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
                             "from 'simcomm net calibrate'")
         net_model = Network(parse_duration(alpha), beta)
     labels = list(compressors) or list(DEFAULT_COMPRESSORS)
+    if local is not None:
+        src = click.get_current_context().get_parameter_source("steps")
+        horizon = steps if src is not None and src.name != "DEFAULT" else 2000
+        _predict_local(int(d), n, net_model, local, list(compressors) or ["none", *DEFAULT_COMPRESSORS], compute,
+                       compute_scale, simulate, horizon, replicates, seed, target, as_json, figure, size)
+        return
     rows = predict_step_times(int(d), n, net_model, labels, compute=compute, compute_scale=compute_scale)
     measured = {}
     if simulate:
@@ -224,6 +248,119 @@ def predict(d, n, alpha, bandwidth, beta, network, compute, compute_scale, compr
                + ("; measured: steps to the stand-in's target / SGD's (mean of "
                   f"{replicates} replicates; the stand-in is a 650-parameter logistic regression, not your model)"
                   if simulate else "; add --simulate to measure it on a stand-in problem"))
+
+
+def _parse_H(text: str) -> list[int]:
+    from simcomm._errors import UserError
+
+    try:
+        out = [int(t) for t in str(text).replace(" ", "").split(",") if t]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise UserError(f"--local {text!r} is not a list of inner steps per round; write e.g. --local 1,4,16")
+    return sorted(set(out))
+
+
+def _figure_stem(figure: str, drawable: bool) -> str:
+    """``--figure PATH`` as the stem of PATH.pdf and PATH.png (a .pdf or .png suffix is dropped), checked writable."""
+    from pathlib import Path
+
+    from simcomm._errors import UserError
+    from simcomm.cli._common import ensure_writable
+
+    if not drawable:
+        raise UserError("--figure draws time to target against H; add --local H1,H2,... --simulate")
+    path = Path(figure)
+    suffix = path.suffix.lower()
+    if suffix in (".pdf", ".png"):
+        path = path.with_suffix("")
+    elif suffix in (".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".gif", ".pgf"):
+        raise UserError(f"--figure {figure}: writes PATH.pdf and PATH.png; give PATH without a suffix or "
+                        f"with .pdf, e.g. --figure {path.with_suffix('')}")
+    if not path.name:
+        raise UserError(f"--figure {figure!r} names no file; give a path such as figures/local_h")
+    ensure_writable(path.parent, "--figure PATH")
+    return str(path)
+
+
+def _write_local_figure(result: dict, figure: str, size: str) -> None:
+    import io
+
+    import matplotlib
+
+    from simcomm.cli._common import headless
+    from simcomm.plotting import EMBED_TRUETYPE, local_time_figure
+    from simcomm.results import write_files
+
+    headless()
+    fig = local_time_figure(result, size=size)
+    files = {}
+    with matplotlib.rc_context(EMBED_TRUETYPE):
+        for fmt in ("pdf", "png"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=200)
+            files[f"{figure}.{fmt}"] = buf.getvalue()
+    write_files(files)
+
+
+def _predict_local(d, n, net_model, local, labels, compute, compute_scale, simulate, steps, replicates, seed, target,
+                   as_json, figure=None, size="single") -> None:
+    """``simcomm net predict --local``: the table of local-update methods (and the stand-in's times to target)."""
+    import math
+
+    from simcomm._errors import UserError
+    from simcomm.experiments.network import measure_local_steps_to_target
+    from simcomm.network import predict_local_times
+
+    if simulate and not (0.0 < target < 1.0):
+        raise UserError(f"--target {target!r} is not allowed; use a fraction of the start's f - f* in (0, 1)")
+    rows = predict_local_times(d, n, net_model, _parse_H(local), labels, compute=compute, compute_scale=compute_scale)
+    if simulate:
+        rows = measure_local_steps_to_target(rows, d=d, n=n, steps=steps, target=target, replicates=replicates,
+                                             rng=seed)
+        timed = [r for r in rows if r.get("time_to_target_s") is not None]
+        if timed:
+            min(timed, key=lambda r: r["time_to_target_s"])["fastest"] = True
+    result = dict(d=d, n=n, alpha=float(net_model.alpha), beta=float(net_model.beta), compute=compute,
+                  compute_scale=compute_scale, target=target if simulate else None,
+                  horizon=steps if simulate else None, rows=rows)
+    if figure is not None:
+        _write_local_figure(result, figure, size)
+    if as_json:
+        click.echo(json.dumps(result, default=lambda o: None))
+        return
+    bw = 1.0 / float(net_model.beta) / 1e9 if float(net_model.beta) > 0 else math.inf
+    click.echo(f"D = {d:,} parameters, n = {n}, alpha = {_fmt_s(float(net_model.alpha))}, {bw:.3g} GB/s "
+               f"({8 * bw:.3g} Gbit/s), compute {_fmt_s(compute)} per inner step"
+               + (f" + Exp({_fmt_s(compute_scale)}) stragglers" if compute_scale else ""))
+    head = (f"{'method':<6} {'H':>4} {'compressor':<28} {'pattern':<14} {'message':>9} {'comm/round':>10} "
+            f"{'step':>9} {'break-even':>10}")
+    if simulate:
+        head += f" {'steps':>8} {'to target':>10}"
+    click.echo(head)
+    for r in rows:
+        line = (f"{r['method']:<6} {r['H']:>4} {r['compressor'][:28]:<28} {r['pattern']:<14} "
+                f"{_fmt_bytes(r['bytes']):>9} {_fmt_s(r['comm_round_s']):>10} {_fmt_s(r['step_s']):>9} "
+                f"{r['break_even']:>9.3g}x")
+        if simulate:
+            if r["steps"] is None:
+                meas, when = f"> {steps}", "-"
+            elif r["censored"]:
+                meas, when = f"{r['steps']:.0f} ({r['censored']} c.)", "-"
+            else:
+                meas, when = f"{r['steps']:.0f}", _fmt_s(r["time_to_target_s"])
+            line += f" {meas:>8} {when:>10}" + ("  *" if r.get("fastest") else "")
+        click.echo(line)
+    click.echo("step: time per inner step (a round's compute, waiting for the slowest node, and one exchange of the "
+               "pseudo-gradients, over H); break-even: the method beats data-parallel SGD iff it needs fewer than "
+               "this many times SGD's inner steps"
+               + (f"; steps: inner steps to f - f* <= {target:g} of the start's on the stand-in (logistic regression "
+                  f"on breast_cancer, D = 31, non-iid over min(n, 8) workers, mean of {replicates} replicates, "
+                  f"horizon {steps}; not your model); to target: steps x step; *: fastest"
+                  if simulate else "; add --simulate for inner steps and time to a target on a stand-in problem"))
+    if figure is not None:
+        click.echo(f"figure: {figure}.pdf, {figure}.png")
 
 
 #: bandwidth units: the prefix's factor and whether the unit counts bits (b, bit, bps) or bytes (B)

@@ -6,6 +6,8 @@
   rows labelled by which one a theory predictor (a ``"module:name"`` parameter) says is faster.
 * ``measure_step_inflation`` (not an experiment; ``simcomm net predict --simulate``): steps to a target
   of each compressor over SGD's on a stand-in problem.
+* ``measure_local_steps_to_target`` (not an experiment; ``simcomm net predict --local --simulate``): inner
+  steps and time to a target of DiLoCo for every H and compressor on a non-iid stand-in problem.
 * ``compression_pays``: error-feedback top-k against uncompressed SGD on a real data set; simulated
   wall-clock time to a target training loss with stragglers and the alpha-beta network; the predictor
   gets the step ratio from independent pilot runs, so the label never looks at the evaluated runs.
@@ -465,4 +467,92 @@ def measure_step_inflation(compressors, *, d: int, n: int = 8, steps: int = 500,
         out.append(dict(compressor=c.label, stand_in=sc.label, rho=float(np.mean(r)) if r else math.nan,
                         rho_min=float(min(r)) if r else math.nan, rho_max=float(max(r)) if r else math.nan,
                         censored=cen, sgd_steps=float(np.mean(sgd_steps))))
+    return out
+
+
+@entry_point
+def measure_local_steps_to_target(rows, *, d: int, n: int = 8, steps: int = 2000, target: float = 1e-3,
+                                  replicates: int = 3, rng=None, backend=None) -> list[dict]:
+    r"""Inner steps and time to a target of local-update methods (DiLoCo) on a non-iid stand-in problem.
+
+    The stand-in: regularised logistic regression on breast_cancer (``D = 31``), split over ``min(n, 8)``
+    workers by label (non-iid: local updates drift), full gradients, inner SGD of step :math:`1/L`,
+    DiLoCo's outer Nesterov step (0.7, 0.9) for every row but data-parallel SGD (``H = 1``, outer SGD of
+    1), error feedback around every compressor; ``k`` and ``r`` keep their fraction of ``d``. A
+    deterministic compressor runs once (with full gradients its replicates would repeat it). It says how
+    H and the compressor slow optimisation on a small convex problem, not on the user's model.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`simcomm.network.predict_local_times` (``method``, ``H``, ``compressor`` labelled
+        at ``d``, ``step_s``).
+    d : int
+        The user's model size (for the fractions of k and r).
+    n : int
+        The user's node count (the stand-in uses ``min(n, 8)`` workers).
+    steps : int
+        Horizon of each run in inner steps; a run that misses the target by then is censored.
+    target : float
+        The target: :math:`f - f^\star` at most this fraction of the start's, in (0, 1).
+    replicates : int
+        Independent replicates (streams of ``rng``) of a random compressor.
+    rng : numpy.random.Generator or seed, optional
+    backend : str, optional
+        The backend the runs compute on (default: the active one).
+
+    Returns
+    -------
+    list of dict
+        A copy of each row with ``stand_in`` (the compressor's label at ``D``), ``steps`` (mean inner
+        steps to the target over the replicates that reached it; ``None`` if none did), ``censored``
+        (replicates that missed it) and ``time_to_target_s`` (``steps`` times ``step_s``; ``None`` if
+        any replicate missed the target).
+    """
+    import dataclasses
+
+    from simcomm._validate import positive
+    from simcomm.compress import compressor_from_label
+    from simcomm.models import logistic
+    from simcomm.network import resolve_compressor
+    from simcomm.optim import build_method, run
+
+    steps = positive("steps", steps, integer=True)
+    replicates = positive("replicates", replicates, integer=True)
+    d = positive("d (model parameters)", d, integer=True)
+    if not 0.0 < target < 1.0:
+        raise UserError(f"target {target!r} is not allowed; use a fraction of the start's f - f* in (0, 1)")
+    problem = logistic(min(int(n), 8), dataset="breast_cancer", heterogeneous=True)
+    D = problem.d
+    gap0 = float(problem.value(problem.x0[None])[0] - problem.f_star)
+    lr = 1.0 / problem.L
+
+    def stand_in(label):
+        c = compressor_from_label(label) if label == "none" else resolve_compressor(label, d)
+        kw = {s.name: max(1, min(D, round(getattr(c, s.name) * D / d))) for s in c.settings()
+              if s.name in ("k", "r") and isinstance(getattr(c, s.name), int)}
+        return dataclasses.replace(c, **kw) if kw else c
+
+    # replicate i of every row starts from the same stream (common random numbers across rows)
+    streams = np.random.default_rng(rng).bit_generator.seed_seq.spawn(replicates)
+    out = []
+    for row in rows:
+        r = dict(row)
+        c = stand_in(r["compressor"])
+        if r["method"] == "sgd":
+            method = build_method("diloco", H=1, lr=lr, outer="sgd", outer_lr=1.0)
+        else:
+            method = build_method("diloco", H=r["H"], lr=lr, compressor=c.label,
+                                  feedback="none" if c.label == "none" else "ef")
+        hits = []
+        for ss in streams[:1] if getattr(c, "deterministic", False) else streams:  # full gradients: one run tells
+            tr = run(problem, method, steps, rng=np.random.default_rng(ss), stop_gap=target * gap0)
+            j = np.flatnonzero(tr.f_gap[0] <= target * gap0)
+            hits.append(int(tr.step[j[0]]) if j.size else None)
+        done = [h for h in hits if h is not None]
+        r["stand_in"] = c.label
+        r["censored"] = len(hits) - len(done)
+        r["steps"] = float(np.mean(done)) if done else None
+        r["time_to_target_s"] = r["steps"] * r["step_s"] if done and not r["censored"] else None
+        out.append(r)
     return out

@@ -26,6 +26,7 @@ from simcomm.network._calibrate import (
     compare_dsgd_comm,
     dsgd_comm_prediction,
 )
+from simcomm.network._local_time import expected_max_gamma, predict_local_times
 from simcomm.network._payload import (
     CODINGS,
     HEADER_BYTES,
@@ -70,6 +71,8 @@ __all__ = [
     "compare_dsgd_comm",
     "dsgd_comm_prediction",
     "predict_step_times",
+    "predict_local_times",
+    "expected_max_gamma",
     "PATTERNS",
     "Clock",
     "Network",
