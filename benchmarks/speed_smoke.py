@@ -113,6 +113,7 @@ def rows(small: bool, rounds: int):
 
 
 def main(argv=None) -> int:
+    """Print every row with the load average before and after; returns 0 (no timed assertion)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="tiny sizes (checks the script runs; ratios meaningless)")
     ap.add_argument("--rounds", type=int, default=9, help="interleaved rounds per row (median taken)")

@@ -111,6 +111,9 @@ class Kernels(Protocol):
     def topk_indices(self, x, k):
         r"""Indices of the ``k`` largest ``|x|`` of each row, ascending; ties go to the lower index."""
 
+    def topk_select(self, x, k, dense):
+        r"""``(idx, finite)``: ``topk_indices(x, k)`` and whether ``x`` is finite; the dense top-k into ``dense``."""
+
     def floyd_sample(self, u, d):
         r"""Uniform k-subsets of ``range(d)`` by Floyd's algorithm, one per row of ``u``."""
 
