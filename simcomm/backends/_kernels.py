@@ -52,6 +52,9 @@ class Kernels(Protocol):
     def bf16_round(self, x, out):
         r"""Round float32 ``x`` to bfloat16 (nearest, ties to even; overflow to inf), held as float32."""
 
+    def fp16_round(self, x, out):
+        r"""Round ``x`` to IEEE half precision (nearest even, overflow to inf) in x's dtype; True if x is finite."""
+
     def natural_quantize(self, x, key, out):
         r"""Natural compression: unbiased random rounding of :math:`|x_i|` to a power of two."""
 

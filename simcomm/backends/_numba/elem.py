@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from simcomm.backends._numba.quant import _bits, _uniform
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+__all__ = ["sign_quantize", "bf16_round", "fp16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
            "dither_quantize"]
 
 
@@ -63,6 +63,54 @@ def bf16_round(x, out):
     """Round float32 ``x`` to bfloat16 (nearest even; overflow to inf), held as float32."""
     _bf16(x.view(np.uint32), out.view(np.uint32))
     return out
+
+
+# IEEE half precision held in float32 / float64: round the magnitude's bits to 10 mantissa bits (nearest,
+# ties to even: add half an ulp minus one plus the kept lowest bit, then clear the dropped bits; a carry
+# moves into the exponent as it should), overflow to inf at 65520 and above; below 2^-14 (half subnormals)
+# the value is rint(|x| 2^24) 2^-24, exact in the input's precision. One serial pass that reads every entry
+# once also returns the largest magnitude's bits: the finiteness check, at no extra pass.
+@njit(cache=True)
+def _fp16_f32(xf, xu, of, ou):
+    top = np.uint32(0)
+    for i in range(xu.shape[0]):
+        b = xu[i]
+        ab = b & np.uint32(0x7FFFFFFF)
+        top = max(top, ab)
+        if ab < np.uint32(0x38800000):  # |x| < 2^-14
+            q = np.rint(abs(xf[i]) * np.float32(16777216.0)) * np.float32(5.9604644775390625e-08)
+            of[i] = math.copysign(np.float32(q), xf[i])
+        else:
+            r = (ab + np.uint32(0xFFF) + ((ab >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+            if r >= np.uint32(0x47800000):  # 65536 or more: inf (inf and NaN input are reported by the caller)
+                r = np.uint32(0x7F800000)
+            ou[i] = r | (b & np.uint32(0x80000000))
+    return top
+
+
+@njit(cache=True)
+def _fp16_f64(xf, xu, of, ou):
+    top = np.uint64(0)
+    for i in range(xu.shape[0]):
+        b = xu[i]
+        ab = b & np.uint64(0x7FFFFFFFFFFFFFFF)
+        top = max(top, ab)
+        if ab < np.uint64(0x3F10000000000000):  # |x| < 2^-14
+            of[i] = math.copysign(np.rint(abs(xf[i]) * 16777216.0) * 5.9604644775390625e-08, xf[i])
+        else:
+            r = (ab + np.uint64(0x1FFFFFFFFFF) + ((ab >> np.uint64(42)) & np.uint64(1))) & np.uint64(0xFFFFFC0000000000)
+            if r >= np.uint64(0x40F0000000000000):  # 65536 or more: inf
+                r = np.uint64(0x7FF0000000000000)
+            ou[i] = r | (b & np.uint64(0x8000000000000000))
+    return top
+
+
+def fp16_round(x, out):
+    """Round ``x`` to IEEE half precision (nearest even; overflow to inf), held in x's dtype; True if x is finite."""
+    xf, of = x.reshape(-1), out.reshape(-1)
+    if x.dtype == np.float32:
+        return bool(_fp16_f32(xf, xf.view(np.uint32), of, of.view(np.uint32)) < np.uint32(0x7F800000))
+    return bool(_fp16_f64(xf, xf.view(np.uint64), of, of.view(np.uint64)) < np.uint64(0x7FF0000000000000))
 
 
 @njit(parallel=True, cache=True)
