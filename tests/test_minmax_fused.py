@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+import numba
 from numba import njit
 
 from simcomm.backends import get_backend
@@ -87,6 +88,8 @@ def _data(dtype, rows, d, seed, kind):
 @pytest.mark.parametrize("bucket", [1, 3, 4, 5, 12, 60, 240])
 @pytest.mark.parametrize("stochastic", [True, False])
 def test_minmax_kernel_is_bitwise_the_old_one(dtype, kind, bucket, stochastic):
+    if kind == "nonfinite" and numba.config.DISABLE_JIT:
+        pytest.skip("as Python, math.floor(nan) raises in both kernels (compiled, it is the float the test compares)")
     x = _data(dtype, 6, 240, bucket * 7 + len(kind), kind)
     key = 0xDEADBEEF12345 if stochastic else 0
     ref = _old(x, bucket, stochastic, key)
