@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import pytest
-import numba
 from numba import njit
 
 from simcomm.backends import get_backend
