@@ -56,7 +56,7 @@ def _dense_out(out, x2, shape, name: str):
     if out is None:
         return xp.empty_like(x2)
     if (not isinstance(out, type(x2)) or out.shape != shape or out.dtype != x2.dtype
-            or not out.flags.c_contiguous or not out.flags.writeable):
+            or not out.flags.c_contiguous or not getattr(out.flags, "writeable", True)):
         raise UserError(f"{name}: out must be a writeable C-contiguous {x2.dtype} array of shape {tuple(shape)}, "
                         f"got {getattr(out, 'dtype', type(out).__name__)} {tuple(getattr(out, 'shape', ()))}")
     if xp.may_share_memory(out, x2):
