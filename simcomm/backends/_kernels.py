@@ -52,6 +52,9 @@ class Kernels(Protocol):
     def bf16_round(self, x, out):
         r"""Round float32 ``x`` to bfloat16 (nearest, ties to even; overflow to inf), held as float32."""
 
+    def fp16_round(self, x, out):
+        r"""Round ``x`` to IEEE half precision (nearest even, overflow to inf) in x's dtype; True if x is finite."""
+
     def natural_quantize(self, x, key, out):
         r"""Natural compression: unbiased random rounding of :math:`|x_i|` to a power of two."""
 
@@ -110,6 +113,9 @@ class Kernels(Protocol):
 
     def topk_indices(self, x, k):
         r"""Indices of the ``k`` largest ``|x|`` of each row, ascending; ties go to the lower index."""
+
+    def topk_select(self, x, k, dense):
+        r"""``(idx, finite)``: ``topk_indices(x, k)`` and whether ``x`` is finite; the dense top-k into ``dense``."""
 
     def floyd_sample(self, u, d):
         r"""Uniform k-subsets of ``range(d)`` by Floyd's algorithm, one per row of ``u``."""

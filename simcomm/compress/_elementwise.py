@@ -35,7 +35,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm.backends import array_namespace, backend_for
 from simcomm.compress._compressor import Compressor, Message, _cast, register_compressor, setting
-from simcomm.compress._quantize import _key, _prepare, require_rng
+from simcomm.compress._quantize import _key, _nonfinite, _prepare, require_rng
 from simcomm.compress._sparsify import _check_int, message_bits
 
 __all__ = ["Sign", "ScaledSign", "Natural", "FP16", "BF16", "MinMaxUint8", "BlockInt8", "RandKReplace"]
@@ -221,10 +221,11 @@ class FP16(Compressor):
     deterministic: ClassVar[bool] = True
 
     def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
-        a, shape = _prepare(x, "fp16")
-        xp = array_namespace(a)
-        with np.errstate(over="ignore"):
-            return a.astype(xp.float16).astype(a.dtype).reshape(shape)
+        # one pass: the cast reads every entry, so it reports non-finite input itself
+        out, shape, a, finite = _run(x, "fp16", "fp16_round", check=False)
+        if not finite:
+            _nonfinite("fp16")
+        return out
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 16 * d

@@ -23,8 +23,11 @@ from simcomm.backends import array_namespace, backend_for, framework_arrays
 __all__ = ["top_k", "top_k_indices", "rand_k", "rtop_k", "message_bits", "index_bits"]
 
 
-def _rows(x, k: int, name: str) -> tuple[np.ndarray, int]:
-    """Validate ``x`` and ``k``; return ``x`` as a C-contiguous (m, d) float array and ``d``."""
+def _rows(x, k: int, name: str, check: bool = True) -> tuple[np.ndarray, int]:
+    """Validate ``x`` and ``k``; return ``x`` as a C-contiguous (m, d) float array and ``d``.
+
+    ``check=False`` leaves the finiteness check to the caller (the selection kernel reads every entry anyway).
+    """
     xp = array_namespace(x)
     x = xp.asarray(x)
     if xp.iscomplexobj(x):
@@ -35,12 +38,30 @@ def _rows(x, k: int, name: str) -> tuple[np.ndarray, int]:
         x = x.astype(np.float64)
     d = x.shape[-1]
     _check_k(k, d, name)
-    if x.size:
+    if check and x.size:
         # min/max propagate NaN and expose +-inf in two fast reductions without a temporary array.
         lo, hi = x.min(), x.max()
         if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
-            raise UserError(f"{name}: x contains NaN or inf; pass finite values")
+            _nonfinite(name)
     return xp.ascontiguousarray(x.reshape(-1, d)), d
+
+
+def _nonfinite(name: str):
+    raise UserError(f"{name}: x contains NaN or inf; pass finite values")
+
+
+def _dense_out(out, x2, shape, name: str):
+    """The (m, d) result buffer: a new array, or ``out`` checked (shape, dtype, C order, no overlap with x)."""
+    xp = array_namespace(x2)
+    if out is None:
+        return xp.empty_like(x2)
+    if (not isinstance(out, type(x2)) or out.shape != shape or out.dtype != x2.dtype
+            or not out.flags.c_contiguous or not getattr(out.flags, "writeable", True)):
+        raise UserError(f"{name}: out must be a writeable C-contiguous {x2.dtype} array of shape {tuple(shape)}, "
+                        f"got {getattr(out, 'dtype', type(out).__name__)} {tuple(getattr(out, 'shape', ()))}")
+    if xp.may_share_memory(out, x2):
+        raise UserError(f"{name}: out overlaps x; pass a separate buffer (top_k cannot work in place)")
+    return out.reshape(x2.shape)
 
 
 def _require_rng(rng, name: str):
@@ -109,13 +130,15 @@ def top_k_indices(x, k: int) -> np.ndarray:
     [0, 2]
     """
     x = array_namespace(x).asarray(x)
-    x2, d = _rows(x, k, "top_k")
-    idx = backend_for(None, x2).topk_indices(x2, int(k))
+    x2, d = _rows(x, k, "top_k", check=False)
+    idx, finite = backend_for(None, x2).topk_select(x2, int(k), None)  # checks finiteness in its pass
+    if not finite:
+        _nonfinite("top_k")
     return idx.reshape(x.shape[:-1] + (k,))
 
 
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy
-def top_k(x, k: int) -> np.ndarray:
+def top_k(x, k: int, *, out=None) -> np.ndarray:
     r"""Top-k sparsifier: keep the ``k`` entries of largest magnitude, zero the rest.
 
     .. math:: \mathrm{top}_k(x)_j = x_j \,\mathbb{1}\{j \in T_k(x)\},
@@ -130,15 +153,20 @@ def top_k(x, k: int) -> np.ndarray:
         Finite values; leading axes are a batch.
     k : int
         Number of coordinates kept, ``1 <= k <= d``.
+    out : numpy.ndarray, optional
+        Preallocated result: C-contiguous, the shape and float dtype of ``x`` (float64 for integer
+        input), not overlapping ``x``. Reusing one saves the allocation; its contents are unspecified
+        if an error is raised.
 
     Returns
     -------
     numpy.ndarray, same shape as ``x``
+        ``out`` when given.
 
     Raises
     ------
     UserError
-        If ``k`` is out of range or ``x`` has NaN or inf.
+        If ``k`` is out of range, ``x`` has NaN or inf, or ``out`` does not fit.
 
     See Also
     --------
@@ -152,9 +180,13 @@ def top_k(x, k: int) -> np.ndarray:
     [1.0, 1.0, 0.0]
     """
     x = array_namespace(x).asarray(x)
-    x2, d = _rows(x, k, "top_k")
-    idx = backend_for(None, x2).topk_indices(x2, int(k))
-    return _scatter(x2, idx, x.shape)
+    x2, d = _rows(x, k, "top_k", check=False)
+    dense = _dense_out(out, x2, x.shape, "top_k")
+    # one pass: the selection checks finiteness and writes the dense result (x on the top k, +0.0 elsewhere)
+    _, finite = backend_for(None, x2).topk_select(x2, int(k), dense)
+    if not finite:
+        _nonfinite("top_k")
+    return out if out is not None else dense.reshape(x.shape)
 
 
 @framework_arrays  # torch/JAX arrays in and out by DLPack, no copy

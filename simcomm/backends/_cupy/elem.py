@@ -12,7 +12,7 @@ import cupy as cp
 from simcomm.backends._cupy._host import as_rows, like_input
 from simcomm.backends._cupy.quant import counter_uniforms
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+__all__ = ["sign_quantize", "bf16_round", "fp16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
            "dither_quantize"]
 
 
@@ -40,6 +40,14 @@ def bf16_round(x, out):
     u = as_rows(x).view(cp.uint32).astype(cp.uint64)
     r = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(cp.uint32).view(cp.float32)
     return _write(out, r)
+
+
+def fp16_round(x, out):
+    """Round ``x`` to IEEE half precision (nearest even; overflow to inf), held in x's dtype; True if x is finite."""
+    xd = as_rows(x)
+    finite = bool(cp.isfinite(xd).all())
+    _write(out, xd.astype(cp.float16).astype(xd.dtype))
+    return finite
 
 
 def natural_quantize(x, key: int, out):

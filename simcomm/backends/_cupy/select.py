@@ -20,7 +20,7 @@ import numpy as np
 from simcomm.backends._cupy._host import ROWS_PER_LAUNCH, as_rows, like_input
 from simcomm.backends._cupy._src import BINS, SEG, kernel
 
-__all__ = ["topk_indices", "floyd_sample", "rtopk_indices", "randk_indices"]
+__all__ = ["topk_indices", "topk_select", "floyd_sample", "rtopk_indices", "randk_indices"]
 
 _CHUNK = 16384  # elements per block in a histogram pass
 
@@ -80,6 +80,19 @@ def topk_indices(x, k: int):
     if xd.dtype not in (cp.float32, cp.float64):
         xd = xd.astype(cp.float64)
     return like_input(_topk_device(xd, int(k)), x)
+
+
+def topk_select(x, k: int, dense):
+    """``(idx, finite)``: top-k indices and whether ``x`` is finite; the dense top-k into ``dense`` if given."""
+    xd = as_rows(x)
+    if xd.size and not bool(cp.isfinite(xd).all()):
+        return None, False
+    idx = topk_indices(xd, k)
+    if dense is not None:
+        dense[...] = 0
+        rows = cp.arange(xd.shape[0])[:, None]
+        dense[rows, idx] = xd[rows, idx]
+    return like_input(idx, x), True
 
 
 def floyd_sample(u, d: int):

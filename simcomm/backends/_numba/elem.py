@@ -14,9 +14,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from simcomm.backends._numba.quant import _bits, _uniform
+from simcomm.backends._numba.quant import _GAMMA, _bits, _state, _uniform, _uniform_at
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+__all__ = ["sign_quantize", "bf16_round", "fp16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
            "dither_quantize"]
 
 
@@ -65,6 +65,54 @@ def bf16_round(x, out):
     return out
 
 
+# IEEE half precision held in float32 / float64: round the magnitude's bits to 10 mantissa bits (nearest,
+# ties to even: add half an ulp minus one plus the kept lowest bit, then clear the dropped bits; a carry
+# moves into the exponent as it should), overflow to inf at 65520 and above; below 2^-14 (half subnormals)
+# the value is rint(|x| 2^24) 2^-24, exact in the input's precision. One serial pass that reads every entry
+# once also returns the largest magnitude's bits: the finiteness check, at no extra pass.
+@njit(cache=True)
+def _fp16_f32(xf, xu, of, ou):
+    top = np.uint32(0)
+    for i in range(xu.shape[0]):
+        b = xu[i]
+        ab = b & np.uint32(0x7FFFFFFF)
+        top = max(top, ab)
+        if ab < np.uint32(0x38800000):  # |x| < 2^-14
+            q = np.rint(abs(xf[i]) * np.float32(16777216.0)) * np.float32(5.9604644775390625e-08)
+            of[i] = math.copysign(np.float32(q), xf[i])
+        else:
+            r = (ab + np.uint32(0xFFF) + ((ab >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+            if r >= np.uint32(0x47800000):  # 65536 or more: inf (inf and NaN input are reported by the caller)
+                r = np.uint32(0x7F800000)
+            ou[i] = r | (b & np.uint32(0x80000000))
+    return top
+
+
+@njit(cache=True)
+def _fp16_f64(xf, xu, of, ou):
+    top = np.uint64(0)
+    for i in range(xu.shape[0]):
+        b = xu[i]
+        ab = b & np.uint64(0x7FFFFFFFFFFFFFFF)
+        top = max(top, ab)
+        if ab < np.uint64(0x3F10000000000000):  # |x| < 2^-14
+            of[i] = math.copysign(np.rint(abs(xf[i]) * 16777216.0) * 5.9604644775390625e-08, xf[i])
+        else:
+            r = (ab + np.uint64(0x1FFFFFFFFFF) + ((ab >> np.uint64(42)) & np.uint64(1))) & np.uint64(0xFFFFFC0000000000)
+            if r >= np.uint64(0x40F0000000000000):  # 65536 or more: inf
+                r = np.uint64(0x7FF0000000000000)
+            ou[i] = r | (b & np.uint64(0x8000000000000000))
+    return top
+
+
+def fp16_round(x, out):
+    """Round ``x`` to IEEE half precision (nearest even; overflow to inf), held in x's dtype; True if x is finite."""
+    xf, of = x.reshape(-1), out.reshape(-1)
+    if x.dtype == np.float32:
+        return bool(_fp16_f32(xf, xf.view(np.uint32), of, of.view(np.uint32)) < np.uint32(0x7F800000))
+    return bool(_fp16_f64(xf, xf.view(np.uint64), of, of.view(np.uint64)) < np.uint64(0x7FF0000000000000))
+
+
 @njit(parallel=True, cache=True)
 def _natural(x, key, shift, scale, out):
     rows, d = x.shape
@@ -89,6 +137,63 @@ def natural_quantize(x, key: int, out):
     return out
 
 
+@njit(cache=True)
+def _lohi_serial(xs):
+    lo = np.float64(xs[0])
+    hi = lo
+    for j in range(xs.shape[0]):
+        v = np.float64(xs[j])
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+@njit(cache=True, inline="never")
+def _lohi(xs):
+    """The bucket's (min, max) as float64: exactly :func:`_lohi_serial`'s bits, four lanes at a time.
+
+    min and max return one of their arguments, so any order finds the same extreme value; values that
+    compare equal have the same bits unless they are zeros of both signs, so an extreme equal to zero is
+    recomputed in the serial order (which decides which zero is kept).
+    """
+    n = xs.shape[0]
+    l0 = l1 = l2 = l3 = np.float64(xs[0])
+    h0 = h1 = h2 = h3 = l0
+    m = n - n % 4
+    for j in range(0, m, 4):
+        v0 = np.float64(xs[j])
+        v1 = np.float64(xs[j + 1])
+        v2 = np.float64(xs[j + 2])
+        v3 = np.float64(xs[j + 3])
+        l0 = min(l0, v0)
+        l1 = min(l1, v1)
+        l2 = min(l2, v2)
+        l3 = min(l3, v3)
+        h0 = max(h0, v0)
+        h1 = max(h1, v1)
+        h2 = max(h2, v2)
+        h3 = max(h3, v3)
+    for j in range(m, n):
+        v = np.float64(xs[j])
+        l0 = min(l0, v)
+        h0 = max(h0, v)
+    lo = min(min(l0, l1), min(l2, l3))
+    hi = max(max(h0, h1), max(h2, h3))
+    if lo == 0.0 or hi == 0.0:
+        return _lohi_serial(xs)
+    return lo, hi
+
+
+@njit(cache=True, inline="never")
+def _minmax_nearest(xs, os, lo, step):
+    for j in range(xs.shape[0]):
+        t = (np.float64(xs[j]) - lo) / step
+        code = math.floor(t + 0.5)
+        os[j] = lo + min(code, 255.0) * step
+
+
+# One task per bucket, on 1-D slices (contiguous loads; the min/max and rounding loops run out of line so
+# that each compiles on its own). Same float64 operations in the same order as before per element.
 @njit(parallel=True, cache=True)
 def _minmax(x, bucket, stochastic, key, shift, scale, out):
     rows, d = x.shape
@@ -96,25 +201,24 @@ def _minmax(x, bucket, stochastic, key, shift, scale, out):
     for rb in prange(rows * nb):
         r = rb // nb
         j0 = (rb % nb) * bucket
-        lo = np.float64(x[r, j0])
-        hi = lo
-        for j in range(j0, j0 + bucket):
-            v = np.float64(x[r, j])
-            lo = min(lo, v)
-            hi = max(hi, v)
+        xs = x[r, j0 : j0 + bucket]
+        os = out[r, j0 : j0 + bucket]
+        lo, hi = _lohi(xs)
         step = (hi - lo) / 255.0
         if not step > 0:
-            for j in range(j0, j0 + bucket):
-                out[r, j] = x[r, j]
+            for j in range(bucket):
+                os[j] = xs[j]
             continue
-        for j in range(j0, j0 + bucket):
-            t = (np.float64(x[r, j]) - lo) / step
-            if stochastic:
+        if stochastic:
+            z = _state(key, r * d + j0)  # the counter stream's state before this bucket's first uniform
+            for j in range(bucket):
+                z += _GAMMA
+                t = (np.float64(xs[j]) - lo) / step
                 f = math.floor(t)
-                code = f + (1.0 if _uniform(key, r * d + j, shift, scale) < (t - f) else 0.0)
-            else:
-                code = math.floor(t + 0.5)
-            out[r, j] = lo + min(code, 255.0) * step
+                code = f + (1.0 if _uniform_at(z, shift, scale) < (t - f) else 0.0)
+                os[j] = lo + min(code, 255.0) * step
+        else:
+            _minmax_nearest(xs, os, lo, step)
 
 
 def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):

@@ -12,13 +12,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["topk_indices", "floyd_sample", "rtopk_indices"]
+__all__ = ["topk_indices", "topk_select", "floyd_sample", "rtopk_indices"]
 
 _RADIX = 11
 _NBINS = 1 << _RADIX
 _BLOCK = 256  # sample blocks of contiguous keys (whole cache lines) ...
 _STEP = 16  # ... one block in 16: the sample reads 1/16 of the row
 _SAMPLED_MIN_D = 1 << 15  # below this the exact three-pass path is as fast
+_SCAN_GROUPS = 128  # the one-pass scan takes blocks of 8 x 128 keys (4 or 8 KiB: in L1)
 
 
 @njit(cache=True)
@@ -124,31 +125,106 @@ def _bracket(row, k, mask, nbits):
     return np.uint64(b_lo) << sshift, np.uint64(b_hi + 1) << sshift, in_bracket * d / ns
 
 
+@njit(cache=True, inline="never")
+def _group_max(seg, mask, gm):
+    """``gm[g]`` = the largest masked key of group ``g`` = ``{g, g + G, ..., g + 7 G}`` of ``seg`` (``G = len(gm)``).
+
+    Eight vertical maxima over contiguous slices (one vectorised loop each, no horizontal reduction);
+    returns the largest masked key of the whole ``seg``.
+    """
+    G = gm.shape[0]
+    for g in range(G):
+        gm[g] = seg[g] & mask
+    for r in range(1, 8):
+        sub = seg[r * G : (r + 1) * G]
+        for g in range(G):
+            gm[g] = max(gm[g], sub[g] & mask)
+    top = gm[0]
+    for g in range(G):
+        top = max(top, gm[g])
+    return top
+
+
 @njit(cache=True)
-def _scan(row, mask, lo_key, hi_key, a, b, widx, cidx, ckey):
+def _scan(row, mask, lo_key, hi_key, a, b, widx, cidx, ckey, dense):
     """One pass over ``row[a:b]``: sure keeps to ``widx``, candidates to ``cidx``/``ckey``.
 
-    Returns ``(nw, nc)``, or ``(-1, -1)`` when a buffer overflows (the bracket was wrong).
+    Returns ``(nw, nc, top)``: the counts and the largest masked key of the row (a non-finite value
+    has a key at or above the exponent mask, so ``top`` is the finiteness check, read in the same
+    pass), or ``(-1, -1, top)`` when a buffer overflows (the bracket was wrong; ``top`` is then
+    incomplete). With a non-empty ``dense`` (the bits of a result row, same width as ``row``) the
+    pass also writes the dense result: a sure keep's bits, 0 (+0.0) elsewhere; the caller writes
+    the chosen candidates' bits after :func:`_finish`.
+
+    The row goes by in blocks of ``8 G`` keys (``G = _SCAN_GROUPS``), split into eight slices of ``G``:
+    group ``g`` is key ``g`` of every slice. A vectorised loop takes each group's largest key; only the
+    groups reaching ``lo_key`` (about 8% of them when 1% of the keys are kept) are visited key by key,
+    slice after slice and group after group, which is ascending index order: the lists are those of a
+    plain loop over the row.
     """
     nw = 0
     nc = 0
     capw = widx.shape[0]
     capc = cidx.shape[0]
-    for j in range(a, b):
-        key = np.uint64(row[j] & mask)
+    top = np.uint64(0)
+    wd = dense.shape[0] > 0
+    G = _SCAN_GROUPS
+    gm = np.empty(G, row.dtype)
+    hit = np.empty(G, np.int64)
+    lo = row.dtype.type(lo_key)  # lo_key <= mask: it is a key's prefix, so it fits the key dtype
+    j = a
+    while j + 8 * G <= b:
+        t = np.uint64(_group_max(row[j : j + 8 * G], mask, gm))
+        if t > top:
+            top = t
+        if wd:
+            dense[j : j + 8 * G] = 0
+        nh = 0
+        for g in range(G):
+            if gm[g] >= lo:
+                hit[nh] = g
+                nh += 1
+        for r in range(8):
+            base = j + r * G
+            for h in range(nh):
+                i = base + hit[h]
+                key = np.uint64(row[i] & mask)
+                if key >= lo_key:
+                    if key >= hi_key:
+                        if nw == capw:
+                            return -1, -1, top
+                        widx[nw] = i
+                        nw += 1
+                        if wd:
+                            dense[i] = row[i]
+                    else:
+                        if nc == capc:
+                            return -1, -1, top
+                        cidx[nc] = i
+                        ckey[nc] = key
+                        nc += 1
+        j += 8 * G
+    for i in range(j, b):
+        key = np.uint64(row[i] & mask)
+        if key > top:
+            top = key
+        if wd:
+            dense[i] = 0
         if key >= lo_key:
             if key >= hi_key:
                 if nw == capw:
-                    return -1, -1
-                widx[nw] = j
+                    return -1, -1, top
+                widx[nw] = i
                 nw += 1
+                if wd:
+                    dense[i] = row[i]
             else:
                 if nc == capc:
-                    return -1, -1
-                cidx[nc] = j
+                    return -1, -1, top
+                cidx[nc] = i
                 ckey[nc] = key
                 nc += 1
-    return nw, nc
+    return nw, nc, top
 
 
 @njit(cache=True)
@@ -186,35 +262,88 @@ def _finish(k, nbits, out, nw, cidx, ckey, nc):
 
 
 @njit(cache=True)
-def _topk_row(row, k, mask, nbits, out):
-    """Top-k of one row: sampled one-pass path, exact three-pass path if the sample misled it."""
+def _row_top(row, mask):
+    """The largest masked key of ``row`` (>= the exponent mask iff the row holds NaN or inf)."""
+    top = row[0] ^ row[0]  # 0 in the key dtype
+    for j in range(row.shape[0]):
+        top = max(top, row[j] & mask)
+    return np.uint64(top)
+
+
+@njit(cache=True)
+def _dense_fill(row, out, dense):
+    """``dense`` = the bits of ``row`` on the indices ``out``, 0 (+0.0) elsewhere."""
+    dense[:] = 0
+    for i in range(out.shape[0]):
+        dense[out[i]] = row[out[i]]
+
+
+@njit(cache=True)
+def _topk_row(row, k, mask, nbits, out, dense):
+    """Top-k of one row: sampled one-pass path, exact three-pass path if the sample misled it.
+
+    Returns the largest masked key of the row (the caller's finiteness check). With a non-empty
+    ``dense`` also writes the dense top-k of the row into it (bits: the kept values, +0.0 elsewhere).
+    """
     d = row.shape[0]
     if d >= _SAMPLED_MIN_D:
         lo_key, hi_key, expected = _bracket(row, k, mask, nbits)
         cap = int(2.0 * expected) + 4096
         cidx = np.empty(cap, np.int64)
         ckey = np.empty(cap, np.uint64)
-        nw, nc = _scan(row, mask, lo_key, hi_key, 0, d, out, cidx, ckey)
+        nw, nc, top = _scan(row, mask, lo_key, hi_key, 0, d, out, cidx, ckey, dense)
         if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
-            return
+            if dense.shape[0] > 0:
+                for i in range(k):  # the chosen candidates (sure keeps are written already)
+                    j = out[i]
+                    if np.uint64(row[j] & mask) < hi_key:
+                        dense[j] = row[j]
+            return top
     _topk_row_exact(row, k, mask, nbits, out)
+    if dense.shape[0] > 0:
+        _dense_fill(row, out, dense)
+    return _row_top(row, mask)
 
 
 @njit(cache=True, parallel=True)
-def _topk_rows(keys, k, mask, nbits, out):
+def _topk_rows(keys, k, mask, nbits, out, dense, top):
     for i in prange(keys.shape[0]):
-        _topk_row(keys[i], k, mask, nbits, out[i])
+        top[i] = _topk_row(keys[i], k, mask, nbits, out[i], dense[i])
 
 
 # Small inputs (a simulation's (n, d) per step) run serially: waking the thread pool costs far more than
 # the work (13 ms against ~10 us for 16 x 8 on a loaded 2-core machine). Same per-row function: same result.
 @njit(cache=True)
-def _topk_rows_serial(keys, k, mask, nbits, out):
+def _topk_rows_serial(keys, k, mask, nbits, out, dense, top):
     for i in range(keys.shape[0]):
-        _topk_row(keys[i], k, mask, nbits, out[i])
+        top[i] = _topk_row(keys[i], k, mask, nbits, out[i], dense[i])
 
 
 _TOPK_PARALLEL_MIN = 1 << 15  # entries m * d from which the threaded driver is used
+
+
+def _keys(x):
+    """``(keys, mask, nbits, inf_key)``: ``x``'s bits as unsigned ints, the magnitude mask and bits, the key of inf."""
+    if x.dtype == np.float32:
+        return np.ascontiguousarray(x).view(np.uint32), np.uint32(0x7FFFFFFF), 31, np.uint64(0x7F800000)
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    return x.view(np.uint64), np.uint64(0x7FFFFFFFFFFFFFFF), 63, np.uint64(0x7FF0000000000000)
+
+
+def _select(x, k, dense):
+    """Run the row kernels: ``(idx, finite)``; ``dense`` an (m, d) array of ``x``'s dtype or None."""
+    m, d = x.shape
+    keys, mask, nbits, inf_key = _keys(x)
+    out = np.empty((m, k), dtype=np.int64)
+    top = np.zeros(m, dtype=np.uint64)
+    fused = dense is not None and dense.dtype.itemsize == keys.dtype.itemsize and dense.dtype == x.dtype
+    dbits = dense.view(keys.dtype) if fused else np.empty((m, 0), keys.dtype)
+    (_topk_rows if m * d >= _TOPK_PARALLEL_MIN and m > 1 else _topk_rows_serial)(keys, k, mask, nbits, out, dbits,
+                                                                                  top)
+    if dense is not None and not fused:  # float16 / longdouble input: its keys are a float64 copy
+        dense[...] = 0
+        np.put_along_axis(dense, out, np.take_along_axis(x, out, axis=1), axis=1)
+    return out, bool(m == 0 or top.max() < inf_key)
 
 
 def topk_indices(x: np.ndarray, k: int) -> np.ndarray:
@@ -239,14 +368,32 @@ def topk_indices(x: np.ndarray, k: int) -> np.ndarray:
     m, d = x.shape
     if k == d:
         return np.broadcast_to(np.arange(d, dtype=np.int64), (m, d)).copy()
-    if x.dtype == np.float32:
-        keys, mask, nbits = np.ascontiguousarray(x).view(np.uint32), np.uint32(0x7FFFFFFF), 31
-    else:
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        keys, mask, nbits = x.view(np.uint64), np.uint64(0x7FFFFFFFFFFFFFFF), 63
-    out = np.empty((m, k), dtype=np.int64)
-    (_topk_rows if m * d >= _TOPK_PARALLEL_MIN and m > 1 else _topk_rows_serial)(keys, k, mask, nbits, out)
-    return out
+    return _select(x, k, None)[0]
+
+
+def topk_select(x: np.ndarray, k: int, dense):
+    """``(idx, finite)``: :func:`topk_indices` and whether ``x`` is finite, checked in the selection's pass.
+
+    With ``dense`` (a C-contiguous array of ``x``'s dtype and shape) the same pass writes the dense
+    top-k into it: ``x`` on ``idx``, +0.0 elsewhere. When ``finite`` is False, ``idx`` and ``dense``
+    hold unspecified values (the selection of non-finite keys runs to completion, nothing more).
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, -3.0, 3.0, 2.0]]); y = np.empty_like(x)
+    >>> idx, ok = topk_select(x, 2, y)
+    >>> idx.tolist(), ok, y.tolist()
+    ([[1, 2]], True, [[0.0, -3.0, 3.0, 0.0]])
+    >>> topk_select(np.array([[1.0, np.nan]]), 1, None)[1]
+    False
+    """
+    m, d = x.shape
+    if k == d:
+        finite = bool(np.isfinite(x).all())
+        if dense is not None:
+            dense[...] = x
+        return np.broadcast_to(np.arange(d, dtype=np.int64), (m, d)).copy(), finite
+    return _select(x, k, dense)
 
 
 @njit(cache=True)

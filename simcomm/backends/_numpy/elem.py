@@ -13,7 +13,7 @@ import numpy as np
 
 from simcomm.backends._numpy.quant import counter_uniforms
 
-__all__ = ["sign_quantize", "bf16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
+__all__ = ["sign_quantize", "bf16_round", "fp16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
            "dither_quantize"]
 
 SIGN_MODES = {"none": 0, "l1": 1, "l2": 2}
@@ -42,6 +42,17 @@ def bf16_round(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     u = x.view(np.uint32).astype(np.uint64)
     out.view(np.uint32)[...] = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32)
     return out
+
+
+def fp16_round(x: np.ndarray, out: np.ndarray) -> bool:
+    """Round ``x`` to IEEE half precision (nearest, ties to even; overflow to inf), held in ``x``'s dtype.
+
+    Returns whether every entry of ``x`` is finite (``out`` is unspecified when not; the caller raises).
+    """
+    finite = bool(np.isfinite(x).all())
+    with np.errstate(over="ignore"):
+        out[...] = x.astype(np.float16)
+    return finite
 
 
 def natural_quantize(x: np.ndarray, key: int, out: np.ndarray) -> np.ndarray:

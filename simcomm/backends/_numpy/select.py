@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["topk_indices", "floyd_sample", "rtopk_indices"]
+__all__ = ["topk_indices", "topk_select", "floyd_sample", "rtopk_indices"]
 
 
 def topk_indices(x: np.ndarray, k: int) -> np.ndarray:
@@ -53,6 +53,32 @@ def topk_indices(x: np.ndarray, k: int) -> np.ndarray:
     need = k - above.sum(axis=1, keepdims=True)
     keep = above | (tied & (np.cumsum(tied, axis=1) <= need))
     return np.nonzero(keep)[1].reshape(m, k).astype(np.int64, copy=False)
+
+
+def topk_select(x: np.ndarray, k: int, dense):
+    """``(idx, finite)``: :func:`topk_indices` of ``x`` and whether every entry of ``x`` is finite.
+
+    With ``dense`` (a C-contiguous array of ``x``'s shape and dtype, not overlapping ``x``) the dense
+    top-k is written into it: ``x`` on ``idx``, +0.0 elsewhere. When ``finite`` is False, ``idx`` and
+    ``dense`` hold unspecified values (here: ``idx`` is None and ``dense`` is untouched); the caller
+    raises. The compiled backends check finiteness inside the selection's pass over ``x``.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, -3.0, 3.0, 2.0]]); y = np.empty_like(x)
+    >>> idx, ok = topk_select(x, 2, y)
+    >>> idx.tolist(), ok, y.tolist()
+    ([[1, 2]], True, [[0.0, -3.0, 3.0, 0.0]])
+    >>> topk_select(np.array([[1.0, np.nan]]), 1, None)[1]
+    False
+    """
+    if x.size and not bool(np.isfinite(x).all()):
+        return None, False
+    idx = topk_indices(x, k)
+    if dense is not None:
+        dense[...] = 0
+        np.put_along_axis(dense, idx, np.take_along_axis(x, idx, axis=1), axis=1)
+    return idx, True
 
 
 def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
