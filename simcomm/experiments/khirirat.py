@@ -29,9 +29,7 @@ from simcomm.compress import Compressor
 from simcomm.experiments._registry import Param, experiment
 from simcomm.experiments.urq import _Q, _quantizer
 from simcomm.experiments.urq_logistic import _check_compressors, _compressor_settings
-from simcomm.models import Problem
-from simcomm.models._ops import log1p_exp, sigmoid
-from simcomm.models._quadratic import _dataset
+from simcomm.models import Problem, binary_features, log1p_exp, sigmoid
 from simcomm.optim import compressed_gd
 
 __all__ = ["nonconvex_logistic", "hessian_min_eig", "FixedScaleSign"]
@@ -54,7 +52,7 @@ def nonconvex_logistic(dataset: str = "breast_cancer", lam: float = 0.1, n: int 
     >>> p.d, round(p.L, 4)
     (31, 3.5204)
     """
-    A, y = _dataset(dataset)
+    A, y = binary_features(dataset)
     m, d = A.shape
     shards = np.array_split(np.arange(m), n)
     Ays = [A[s] * y[s, None] for s in shards]  # rows y_j a_j of each shard
@@ -92,7 +90,7 @@ def hessian_min_eig(dataset: str, lam: float, x: np.ndarray) -> float:
     >>> hessian_min_eig("breast_cancer", 0.1, np.ones(31)) < 0
     True
     """
-    A, y = _dataset(dataset)
+    A, y = binary_features(dataset)
     m = A.shape[0]
     z = y * (A @ x)
     w = sigmoid(z) * sigmoid(-z) / m

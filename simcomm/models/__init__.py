@@ -46,9 +46,11 @@ from simcomm.models._nn import (
     weighted_gradient,
     worker_gradients,
 )
+from simcomm.models._ops import log1p_exp, sigmoid
 from simcomm.models._quadratic import (
     PROBLEMS,
     Problem,
+    binary_features,
     logistic,
     make_problem,
     nonconvex,
@@ -74,6 +76,9 @@ from simcomm.models._torch_nets import lenet5, small_resnet
 from simcomm.models._torch_nn import TorchModel
 
 __all__ = [
+    "binary_features",
+    "log1p_exp",
+    "sigmoid",
     "GRADIENT_FORMAT",
     "load_gradients",
     "save_gradients",

@@ -31,7 +31,7 @@ import numpy as np
 from simcomm._errors import UserError, closest
 from simcomm.models._ops import log1p_exp, sigmoid
 
-__all__ = ["Problem", "quadratic", "ridge", "logistic", "nonconvex", "make_problem", "PROBLEMS"]
+__all__ = ["Problem", "quadratic", "ridge", "logistic", "nonconvex", "make_problem", "PROBLEMS", "binary_features"]
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,15 @@ def _dataset(name: str):
     X = np.hstack([X, np.ones((X.shape[0], 1))])  # intercept column
     order = np.argsort(y, kind="stable")  # sorted by label: contiguous shards are non-iid
     return X[order], y[order]
+
+
+def binary_features(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised features with an intercept column and labels in {-1, +1} of a scikit-learn data set.
+
+    ``breast_cancer`` (malignant or not) or ``digits`` (even against odd digit); the rows are sorted by
+    label, so contiguous shards are non-iid. The arrays are cached: do not write to them.
+    """
+    return _dataset(name)
 
 
 def logistic(n: int, *, dataset: str = "breast_cancer", l2: float = 1e-2, heterogeneous: bool = True) -> Problem:
