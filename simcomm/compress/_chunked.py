@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import scipy.fft
 
 from simcomm._errors import UserError
 from simcomm.compress._compressor import Compressor, Message, register_compressor, setting
@@ -32,6 +31,13 @@ from simcomm.compress._quantize import _prepare
 from simcomm.compress._sparsify import _check_int, index_bits, top_k_indices
 
 __all__ = ["DCTTopK", "TopKQuant"]
+
+
+def _fft():
+    """``scipy.fft``, imported on first use (``simcomm --help`` and ``list`` do not load scipy)."""
+    import scipy.fft
+
+    return scipy.fft
 
 
 def _chunk_sizes(d: int, chunk: int) -> list[int]:
@@ -76,7 +82,7 @@ class DCTTopK(Compressor):
             if count == 0:
                 continue
             block = a[:, start:start + count * size].reshape(R * count, size)
-            coef = scipy.fft.dct(block.astype(np.float64), type=2, norm="ortho", axis=-1)
+            coef = _fft().dct(block.astype(np.float64), type=2, norm="ortho", axis=-1)
             idx = top_k_indices(coef, min(self.k, size))
             vals = np.take_along_axis(coef, idx, axis=-1).astype(np.float32)
             groups.append((start, count, size, idx, vals))
@@ -90,7 +96,7 @@ class DCTTopK(Compressor):
         for start, count, size, idx, vals in self._coefficients(a):
             coef = np.zeros((R * count, size))
             np.put_along_axis(coef, idx, vals.astype(np.float64), axis=-1)
-            out[:, start:start + count * size] = scipy.fft.idct(coef, type=2, norm="ortho", axis=-1).reshape(
+            out[:, start:start + count * size] = _fft().idct(coef, type=2, norm="ortho", axis=-1).reshape(
                 R, count * size)
         return out.astype(a.dtype, copy=False).reshape(shape)
 
@@ -123,7 +129,7 @@ class DCTTopK(Compressor):
             kk = min(self.k, size)
             coef = np.zeros(size)
             coef[msg.levels[pos:pos + kk]] = msg.scales[pos:pos + kk].astype(np.float64)
-            out[start:start + size] = scipy.fft.idct(coef, type=2, norm="ortho")
+            out[start:start + size] = _fft().idct(coef, type=2, norm="ortho")
             pos, start = pos + kk, start + size
         return out
 
@@ -144,8 +150,8 @@ class TopKQuant(Compressor):
     >>> c = TopKQuant(k=2, bits_per_value=2)                   # levels {-M, 0, M} of the kept two
     >>> c.apply([4.0, -0.5, -2.5, 1.0], rng=0).tolist(), c.bits(4)
     ([4.0, 0.0, -4.0, 0.0], 40)
-    >>> TopKQuant(k=0, bits_per_value=3).apply([3.0, -0.5, -2.5, 1.0], rng=0).tolist()   # steps of M/3
-    [3.0, -0.0, -3.0, 1.0]
+    >>> TopKQuant(k=0, bits_per_value=3).apply([3.0, -0.5, -2.5, 1.0], rng=0).tolist()   # steps of M/3, ties to even
+    [3.0, -0.0, -2.0, 1.0]
     """
 
     k: int = setting("coordinates kept (0: all of them, no indices sent)", low=0)

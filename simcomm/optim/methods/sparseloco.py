@@ -8,8 +8,8 @@ outer momentum (the memory takes its place). One composition of :func:`simcomm.o
 
 >>> from simcomm.models import quadratic
 >>> from simcomm.optim import build_method, run
->>> tr = run(quadratic(4, 50, mu=0.1, rng=0), build_method("sparseloco", lr=0.2, H=4, k=5), 400, rng=0)
->>> bool(tr.f_gap[0, -1] < 1e-2 * tr.f_gap[0, 0]), bool(tr.bits[-1] == 100 * 4 * (32 + 5 * (6 + 2)))
+>>> tr = run(quadratic(4, 50, mu=0.1, rng=0), build_method("sparseloco", lr=0.2, H=4, k=10), 400, rng=0)
+>>> bool(tr.f_gap[0, -1] < 1e-2 * tr.f_gap[0, 0]), bool(tr.bits[-1] == 100 * 4 * (32 + 10 * (6 + 2)))
 (True, True)
 """
 
