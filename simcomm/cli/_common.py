@@ -280,3 +280,23 @@ def plugin_option(func):
                         is_eager=True, callback=_load_plugin_values,
                         help="Import your own module first (a .py file or a module name; repeatable): the "
                              "experiments, compressors, bounds and topologies it registers become usable here.")(func)
+
+
+def save_figure(draw, stem: str) -> None:
+    """Draw a figure headless with ``draw()`` and write ``stem.pdf`` and ``stem.png`` (TrueType fonts) as one set."""
+    import io
+
+    import matplotlib
+
+    from simcomm.plotting import EMBED_TRUETYPE
+    from simcomm.results import write_files
+
+    headless()
+    fig = draw()
+    files = {}
+    with matplotlib.rc_context(EMBED_TRUETYPE):
+        for fmt in ("pdf", "png"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=200)
+            files[f"{stem}.{fmt}"] = buf.getvalue()
+    write_files(files)

@@ -130,20 +130,7 @@ def advise(gradients, n, bandwidth, alpha, network, compute, candidates, steps_u
 
 
 def _write_figure(adv, figure: str, size: str) -> None:
-    import io
+    from simcomm.cli._common import save_figure
+    from simcomm.plotting import advice_figure
 
-    import matplotlib
-
-    from simcomm.cli._common import headless
-    from simcomm.plotting import EMBED_TRUETYPE, advice_figure
-    from simcomm.results import write_files
-
-    headless()
-    fig = advice_figure(adv, size=size)
-    files = {}
-    with matplotlib.rc_context(EMBED_TRUETYPE):
-        for fmt in ("pdf", "png"):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=200)
-            files[f"{figure}.{fmt}"] = buf.getvalue()
-    write_files(files)
+    save_figure(lambda: advice_figure(adv, size=size), figure)

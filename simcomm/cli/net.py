@@ -285,23 +285,10 @@ def _figure_stem(figure: str, drawable: bool) -> str:
 
 
 def _write_local_figure(result: dict, figure: str, size: str) -> None:
-    import io
+    from simcomm.cli._common import save_figure
+    from simcomm.plotting import local_time_figure
 
-    import matplotlib
-
-    from simcomm.cli._common import headless
-    from simcomm.plotting import EMBED_TRUETYPE, local_time_figure
-    from simcomm.results import write_files
-
-    headless()
-    fig = local_time_figure(result, size=size)
-    files = {}
-    with matplotlib.rc_context(EMBED_TRUETYPE):
-        for fmt in ("pdf", "png"):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=200)
-            files[f"{figure}.{fmt}"] = buf.getvalue()
-    write_files(files)
+    save_figure(lambda: local_time_figure(result, size=size), figure)
 
 
 def _predict_local(d, n, net_model, local, labels, compute, compute_scale, simulate, steps, replicates, seed, target,
