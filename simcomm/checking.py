@@ -21,7 +21,10 @@ from simcomm.results import Results
 from simcomm.runner import make_map, run_many, threads_for
 from simcomm.spec import ControlSpec, Spec, check_plot_columns, find_specs, load, with_control
 
-__all__ = ["select_specs", "evaluate", "CheckOutcome", "verdict_provenance"]
+__all__ = ["select_specs", "evaluate", "CheckOutcome", "verdict_provenance", "split_runnable"]
+
+#: how to install a package an experiment requires, where plain ``pip install NAME`` is not the way
+_INSTALL = {"torch": "pip install torch==2.13.0"}
 
 
 def select_specs(claim_ids=(), *, quick: bool = True, seed: int | None = None, folder=None,
@@ -39,6 +42,29 @@ def select_specs(claim_ids=(), *, quick: bool = True, seed: int | None = None, f
     if not chosen:
         raise UserError(f"no claim specs found in '{folder}'; point --specs at a folder of *.toml specs")
     return chosen
+
+
+def split_runnable(specs: list[Spec]) -> tuple[list[Spec], str | None]:
+    """The specs whose experiments can run here, and one line naming the rest and what they need (or ``None``).
+
+    An experiment declares the packages of an extra it needs (``requires``); a spec whose experiment
+    needs one that is not installed is set aside, so a check without the extra still judges the rest.
+    """
+    import importlib.util
+
+    ok, missing = [], {}
+    for spec in specs:
+        absent = [p for p in get_experiment(spec.experiment).requires if importlib.util.find_spec(p) is None]
+        if absent:
+            for p in absent:
+                missing.setdefault(p, []).append(spec.claim.id)
+        else:
+            ok.append(spec)
+    if not missing:
+        return ok, None
+    parts = [f"{len(ids)} need {p} ({_INSTALL.get(p, 'pip install ' + p)}): {', '.join(ids)}"
+             for p, ids in missing.items()]
+    return ok, "not run, " + "; ".join(parts)
 
 
 def verdict_provenance(recorded: dict, specs: list[Spec]) -> dict[str, list[str]]:

@@ -70,3 +70,10 @@ def toy_alloc(params, rng, backend):
     mib = params["mib"] if params["n"] == params["big_at"] else 1
     block = np.ones(mib * 2**17)  # 2**17 float64 = 1 MiB; np.ones touches every page
     return [dict(metric="mean", value=float(block[-1] + rng.normal()))]
+
+
+@experiment("toy_needs_extra", requires=("simcomm_no_such_package",),
+            params={"n": Param("int", low=1, doc="sample size")})
+def toy_needs_extra(params, rng, backend):
+    """Stands in for an experiment of an extra that is not installed (it is never run)."""
+    raise AssertionError("an experiment whose requirement is absent must not run")

@@ -39,6 +39,9 @@ class Experiment:
     # metrics that are wall-clock measurements (a solver's seconds): the runner moves their rows out of
     # the table into meta.json ("wall_clock"), so a resumed or re-run table is identical byte for byte.
     wall_clock: tuple = ()
+    # importable packages the experiment needs beyond the core install (an extra: "torch"); a check
+    # without them lists its claims as not run, in one line, instead of failing on them
+    requires: tuple = ()
 
     def is_deterministic(self, params: dict) -> bool:
         """Whether the rows of the cell ``params`` do not depend on the rng (see ``deterministic``)."""
@@ -81,7 +84,7 @@ EXPERIMENTS: dict[str, Experiment] = {}
 
 def experiment(name: str, *, params: dict | None = None, check: Callable | None = None,
                cost: Callable | None = None, deterministic: bool | Callable = False, columns: tuple = (),
-               wall_clock: tuple = ()):
+               wall_clock: tuple = (), requires: tuple = ()):
     """Register ``func(params, rng, backend) -> list[dict]`` under ``name``.
 
     Each returned row is ``dict(metric=str, value=float, **extra_columns)``.
@@ -99,11 +102,14 @@ def experiment(name: str, *, params: dict | None = None, check: Callable | None 
 
     ``wall_clock`` names metrics that measure elapsed time (they differ between runs): their rows go
     to ``meta.json`` under ``"wall_clock"``, never into ``table.csv``, so no claim can read them.
+
+    ``requires`` names the packages of an extra the experiment imports (``("torch",)``):
+    :func:`simcomm.checking.missing_requirements` reports the claims that cannot run where one is absent.
     """
 
     def register(func):
         EXPERIMENTS[name] = Experiment(name, _on_backend(func), dict(params or {}), check, (func.__doc__ or "").strip(),
-                                       cost, deterministic, tuple(columns), tuple(wall_clock))
+                                       cost, deterministic, tuple(columns), tuple(wall_clock), tuple(requires))
         return func
 
     return register
