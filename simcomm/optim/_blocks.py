@@ -56,16 +56,30 @@ def local_gradients() -> Transform:
 
     The iterate is ``x`` of shape ``(R, d)`` (every worker reads the same one) or ``(R, n, d)`` (worker
     ``i`` reads ``x[:, i]``, e.g. through :func:`delayed`).
+
+    On a model trained on data (:class:`simcomm.optim.ModelProblem`, one run: ``R = 1``) the gradient is
+    worker ``i``'s minibatch gradient at the model it reads, the minibatches drawn from the problem's own
+    stream (``batch_rng``) or else the run's, as :func:`simcomm.optim.ef_sgd` draws them; so every
+    parameter-server and local-update composition trains a network unchanged.
     """
 
-    def grads(u, x, ctx):
+    def init(x, ctx):
+        p = ctx.problem
+        if not getattr(p, "draws_minibatches", False):
+            return ()
+        return ctx.rng if p.batch_rng is None else np.random.default_rng(p.batch_rng)
+
+    def update(u, state, x, ctx):
         p = ctx.problem
         n, d = p.n, p.d
         R = x.shape[0]
+        if isinstance(state, np.random.Generator):  # a model problem: one run, each worker at its own model
+            theta = np.broadcast_to(x[0], (n, d)) if x.ndim == 2 else x[0]
+            return p.worker_minibatch_gradients(state, theta)[None], state
         X = np.repeat(x, n, axis=0) if x.ndim == 2 else x.reshape(R * n, d)
-        return p.grad(X, np.tile(np.arange(n), R)).reshape(R, n, d)
+        return p.grad(X, np.tile(np.arange(n), R)).reshape(R, n, d), state
 
-    return stateless(grads)
+    return Transform(init, update)
 
 
 def full_gradient() -> Transform:

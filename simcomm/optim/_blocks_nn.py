@@ -69,6 +69,9 @@ class ModelProblem:
         The minibatches' stream (a Generator is continued, a seed starts one per run); ``None``: the run's.
     """
 
+    #: :func:`simcomm.optim.local_gradients` draws this problem's minibatches (a model trained on data)
+    draws_minibatches = True
+
     def __init__(self, model, X, y, *, n: int = 1, batch_size: int = 32, shards=None, X_test=None, y_test=None,
                  batch_rng=None):
         self.model, self.X, self.y = model, X, y
@@ -90,6 +93,15 @@ class ModelProblem:
         """Every worker's gradient at ``theta`` on ``batch_size`` examples drawn from its shard: ``(n, D)``."""
         bidx = self.batch_indices(rng)
         return worker_gradients(self.model, theta, self.X[bidx], self.y[bidx], out=out)
+
+    def worker_minibatch_gradients(self, rng, thetas) -> np.ndarray:
+        """Worker ``i``'s gradient at its own model ``thetas[i]`` on a minibatch of its shard: ``(n, D)``.
+
+        The same uniforms as :meth:`minibatch_gradients` (equal models give its gradients exactly).
+        """
+        bidx = self.batch_indices(rng)
+        return np.stack([worker_gradients(self.model, t, self.X[b][None], self.y[b][None])[0]
+                         for t, b in zip(thetas, bidx)])
 
     def norms(self, theta, idx=None) -> np.ndarray:
         """Per-example gradient norms at ``theta`` (of the examples ``idx``, or all)."""

@@ -64,6 +64,14 @@ class TorchProblem(ModelProblem):
         b = self._rows(self.batch_indices(rng))
         return self.model.worker_gradients(theta, self._X[b], self._y[b], out=out)
 
+    def worker_minibatch_gradients(self, rng, thetas) -> np.ndarray:
+        """Worker ``i``'s gradient at its own model ``thetas[i]`` on a minibatch of its shard: ``(n, D)``."""
+        b = self._rows(self.batch_indices(rng))
+        X, y = self._X[b], self._y[b]
+        if hasattr(self.model, "node_gradients"):
+            return self.model.node_gradients(thetas, X, y)
+        return np.stack([self.model.worker_gradients(t, X[i : i + 1], y[i : i + 1])[0] for i, t in enumerate(thetas)])
+
     def norms(self, theta, idx=None) -> np.ndarray:
         """Per-example gradient norms at ``theta`` (of the examples ``idx``, or all)."""
         if idx is None:

@@ -58,19 +58,24 @@ class EFWatch(_ModelWatch):
 
     ``record_every = 0`` turns the monitor off (no loss is evaluated; only a divergence is recorded).
     ``keep``: hold the last two states, for :meth:`observed` (an observer of every step).
-    ``info``: ``bits_per_step`` and ``comp_error`` (per step, the workers' mean).
+    ``info``: ``bits_per_step`` and ``comp_error`` (per step, the workers' mean). ``bits_per_step = None``
+    records the loop's own count instead (a method whose messages vary by step: local updates send at
+    synchronisations only).
     """
 
     def __init__(self, problem, steps: int, record_every: int, bits_per_step, *, keep: bool = False):
         super().__init__(problem, steps, record_every)
         self.every, self.bps, self.keep = int(record_every), bits_per_step, keep
         self.ev: list = []
+        self.sent: dict = {}  # step -> bits the loop counted (bits_per_step = None)
         self.cerr = np.full(self.steps, np.nan)
         self.seen = self.now = None
 
     def check(self, k, x, bits, state):
         if self.keep:
             self.seen, self.now = self.now, (x, state)
+        if self.bps is None:
+            self.sent[k] = float(bits)
         if k == 0:
             if self.every:
                 self.ev.append((0, *self.loss_accuracy(x[0])))
@@ -109,7 +114,8 @@ class EFWatch(_ModelWatch):
             self.ev.append((self.steps, math.inf, math.nan))  # every compressor's trace ends at the budget
         step = np.array([e[0] for e in self.ev], dtype=np.int64)
         records = {"train_loss": np.array([e[1] for e in self.ev]), "test_accuracy": np.array([e[2] for e in self.ev]),
-                   "bits": step * self.bps}
+                   "bits": step * self.bps if self.bps is not None else
+                   np.array([self.sent.get(int(k), np.nan) for k in step])}
         return Trace(step, records, x[0], diverged_at_step(self.diverged),
                      {"bits_per_step": self.bps, "comp_error": self.cerr})
 
