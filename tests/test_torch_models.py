@@ -72,6 +72,40 @@ def test_batched_worker_gradients_float32_lenet(rng):
     np.testing.assert_allclose(G, ref, rtol=0, atol=1e-4 * np.abs(ref).max())
 
 
+def test_node_gradients_at_own_parameters_equal_a_loop_of_autograd(data, rng):
+    model = tiny_cnn()
+    Xb, yb = data
+    Theta = model.params() + 0.1 * rng.standard_normal((5, model.n_params))
+    G = model.node_gradients(Theta, Xb, yb)
+    assert G.shape == (5, model.n_params) and G.dtype == np.float64
+    ref = np.stack([autograd_grad(model, Theta[i], Xb[i], yb[i]) for i in range(5)])
+    # float64 sums in another order, as for worker_gradients: rounding level
+    np.testing.assert_allclose(G, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    # equal rows: the shared-parameter oracle
+    same = np.tile(Theta[0], (5, 1))
+    np.testing.assert_allclose(model.node_gradients(same, Xb, yb), model.worker_gradients(Theta[0], Xb, yb),
+                               rtol=0, atol=1e-13 * np.abs(ref).max())
+
+
+def test_node_gradients_float32_lenet_into_a_buffer(rng):
+    model = lenet5(rng=0)
+    Xb = rng.standard_normal((3, 4, 784)).astype(np.float32)
+    yb = rng.integers(0, 10, (3, 4))
+    Theta = model.params() + 0.05 * rng.standard_normal((3, model.n_params))
+    out = np.full((3, model.n_params), np.nan)
+    G = model.node_gradients(Theta, Xb, yb, out=out)
+    assert G is out
+    ref = np.stack([autograd_grad(model, Theta[i], Xb[i], yb[i]) for i in range(3)])
+    np.testing.assert_allclose(G, ref, rtol=0, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("shape, n_batches, match", [((3, 5), 3, "shape"), ((2, 8), 3, "minibatches")])
+def test_node_gradients_bad_shapes_are_one_line(shape, n_batches, match):
+    m = TorchModel(torch.nn.Linear(3, 2).double())
+    with pytest.raises(UserError, match=match):
+        m.node_gradients(np.zeros(shape), np.ones((n_batches, 4, 3)), np.zeros((n_batches, 4), dtype=np.int64))
+
+
 def test_per_example_norms_weighted_and_mean_gradients_match_autograd(rng):
     model = tiny_cnn()
     X, y = rng.standard_normal((9, 64)), rng.integers(0, 4, 9)

@@ -8,9 +8,11 @@ row-major), so the compressors, error feedback and samplers act on it as on the 
 
 The oracle is ``functional_call`` of the module at views into :math:`\theta`, differentiated by
 ``torch.func.grad`` with respect to the flat vector itself (the gradient comes out flat, no
-concatenation), and batched by ``torch.func.vmap``: over the ``n`` workers' minibatches
-(:meth:`TorchModel.worker_gradients`, ``(n, B, ...)`` in, ``(n, D)`` out, one call) and over the
-examples of a batch (:meth:`TorchModel.per_example_grad_norms`).
+concatenation), and batched by ``torch.func.vmap``: over the ``n`` workers' minibatches at one shared
+:math:`\theta` (:meth:`TorchModel.worker_gradients`, ``(n, B, ...)`` in, ``(n, D)`` out, one call), over
+the nodes of a decentralized run, each at its own parameters (:meth:`TorchModel.node_gradients`,
+``(n, D)`` and ``(n, B, ...)`` in, ``(n, D)`` out, one call), and over the examples of a batch
+(:meth:`TorchModel.per_example_grad_norms`).
 
 Dtypes: the network computes in its own dtype (float32 for a fresh module; ``module.double()`` for
 float64). What the optimiser sees is float64 numpy, as from every other model: :math:`\theta` ``(D,)``
@@ -104,6 +106,8 @@ class TorchModel:
         self._grad = fn.grad(self._mean_loss)
         # workers: theta shared, one minibatch each; examples: theta shared, one example each
         self._grad_workers = fn.vmap(self._grad, in_dims=(None, 0, 0), randomness="different")
+        # nodes: one parameter vector and one minibatch each
+        self._grad_nodes = fn.vmap(self._grad, in_dims=(0, 0, 0), randomness="different")
         self._grad_examples = fn.vmap(fn.grad(self._one_loss), in_dims=(None, 0, 0), randomness="different")
 
     def __repr__(self):
@@ -196,6 +200,50 @@ class TorchModel:
         numpy.ndarray, float64, shape (n, D)
         """
         return self._out(self._grad_workers(self.theta(theta), self.inputs(Xb), self.labels(yb)), out)
+
+    def thetas(self, Theta):
+        """Node parameters ``(n, D)`` as a tensor in the network's dtype on its device."""
+        t = Theta if isinstance(Theta, self._torch.Tensor) else self._torch.from_numpy(np.ascontiguousarray(Theta))
+        if t.ndim != 2 or t.shape[1] != self.n_params:
+            raise UserError(f"Theta has shape {tuple(t.shape)}; the model needs one row of {self.n_params} "
+                            "parameters per node, shape (n, D)")
+        return t.to(device=self.device, dtype=self.dtype)
+
+    def node_gradients(self, Theta, Xb, yb, *, out: np.ndarray | None = None) -> np.ndarray:
+        r"""Every node's minibatch-mean gradient at its own parameters, in one batched call: ``(n, D)`` out.
+
+        Row ``i`` is :math:`\nabla_\theta \frac1B\sum_b \ell(\theta_i; x_{ib}, y_{ib})` (``vmap`` of
+        ``grad`` of the mean loss over the rows of ``Theta`` and the minibatches together): the oracle of
+        decentralized SGD, where every node holds a model of its own. With all rows equal it is
+        :meth:`worker_gradients`.
+
+        Parameters
+        ----------
+        Theta : numpy.ndarray, shape (n, D)
+            One parameter vector per node.
+        Xb : array, shape (n, B, ...)
+        yb : array of int, shape (n, B)
+        out : numpy.ndarray, shape (n, D), optional
+            Float64 buffer that receives the gradients.
+
+        Returns
+        -------
+        numpy.ndarray, float64, shape (n, D)
+
+        Examples
+        --------
+        >>> import torch
+        >>> m = TorchModel(torch.nn.Linear(3, 2).double())
+        >>> Th = np.stack([m.params(), 2 * m.params()])
+        >>> X = np.ones((2, 4, 3)); y = np.zeros((2, 4), dtype=np.int64)
+        >>> G = m.node_gradients(Th, X, y)
+        >>> G.shape, np.allclose(G[1], m.worker_gradients(Th[1], X[1:], y[1:])[0])
+        ((2, 8), True)
+        """
+        T = self.thetas(Theta)
+        if len(yb) != T.shape[0]:
+            raise UserError(f"{T.shape[0]} nodes' parameters but {len(yb)} minibatches; give one minibatch per node")
+        return self._out(self._grad_nodes(T, self.inputs(Xb), self.labels(yb)), out)
 
     def gradient(self, theta, X, y) -> np.ndarray:
         r"""Gradient of the mean loss over ``(X, y)``, flat float64 ``(D,)`` (in chunks of rows)."""
