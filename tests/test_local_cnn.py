@@ -89,3 +89,21 @@ def test_diloco_vs_data_parallel_refuses_a_budget_that_is_not_whole_rounds(rng):
     net = TorchModel(torch.nn.Linear(12, 3))
     with pytest.raises(UserError, match="not a multiple of H = 5"):
         diloco_vs_data_parallel(net, _tiny_images(rng), n=2, steps=12, H=5)
+
+
+def test_torch_workers_at_one_point_give_the_minibatch_gradients(rng):
+    from simcomm.models import TorchModel
+    from simcomm.optim import TorchProblem
+
+    torch.manual_seed(0)
+    net = TorchModel(torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).double())
+    data = _tiny_images(rng)
+    p = TorchProblem(net, data.X_train.astype(np.float64), data.y_train, n=3, batch_size=5,
+                     shards=split_workers(data.y_train, 3, rng=0))
+    theta = net.params()
+    a = p.minibatch_gradients(np.random.default_rng(4), theta)
+    b = p.worker_minibatch_gradients(np.random.default_rng(4), np.tile(theta, (3, 1)))
+    np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+    c = p.worker_minibatch_gradients(np.random.default_rng(4), np.stack([theta, 2 * theta, -theta]))
+    np.testing.assert_allclose(c[0], a[0], rtol=1e-12, atol=1e-14)
+    assert not np.allclose(c[1], a[1])  # each worker differentiates at its own model

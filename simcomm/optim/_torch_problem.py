@@ -67,10 +67,7 @@ class TorchProblem(ModelProblem):
     def worker_minibatch_gradients(self, rng, thetas) -> np.ndarray:
         """Worker ``i``'s gradient at its own model ``thetas[i]`` on a minibatch of its shard: ``(n, D)``."""
         b = self._rows(self.batch_indices(rng))
-        X, y = self._X[b], self._y[b]
-        if hasattr(self.model, "node_gradients"):
-            return self.model.node_gradients(thetas, X, y)
-        return np.stack([self.model.worker_gradients(t, X[i : i + 1], y[i : i + 1])[0] for i, t in enumerate(thetas)])
+        return self.model.node_gradients(thetas, self._X[b], self._y[b])
 
     def norms(self, theta, idx=None) -> np.ndarray:
         """Per-example gradient norms at ``theta`` (of the examples ``idx``, or all)."""
