@@ -36,8 +36,14 @@ PAPERS = {
                "compressors of this project)",
     "sign": "scaled-sign compressors: EF-signSGD (Karimireddy et al. 2019) and 1-bit Adam (Tang et al. 2021)",
     "net": "simcomm's network time model (no paper: this project's own statements)",
-    "local": "local-update training: local SGD / FedAvg, DiLoCo (Douillard et al. 2023), SparseLoCo (Sarfi et al. "
-             "2025), DeMo (Peng, Quesnelle & Kingma 2024), as recalled [R]",
+    "local": "local SGD / FedAvg and its heterogeneity floor (Koloskova et al. 2020; Woodworth et al. 2020, as "
+             "recalled [R])",
+    "diloco": "Douillard et al. 2023, DiLoCo: distributed low-communication training of language models (as "
+              "recalled [R])",
+    "streaming_diloco": "Douillard et al. 2025, Streaming DiLoCo with overlapping communication (as recalled [R])",
+    "sparseloco": "Sarfi et al. 2025, SparseLoCo: sparse, quantised pseudo-gradients with error feedback (and "
+                  "MuLoCo's 2-bit pseudo-gradients), as recalled [R]",
+    "demo": "Peng, Quesnelle & Kingma 2024, DeMo: decoupled momentum optimization (as recalled [R])",
 }
 #: the four seed papers (papers/, seeds/): the report sums up what is decided about each
 SEED_PAPERS = ("expgraph", "rtopk", "urq", "is")
@@ -87,7 +93,8 @@ PAPER_INTRO = {
             "the comparison with measured MPI times needs a quiet machine (sims/extra/)."),
 }
 _PAPER_ORDER = ("expgraph", "basegraph", "fmmc", "choco", "pushsum", "equitopo", "tracking", "rtopk", "urq", "is",
-                "thomsen", "ef21", "pep", "natural", "sign", "net", "local")
+                "thomsen", "ef21", "pep", "natural", "sign", "net", "local", "diloco", "streaming_diloco", "sparseloco",
+                "demo")
 
 
 def _cell(text) -> str:

@@ -36,7 +36,7 @@ CLASSES = ("seed", "other", "derived", "check")
 SEED_PAPERS = ("expgraph", "rtopk", "urq", "is")
 #: every paper key: the seed papers, then the other papers a claim may be about; titles in simcomm.report
 PAPERS = SEED_PAPERS + ("basegraph", "fmmc", "thomsen", "ef21", "choco", "pushsum", "equitopo", "tracking", "pep",
-                        "natural", "sign", "net", "local")
+                        "natural", "sign", "net", "local", "diloco", "streaming_diloco", "sparseloco", "demo")
 _CLAIM_KEYS = {
     "id": str, "paper": str, "statement": str, "kind": str, "observable": str, "bound": str,
     "bound_args": dict, "atol": float, "confidence": float, "strict": bool,

@@ -124,3 +124,26 @@ def test_cli_bad_figure_is_one_line(tmp_path, capsys, extra, needle):
     code, out = _cli([*BASE, "--local", "1,4", "-c", "none", *extra], capsys)
     assert code == 2 and needle in out.err and len(out.err.strip().splitlines()) == 1, out.err
     assert not list(tmp_path.glob("*.p*"))
+
+
+def test_cli_local_reads_the_mpi_calibration(tmp_path, capsys):
+    # --network FILE is the output of 'simcomm net calibrate' (alpha, beta of the MPI ping-pong in [network]):
+    # the local rows use those constants, as the per-step prediction without --local does
+    from simcomm.network._calibrate import calibration_toml
+
+    measured = dict(alpha=3.1e-6, beta=1.7e-10, n=2, sizes=[8, 1024], pingpong=[3.2e-6, 3.3e-6],
+                    allreduce=[7.0e-6, 9.0e-6], allreduce_alpha=4.4e-6, allreduce_beta=2.5e-10)
+    path = tmp_path / "net.toml"
+    path.write_text(calibration_toml(measured))
+    args = ["-d", "1e7", "-n", "16", "--network", str(path), "--compute", "0.05", "-c", "none", "-c", "top_k(k=1%)"]
+    code, out = _cli([*args, "--local", "1,8", "--json"], capsys)
+    assert code in (0, None), out.err
+    result = json.loads(out.out)
+    assert (result["alpha"], result["beta"]) == (3.1e-6, 1.7e-10)
+    want = predict_local_times(10**7, 16, Network(3.1e-6, 1.7e-10), [1, 8], ["none", "top_k(k=1%)"], compute=0.05)
+    assert [(r["H"], r["compressor"], r["step_s"]) for r in result["rows"]] == [
+        (r["H"], r["compressor"], r["step_s"]) for r in want]
+    code, out = _cli([*args, "--json"], capsys)
+    per_step = {r["compressor"]: r["step_s"] for r in json.loads(out.out)["rows"]}
+    assert result["rows"][0]["step_s"] == per_step["none"]          # data-parallel SGD: the same step
+    assert result["rows"][2]["step_s"] == per_step["top_k(k=100000)"]  # H = 1 with top-k: the per-step form

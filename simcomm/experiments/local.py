@@ -9,6 +9,9 @@ Every run is a registered method of :mod:`simcomm.optim.methods` (a composition 
 * ``local_compare``: two arms of a comparison on the same heterogeneous quadratic (shared Hessian,
   :func:`simcomm.models.quadratic` with heterogeneity ``sigma2``), each the rounds to a target
   :math:`f - f^\star \le \varepsilon (f(x_0) - f^\star)` (``inf`` where it is missed) and its bytes.
+* ``local_vs_dp``: DiLoCo against minibatch data-parallel SGD (one all-reduce of the workers' gradients per
+  step) on the heterogeneous quadratics of ``local_floor`` with Gaussian gradient noise: the excess loss
+  at equal inner steps and at equal bytes sent.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import Problem, quadratic
-from simcomm.optim import build_method, run
+from simcomm.optim import aggregate, build_method, chain, descend, local_gradients, run, scale_by_lr
 
-__all__ = ["diagonal_heterogeneous_quadratics", "COMPARISONS"]
+__all__ = ["diagonal_heterogeneous_quadratics", "COMPARISONS", "with_gradient_noise"]
 
 
 def diagonal_heterogeneous_quadratics(n: int, d: int, *, L: float, mu: float, spread: float, zeta: float,
@@ -272,4 +275,101 @@ def demo_bytes(params, rng, backend):
         rows.append(dict(metric="steps_to_eps", value=steps, method=name, compression=ratio, note=note))
         rows.append(dict(metric="final_gap", value=float(tr.f_gap[0, -1]) / gap0, method=name, compression=ratio,
                          note=note))
+    return rows
+
+
+def with_gradient_noise(problem: Problem, sigma: float, seed: int) -> Problem:
+    r"""``problem`` whose worker gradients carry i.i.d. :math:`\mathcal N(0, \sigma^2)` noise per coordinate.
+
+    The noise comes from one stream of ``seed``, drawn in the order the gradients are asked for: two
+    methods that ask for ``n`` gradients per step from copies made with the same seed see the same noise
+    at the same step and worker (common random numbers). ``sigma = 0``: the problem itself.
+
+    >>> p = quadratic(2, 3, L=1.0, mu=1.0, rng=0)
+    >>> a, b = with_gradient_noise(p, 0.5, 1), with_gradient_noise(p, 0.5, 1)
+    >>> X = np.zeros((2, 3))
+    >>> bool(np.array_equal(a.grad(X, np.arange(2)), b.grad(X, np.arange(2))))
+    True
+    """
+    import dataclasses
+
+    if sigma == 0.0:
+        return problem
+    gen = np.random.default_rng(seed)
+    exact = problem.grad
+
+    def grad(X, idx):
+        G = exact(X, idx)
+        return G + sigma * gen.standard_normal(G.shape)
+
+    return dataclasses.replace(problem, grad=grad)
+
+
+def _check_vs_dp(params):
+    if params["steps"] % params["H"]:
+        raise UserError(f"steps = {params['steps']} is not a whole number of rounds of H = {params['H']} inner steps; "
+                        f"use a multiple of H, e.g. {params['H'] * max(1, round(params['steps'] / params['H']))}")
+    if params["outer"] == "sgd" and params["outer_momentum"] != 0.9:
+        raise UserError("outer_momentum applies to outer = 'nesterov' only; drop it or set outer = 'nesterov'")
+
+
+def _vs_dp_cost(params):
+    return 2 * 6e-5 * params["steps"] * (1.0 + params["n"] * params["d"] / 1000.0), 16 * params["n"] * params["d"] * 64
+
+
+@experiment("local_vs_dp", columns=("method",), cost=_vs_dp_cost, check=_check_vs_dp, params={
+    "n": Param("int", default=8, low=1, doc="workers"),
+    "d": Param("int", default=40, low=1, doc="dimension"),
+    "L": Param("float", default=1.0, low=0.0, low_open=True, doc="largest mean curvature"),
+    "mu": Param("float", default=0.05, low=0.0, low_open=True, doc="smallest mean curvature"),
+    "spread": Param("float", default=0.5, low=0.0, high=1.0, high_open=True,
+                    doc="relative spread of the workers' curvatures around the mean"),
+    "zeta": Param("float", default=1.0, low=0.0, doc="spread of the workers' optima"),
+    "sigma": Param("float", default=0.1, low=0.0, doc="gradient noise per coordinate (minibatch noise)"),
+    "H": Param("int", default=8, low=1, doc="DiLoCo's inner steps per round"),
+    "lr": Param("float", default=0.1, low=0.0, low_open=True, doc="inner step size (and data-parallel SGD's)"),
+    "outer": Param("str", default="nesterov", choices=("nesterov", "sgd"), doc="DiLoCo's outer optimiser"),
+    "outer_lr": Param("float", default=0.7, low=0.0, low_open=True, doc="outer step size"),
+    "outer_momentum": Param("float", default=0.9, low=0.0, high=1.0, high_open=True, doc="outer Nesterov momentum"),
+    "steps": Param("int", default=1024, low=1, doc="inner steps of DiLoCo (a multiple of H): the horizon"),
+})
+def local_vs_dp(params, rng, backend):
+    r"""DiLoCo against minibatch data-parallel SGD: excess loss at equal inner steps and at equal bytes.
+
+    Both start from the same point of one problem (:func:`diagonal_heterogeneous_quadratics`) and see the
+    same gradient noise (:func:`with_gradient_noise`, one seed for both). ``dp_sgd``: every step the
+    workers' noisy gradients at the server's model are averaged (one all-reduce of ``32 d`` bits a
+    worker) and :math:`x \leftarrow x - \eta\,\bar g`; ``diloco``: the registered method, ``H`` inner SGD
+    steps of the same step size per round, one exchange of ``32 d`` bits a worker per round.
+    ``gap_equal_steps``: :math:`(f - f^\star)/(f(x_0) - f^\star)` after ``steps`` inner steps of each;
+    ``gap_equal_bytes``: DiLoCo's after ``steps`` inner steps against SGD's after ``steps / H`` steps (the
+    same bytes sent); ``bytes``: what each worker sent by ``steps`` inner steps.
+    """
+    problem, _ = diagonal_heterogeneous_quadratics(params["n"], params["d"], L=params["L"], mu=params["mu"],
+                                                   spread=params["spread"], zeta=params["zeta"], rng=rng)
+    noise_seed = int(rng.integers(2**63))
+    H, steps = params["H"], params["steps"]
+    rounds = steps // H
+    gap0 = float(problem.value(problem.x0[None])[0] - problem.f_star)
+    outer = dict(outer_momentum=params["outer_momentum"]) if params["outer"] == "nesterov" else {}
+    diloco = build_method("diloco", H=H, lr=params["lr"], outer=params["outer"], outer_lr=params["outer_lr"], **outer)
+    dp_sgd = descend(chain(local_gradients(), aggregate("mean"), scale_by_lr(params["lr"])),
+                     bits=lambda t, p: t * p.n * 32.0 * p.d, name="dp_sgd")
+    tr_local = run(with_gradient_noise(problem, params["sigma"], noise_seed), diloco, steps, rng=rng,
+                   record_every=steps, backend=backend)
+    tr_dp = run(with_gradient_noise(problem, params["sigma"], noise_seed), dp_sgd, steps, rng=rng,
+                record_every=rounds, backend=backend)
+    at_bytes = int(np.flatnonzero(tr_dp.step == rounds)[0])
+    if tr_dp.bits[at_bytes] != tr_local.bits[-1]:  # the byte counts of both methods say the same budget
+        raise AssertionError(f"bytes differ: {tr_dp.bits[at_bytes]} against {tr_local.bits[-1]}")
+    local_gap = float(tr_local.f_gap[0, -1]) / gap0
+    notes = {"diloco": tr_local.notes()[0], "dp_sgd": tr_dp.notes()[0]}
+    rows = []
+    for metric, dp_gap in (("gap_equal_steps", float(tr_dp.f_gap[0, -1]) / gap0),
+                           ("gap_equal_bytes", float(tr_dp.f_gap[0, at_bytes]) / gap0)):
+        rows.append(dict(metric=metric, value=local_gap, method="diloco", rounds=rounds, note=notes["diloco"]))
+        rows.append(dict(metric=metric, value=dp_gap, method="dp_sgd", rounds=rounds, note=notes["dp_sgd"]))
+    for name, tr in (("diloco", tr_local), ("dp_sgd", tr_dp)):
+        rows.append(dict(metric="bytes", value=float(tr.bits[-1]) / 8.0 / problem.n, method=name, rounds=rounds,
+                         note=notes[name]))
     return rows
