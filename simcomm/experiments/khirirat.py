@@ -203,7 +203,13 @@ def _check_levels(params):
                                    "message alone (beta ignored: the iterations taken as independent of s)"),
             "count": Param("str", default="code", choices=("code", "dense"),
                            doc="negative control only: dense counts every message as 32 d bits (float32 values), "
-                               "ignoring the compressor's code")},
+                               "ignoring the compressor's code"),
+            "family": Param("str", default="qsgd", choices=("qsgd", "all"), keyed_at_default=False,
+                            doc="qsgd: the QSGD levels only; all: also ternary, natural, minmax_uint8, fp16 and "
+                                "scaled sign with error feedback, with the rows family_pred_over_best and "
+                                "sign_ef_over_best (qsgd leaves the cell exactly as it was)"),
+            "sign_feedback": Param("str", default="ef", choices=("ef", "none"), keyed_at_default=False,
+                                   doc="negative control only: none runs scaled sign without error feedback")},
     check=_check_levels,
 )
 def urq_bits_precision(params, rng, backend):
@@ -220,6 +226,17 @@ def urq_bits_precision(params, rng, backend):
     measured minimum over ``levels`` (1 when the prediction finds the optimum), and ``none_over_best`` =
     exact GD's bits over that minimum; columns ``s_pred``, ``s_best`` and ``interior`` (the measured optimum is
     neither end of ``levels``). A run that misses eps within ``HORIZON`` x the prediction counts as ``inf``.
+
+    ``family = "all"`` adds, after the rows above and from the same stream, the compressors of :data:`FAMILY`:
+    ternary, natural compression and stochastic ``minmax_uint8`` (URQs, at :math:`1/(\alpha L)`), fp16
+    (deterministic rounding, relative error at most :math:`2^{-11}` a coordinate in its normal range:
+    :math:`\alpha = 1 + 2^{-22}`), and scaled sign with error feedback (``ef``, at :math:`1/L`; biased, its
+    worst-case contraction :math:`\delta = 1/d` read as :math:`\alpha = d`, which sets its horizon). Rows
+    ``family_pred_over_best``: measured bits at :math:`\arg\min_c \alpha_c b_c` over the quantizer family
+    (QSGD levels, ternary, natural, uint8, fp16; ``bits_only``: :math:`\arg\min_c b_c`) over the measured
+    minimum over it, columns ``c_pred`` and ``c_best``; ``sign_ef_over_best``: scaled sign with error
+    feedback's measured bits over that minimum (``sign_feedback = "none"``, negative control: without
+    error feedback), column ``sign_ef_iters_over_K0``.
     """
     from simcomm.experiments.urq_logistic import HORIZON, _gd_iterations, _iterations_to_eps
     from simcomm.models import make_problem
@@ -232,23 +249,53 @@ def urq_bits_precision(params, rng, backend):
     K0 = _gd_iterations(p, stop)
     stream = int(rng.integers(2**63))
 
-    def bits_to_eps(q):
-        a = float(q.alpha(p.d))
+    def bits_to_eps(q, a=None, feedback=None, lr=None):
+        a = float(q.alpha(p.d)) if a is None else a
         H = math.ceil(HORIZON * a * K0)
-        tr = compressed_gd(p, q, lr=1.0 / (a * p.L), steps=H, mode="aggregate", stop_gap=stop,
+        tr = compressed_gd(p, q, lr=1.0 / (a * p.L) if lr is None else lr, steps=H,
+                           mode="workers" if feedback else "aggregate", feedback=feedback, stop_gap=stop,
                            rng=np.random.default_rng(stream), backend=backend)
         it, _ = _iterations_to_eps(tr, stop, H)
         per = 32 * p.d if params["count"] == "dense" else q.bits(p.d)
-        return it * per, a, q.bits(p.d)
+        return it * per, a, q.bits(p.d), it
 
     base = {k: v.default for k, v in _Q.items()}
     levels = [int(t) for t in params["levels"].split(",")]
     runs = {s: bits_to_eps(_quantizer({**base, "s": s, "quantizer": "qsgd"})) for s in levels}
-    none, _, _ = bits_to_eps(_quantizer({**base, "quantizer": "none"}))
+    none = bits_to_eps(_quantizer({**base, "quantizer": "none"}))[0]
     key = (lambda s: runs[s][1] * runs[s][2]) if params["predictor"] == "alpha_bits" else (lambda s: runs[s][2])
     s_pred = min(levels, key=key)
     s_best = min(levels, key=lambda s: runs[s][0])
     best = runs[s_best][0]
     cols = dict(s_pred=s_pred, s_best=s_best, interior=bool(levels[0] < s_best < levels[-1]), K0=float(K0))
-    return [dict(metric="pred_over_best", value=runs[s_pred][0] / best, **cols),
+    rows = [dict(metric="pred_over_best", value=runs[s_pred][0] / best, **cols),
             dict(metric="none_over_best", value=none / best, **cols)]
+    if params["family"] == "all":
+        rows += _family_rows(params, p, K0, {f"qsgd:s={s}": r for s, r in runs.items()}, bits_to_eps)
+    return rows
+
+
+#: the compressors ``urq_bits_precision`` adds with ``family = "all"`` besides the QSGD levels
+FAMILY = ("ternary", "natural", "minmax_uint8", "fp16")
+#: fp16's alpha: rounding to nearest in the normal range, relative error <= 2**-11 a coordinate
+FP16_ALPHA = 1.0 + 2.0**-22
+
+
+def _family_rows(params, p, K0, qsgd_runs, bits_to_eps):
+    """Rows ``family_pred_over_best`` and ``sign_ef_over_best`` of :func:`urq_bits_precision` (``family = "all"``)."""
+    from simcomm.compress import compressor_from_settings
+
+    runs = dict(qsgd_runs)
+    for name in FAMILY:
+        runs[name] = bits_to_eps(compressor_from_settings(name, {}), a=FP16_ALPHA if name == "fp16" else None)
+    # scaled sign at the plain step 1/L; its horizon is HORIZON x the worst-case prediction d K0 (delta = 1/d)
+    fb = None if params["sign_feedback"] == "none" else "ef"
+    sign_bits, _, _, sign_it = bits_to_eps(compressor_from_settings("scaled_sign", {}), a=float(p.d), feedback=fb,
+                                           lr=1.0 / p.L)
+    key = (lambda c: runs[c][1] * runs[c][2]) if params["predictor"] == "alpha_bits" else (lambda c: runs[c][2])
+    c_pred = min(runs, key=key)
+    c_best = min(runs, key=lambda c: runs[c][0])
+    best = runs[c_best][0]
+    cols = dict(c_pred=c_pred, c_best=c_best, K0=float(K0))
+    return [dict(metric="family_pred_over_best", value=runs[c_pred][0] / best, **cols),
+            dict(metric="sign_ef_over_best", value=sign_bits / best, sign_ef_iters_over_K0=sign_it / K0, **cols)]

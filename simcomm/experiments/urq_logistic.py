@@ -147,6 +147,8 @@ def iag_logistic_rate(params, rng, backend):
                                     "same data where their mean is meant, so the steps see the curvature "
                                     "grad_scale * L while the row (and the bound) keep L; 1 changes nothing")},
     check=_check_k,
+    # exact gradients and constant delays draw nothing: the bisection is a deterministic recursion
+    deterministic=lambda p: p["quantizer"] == "none" and p["delay"] == "constant",
 )
 def delay_logistic_threshold(params, rng, backend):
     r"""Measured stability threshold of delayed (compressed) GD on logistic regression, by geometric bisection.
