@@ -25,11 +25,16 @@ _STALE = {**IMAGE_PARAMS, **_RUN}
 
 
 def _ratio_rows(tr) -> list:
-    """T_stale/T_unif at every monitored step after the first (column ``step``): the figure's curve."""
+    """T_stale/T_unif and T_ideal/T_unif at every monitored step after the first (column ``step``), and the
+    largest T_ideal/T_unif: the room any proposal has below uniform sampling (C3)."""
     later = tr.step >= 1
-    ratio = tr.trace_cov_actual / tr.trace_cov_uniform
-    return [dict(metric="stale_over_uniform", value=float(r), step=int(s))
-            for s, r in zip(tr.step[later], ratio[later])]
+    rows = []
+    for name, t in (("stale", tr.trace_cov_actual), ("ideal", tr.trace_cov_ideal)):
+        ratio = (t / tr.trace_cov_uniform)[later]
+        rows += [dict(metric=f"{name}_over_uniform", value=float(r), step=int(s))
+                 for s, r in zip(tr.step[later], ratio)]
+    room = (tr.trace_cov_ideal / tr.trace_cov_uniform)[later]
+    return rows + [dict(metric="ideal_over_uniform_max", value=float(np.max(room)))]
 
 
 def cnn_staleness(params, ds, model, rng) -> list:
@@ -49,8 +54,9 @@ def is_cnn_staleness(params, rng, backend):
 
     The rows of ``is_staleness`` (``stale_over_uniform_max``: the largest T_stale/T_unif over the
     monitored steps >= 1, both exact Tr Cov of the minibatch estimator at the master's parameters;
-    ``sqrt_trace_cov`` per proposal and step; ``stale_position``; ``mean_staleness``; ``max_weight``) and
-    ``stale_over_uniform`` at every monitored step >= 1 (column ``step``).
+    ``sqrt_trace_cov`` per proposal and step; ``stale_position``; ``mean_staleness``; ``max_weight``),
+    ``stale_over_uniform`` and ``ideal_over_uniform`` at every monitored step >= 1 (column ``step``), and
+    ``ideal_over_uniform_max`` (the room: no proposal does better than the ideal one, C3).
     """
     data_rng, run_rng = np.random.default_rng(rng).spawn(2)
     ds, model = image_task(params, data_rng)
@@ -75,6 +81,9 @@ _SMOOTH_STEP = {
                              doc="smoothing c of the small-step arm, a multiple of the mean initial norm"),
     "smoothing_large": Param("float", default=10.0, low=0.0,
                              doc="smoothing c of the large-step arm, a multiple of the mean initial norm"),
+    "score_offset": Param("int", default=0, low=0, keyed_at_default=False,
+                          doc="negative control only: the small-step arm's stale scores are stored under example "
+                              "ids off by this many (0 = every score for its own example)"),
 }
 
 
@@ -87,8 +96,9 @@ def cnn_smoothing_step(params, ds, model, rng) -> list:
     rows = []
     arms = ((_ARMS[0], params["lr_small"], params["smoothing_small"]),
             (_ARMS[1], params["lr_large"], params["smoothing_large"]))
-    for (arm, lr, c), r in zip(arms, np.random.default_rng(rng).spawn(2)):
-        tr = _run({**params, "lr": lr, "smoothing_rel": c, "score_offset": 0}, ds, model, "stale", theta0, r)
+    offsets = (params.get("score_offset", 0), 0)  # the negative control breaks the small-step arm only
+    for (arm, lr, c), off, r in zip(arms, offsets, np.random.default_rng(rng).spawn(2)):
+        tr = _run({**params, "lr": lr, "smoothing_rel": c, "score_offset": off}, ds, model, "stale", theta0, r)
         later = tr.step >= 1
         ratio = (tr.trace_cov_actual / tr.trace_cov_uniform)[later]
         note = {} if np.all(np.isfinite(tr.train_loss)) else {"note": f"diverged before step {int(tr.step[-1])}"}
@@ -108,7 +118,8 @@ def is_cnn_smoothing_step(params, rng, backend):
     ``smoothing_large``). Per arm: ``stale_over_uniform_mean`` = the mean over the monitored steps >= 1
     of T_stale/T_unif (exact Tr Cov of the proposal the master used and of uniform sampling at the same
     parameters: lower is a larger variance reduction), the same ratio per step (column ``step``), and
-    ``final_train_loss``.
+    ``final_train_loss``. ``score_offset`` (negative control): the small-step arm samples with its
+    scores stored under example ids off by that many.
     """
     data_rng, run_rng = np.random.default_rng(rng).spawn(2)
     ds, model = image_task(params, data_rng)
