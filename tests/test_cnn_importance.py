@@ -13,7 +13,7 @@ from simcomm.models import Dataset, TorchModel, small_resnet  # noqa: E402
 from simcomm.models._idx import _FASHION_SYSTEM  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SPECS = ("is_cnn_variance_reduction", "is_cnn_smoothing_step", "is_cnn_training_faster")
+SPECS = ("is_cnn_variance_reduction", "is_cnn_smoothing_step", "extra/is_cnn_training_faster")
 
 
 def _net(*layers):

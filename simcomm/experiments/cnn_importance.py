@@ -25,8 +25,10 @@ _STALE = {**IMAGE_PARAMS, **_RUN}
 
 
 def _ratio_rows(tr) -> list:
-    """T_stale/T_unif and T_ideal/T_unif at every monitored step after the first (column ``step``), and the
-    largest T_ideal/T_unif: the room any proposal has below uniform sampling (C3)."""
+    """T_stale/T_unif and T_ideal/T_unif at every monitored step >= 1 (column ``step``), and the room.
+
+    The room is the largest T_ideal/T_unif: no proposal does better than the ideal one (C3).
+    """
     later = tr.step >= 1
     rows = []
     for name, t in (("stale", tr.trace_cov_actual), ("ideal", tr.trace_cov_ideal)):
