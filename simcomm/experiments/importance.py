@@ -14,6 +14,7 @@ from simcomm.experiments._registry import Param, experiment
 from simcomm.models import (
     DATASETS,
     MLP,
+    TorchModel,
     gradient,
     init_params,
     load_dataset,
@@ -260,9 +261,16 @@ _TRAIN = {
 }
 
 
+def _norms(model, theta, X, y):
+    """Per-example gradient norms of a numpy MLP or a :class:`~simcomm.models.TorchModel`."""
+    if isinstance(model, TorchModel):
+        return model.per_example_grad_norms(theta, X, y)
+    return per_example_grad_norms(model, theta, X, y)
+
+
 def _run(params, ds, model, proposal, theta0, rng):
     X, y = ds.X_train, ds.y_train
-    c = params["smoothing_rel"] * float(per_example_grad_norms(model, theta0, X, y).mean())
+    c = params["smoothing_rel"] * float(_norms(model, theta0, X, y).mean())
     return importance_sgd(
         model, X, y, steps=params["steps"], lr=params["lr"], batch_size=params["batch_size"], proposal=proposal,
         smoothing=c, n=params["n"],
@@ -288,7 +296,11 @@ def is_staleness(params, rng, backend):
     """
     ds, model = _setup(params, rng)
     theta0 = init_params(model, rng=rng)
-    tr = _run(params, ds, model, "stale", theta0, rng)
+    return _staleness_rows(_run(params, ds, model, "stale", theta0, rng))
+
+
+def _staleness_rows(tr) -> list:
+    """The rows of :func:`is_staleness` from a stale-proposal run's :class:`~simcomm.optim.Trace`."""
     rows = []
     for name, key in (("uniform", "uniform"), ("ideal", "ideal"), ("stale", "actual")):
         rows += [dict(metric="sqrt_trace_cov", value=float(np.sqrt(v)), proposal=name, step=int(s))
@@ -326,16 +338,22 @@ def is_training(params, rng, backend):
     seeds = rng.spawn(3)
     rows = []
     for (method, proposal), r in zip((("uniform", "uniform"), ("ideal", "ideal"), ("stale", "stale")), seeds):
-        tr = _run(params, ds, model, proposal, theta0, r)
-        curves = (("train_loss", tr.train_loss), ("test_accuracy", tr.test_accuracy), ("max_weight", tr.max_weight))
-        for metric, vals in curves:
-            rows += [dict(metric=metric, value=float(v), method=method, step=int(s)) for s, v in zip(tr.step, vals)]
-        note = {} if np.isfinite(tr.train_loss[-1]) else {"note": f"diverged before step {int(tr.step[-1])}"}
-        rows += [
-            dict(metric="final_train_loss", value=float(tr.train_loss[-1]), method=method, **note),
-            dict(metric="final_test_accuracy", value=float(tr.test_accuracy[-1]), method=method, **note),
-            dict(metric="score_bytes", value=float(tr.score_bytes[-1]), method=method),
-        ]
+        rows += _training_rows(method, _run(params, ds, model, proposal, theta0, r))
+    return rows
+
+
+def _training_rows(method: str, tr) -> list:
+    """The rows of :func:`is_training` for one method's run (its :class:`~simcomm.optim.Trace`)."""
+    rows = []
+    curves = (("train_loss", tr.train_loss), ("test_accuracy", tr.test_accuracy), ("max_weight", tr.max_weight))
+    for metric, vals in curves:
+        rows += [dict(metric=metric, value=float(v), method=method, step=int(s)) for s, v in zip(tr.step, vals)]
+    note = {} if np.isfinite(tr.train_loss[-1]) else {"note": f"diverged before step {int(tr.step[-1])}"}
+    rows += [
+        dict(metric="final_train_loss", value=float(tr.train_loss[-1]), method=method, **note),
+        dict(metric="final_test_accuracy", value=float(tr.test_accuracy[-1]), method=method, **note),
+        dict(metric="score_bytes", value=float(tr.score_bytes[-1]), method=method),
+    ]
     return rows
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.models._torch_norms import fast_grad_norms, supports_fast_norms
 
 __all__ = ["TorchModel", "TORCH_INSTALL", "import_torch"]
 
@@ -109,6 +110,8 @@ class TorchModel:
         # nodes: one parameter vector and one minibatch each
         self._grad_nodes = fn.vmap(self._grad, in_dims=(0, 0, 0), randomness="different")
         self._grad_examples = fn.vmap(fn.grad(self._one_loss), in_dims=(None, 0, 0), randomness="different")
+        #: per-example norms by the one-backward-pass shortcut (Linear/Conv2d networks; False: always vmap)
+        self.fast_norms = supports_fast_norms(torch, module)
 
     def __repr__(self):
         return f"TorchModel({type(self.module).__name__}, D={self.n_params}, {self.dtype}, {self.device})"
@@ -266,12 +269,17 @@ class TorchModel:
     def per_example_grad_norms(self, theta, X, y) -> np.ndarray:
         r"""Norms :math:`\|\nabla\ell_n(\theta)\|_2` of every example's gradient, float64 ``(B,)``.
 
-        ``vmap`` over the examples of ``grad`` of one example's loss, in chunks of rows (memory: a chunk of
-        per-example gradients, ``CHUNK x D`` values).
+        Networks of Linear and Conv2d layers only (:func:`simcomm.models.lenet5`, a user's MLP or CNN) take
+        one forward and one backward pass per chunk (:mod:`simcomm.models._torch_norms`, the C7 shortcut
+        extended to convolutions); any other module: ``vmap`` over the examples of ``grad`` of one example's
+        loss (memory: a chunk of per-example gradients, ``CHUNK x D`` values). Both in chunks of rows.
         """
         t = self.theta(theta)
-        norms = [self._grad_examples(t, self.inputs(X[s: s + CHUNK]), self.labels(y[s: s + CHUNK])).norm(dim=1)
-                 for s in range(0, len(y), CHUNK)]
+        norms = []
+        for s in range(0, len(y), CHUNK):
+            Xc, yc = self.inputs(X[s: s + CHUNK]), self.labels(y[s: s + CHUNK])
+            fast = fast_grad_norms(self, t, Xc, yc) if self.fast_norms else None
+            norms.append(fast if fast is not None else self._grad_examples(t, Xc, yc).norm(dim=1))
         return self._torch.cat(norms).detach().to("cpu", self._torch.float64).numpy()
 
     def logits(self, theta, X) -> np.ndarray:
