@@ -22,6 +22,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from simcomm.backends import entry_point
 from simcomm.compress import Identity
 from simcomm.experiments._cnn import IMAGE_PARAMS, MODELS, REQUIRES, image_task
 from simcomm.experiments._registry import Param, experiment
@@ -109,7 +110,7 @@ def cnn_ef_sgd_sweep(params, rng, backend):
     """
     ds, model = image_task(params, rng)
     with _one_numba_thread():
-        return sweep_rows(model, ds, params, rng, backend, init=_fresh(params, ds.n_classes))
+        return sweep_rows(model, ds, params, rng, backend=backend, init=_fresh(params, ds.n_classes))
 
 
 def _check_capture(p):
@@ -128,7 +129,8 @@ def capture_steps(steps: int, captures: int) -> np.ndarray:
     return np.unique(np.linspace(0, steps - 1, captures).round().astype(int))
 
 
-def recorded_gradients(model, ds, params, rng, backend=None, *, at):
+@entry_point
+def recorded_gradients(model, ds, params, rng, *, at, backend=None):
     """Worker 0's stochastic gradients at the steps ``at`` of uncompressed momentum SGD, ``(len(at), D)``.
 
     The run is :func:`simcomm.optim.ef_sgd` with the sweep's settings (``n``, ``lr``, ``batch_size``,
@@ -175,6 +177,6 @@ def cnn_real_grads(params, rng, backend):
     at = capture_steps(params["steps"], params["captures"])
     run_rng, skew_rng, op_rng = rng.spawn(3)
     with _one_numba_thread():
-        G = recorded_gradients(model, ds, params, run_rng, backend, at=at)
+        G = recorded_gradients(model, ds, params, run_rng, at=at, backend=backend)
     return (skew_rows(G, at, params, skew_rng) + operator_rows(G, params, op_rng)
             + [dict(metric="n_params", value=float(model.n_params))])

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from simcomm._errors import UserError
+from simcomm.backends import entry_point
 from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import (
@@ -178,9 +179,10 @@ def ef_sgd_sweep(params, rng, backend):
     The data set and the numpy MLP of the spec (:func:`_setup`), then :func:`sweep_rows`.
     """
     ds, model = _setup(params, rng)
-    return sweep_rows(model, ds, params, rng, backend)
+    return sweep_rows(model, ds, params, rng, backend=backend)
 
 
+@entry_point
 def ef_sweep(model, dataset, *, rng=None, init=None, backend=None, **settings) -> list[dict]:
     """:func:`sweep_rows` from Python: any model (a numpy MLP or a PyTorch module) on any data set.
 
@@ -214,10 +216,11 @@ def ef_sweep(model, dataset, *, rng=None, init=None, backend=None, **settings) -
         _check_sweep(params)
     except ValueError as e:
         raise UserError(f"ef_sweep: {e}") from None
-    return sweep_rows(model, dataset, params, np.random.default_rng(rng), backend, init=init)
+    return sweep_rows(model, dataset, params, np.random.default_rng(rng), backend=backend, init=init)
 
 
-def sweep_rows(model, ds, params, rng, backend=None, *, init=None) -> list[dict]:
+@entry_point
+def sweep_rows(model, ds, params, rng, *, backend=None, init=None) -> list[dict]:
     """Error-feedback SGD with top-k, rTop-k (r/k = 2, 4, ...), rand-k and uncompressed SGD.
 
     All methods of a replicate start from the same parameters, see the same shard split and the same
