@@ -17,10 +17,13 @@ import math
 
 import numpy as np
 
+from simcomm._errors import UserError
+from simcomm.backends import entry_point
 from simcomm.compress import compressor_from_settings, compressor_names
 from simcomm.experiments._registry import Param, experiment
 from simcomm.models import (
     OPERATORS,
+    TorchModel,
     capture_gradients,
     fit_sparse_skewed,
     init_params,
@@ -137,28 +140,87 @@ def _sweep(r_max):
     return out
 
 
+#: momentum of the workers' SGD (added after results were published: keyed only when not 0)
+MOMENTUM = Param("float", default=0.0, low=0.0, high=1.0, high_open=True, keyed_at_default=False,
+                 doc="worker-side heavy-ball momentum before error feedback (0 = plain EF-SGD; simcomm.optim.ef_sgd)")
+
+#: the settings of a sweep beyond the data and the network (what :func:`ef_sweep` takes)
+SWEEP = {
+    **{k: v for k, v in _TRAIN.items() if k not in _DATA},
+    "r_max_over_k": Param("int", default=16, low=2,
+                          doc="select = 'pilot': intermediate rTop-k runs use r/k = 2, 4, ... up to this "
+                              "(capped below D/k); 'fixed': the upper limit of r_fixed"),
+    "select": Param("str", default="pilot", choices=("pilot", "fixed"),
+                    doc="best_intermediate: the r/k with the lowest pilot loss on independent streams, "
+                        "or the pre-registered r_fixed"),
+    "r_fixed": Param("int", default=4, low=2,
+                     doc="pre-registered r/k for select = 'fixed' (the only intermediate r/k then run)"),
+    "room": Param("float", default=0.0, low=0.0,
+                  doc="pilot check: if top-k's pilot training loss is less than this relative amount above "
+                      "SGD's, the compressed methods' final rows are NaN with a 'no room' note (0 = off)"),
+    "momentum": MOMENTUM,
+}
+
+
 @experiment(
     "ef_sgd_sweep",
     columns=("method", "r_over_k", "step"),
     params={
-        **_TRAIN,
-        "r_max_over_k": Param("int", default=16, low=2,
-                              doc="select = 'pilot': intermediate rTop-k runs use r/k = 2, 4, ... up to this "
-                                  "(capped below D/k); 'fixed': the upper limit of r_fixed"),
-        "select": Param("str", default="pilot", choices=("pilot", "fixed"),
-                        doc="best_intermediate: the r/k with the lowest pilot loss on independent streams, "
-                            "or the pre-registered r_fixed"),
-        "r_fixed": Param("int", default=4, low=2,
-                         doc="pre-registered r/k for select = 'fixed' (the only intermediate r/k then run)"),
+        **_DATA, **{k: p for k, p in SWEEP.items() if k not in ("room", "momentum")},
         "test_fraction": Param("float", default=0.2, low=0.0, high=1.0, low_open=True, high_open=True,
                                doc="share of the rows held out for the test error (the rest is trained on)"),
-        "room": Param("float", default=0.0, low=0.0,
-                      doc="pilot check: if top-k's pilot training loss is less than this relative amount above "
-                          "SGD's, the compressed methods' final rows are NaN with a 'no room' note (0 = off)"),
+        "room": SWEEP["room"], "momentum": MOMENTUM,
     },
     check=_check_sweep,
 )
 def ef_sgd_sweep(params, rng, backend):
+    """Error-feedback SGD with top-k, rTop-k (r/k = 2, 4, ...), rand-k and uncompressed SGD on an MLP.
+
+    The data set and the numpy MLP of the spec (:func:`_setup`), then :func:`sweep_rows`.
+    """
+    ds, model = _setup(params, rng)
+    return sweep_rows(model, ds, params, rng, backend=backend)
+
+
+@entry_point
+def ef_sweep(model, dataset, *, rng=None, init=None, backend=None, **settings) -> list[dict]:
+    """:func:`sweep_rows` from Python: any model (a numpy MLP or a PyTorch module) on any data set.
+
+    Parameters
+    ----------
+    model : simcomm.models.MLP or simcomm.models.TorchModel
+        The network, e.g. ``TorchModel(my_module)`` around a user's own ``torch.nn.Module``.
+    dataset : simcomm.models.Dataset
+        Training and test rows (``simcomm.models.load_dataset`` or a ``Dataset`` of one's own).
+    rng : numpy.random.Generator or seed
+        Every draw (initial parameters, shards, minibatches, compressors) comes from it.
+    init : callable, optional
+        ``init(rng) -> theta``, the initial parameters of a run from a stream: default He init for an MLP,
+        the module's own parameters for a ``TorchModel`` (then every run starts from them).
+    backend : str, optional
+    **settings
+        Any of :data:`SWEEP` (``n``, ``steps``, ``lr``, ``batch_size``, ``density``, ``momentum``,
+        ``select``, ``r_fixed``, ...); the others at their defaults.
+
+    Returns
+    -------
+    list of dict
+        The rows of :func:`sweep_rows` (``metric``, ``value``, ``method``, ...), e.g. into
+        ``pandas.DataFrame``.
+    """
+    unknown = sorted(set(settings) - set(SWEEP))
+    if unknown:
+        raise UserError(f"ef_sweep: unknown setting {unknown[0]!r}; use one of {', '.join(sorted(SWEEP))}")
+    params = {k: p.check(k, settings.get(k, p.default), "ef_sweep") for k, p in SWEEP.items()}
+    try:
+        _check_sweep(params)
+    except ValueError as e:
+        raise UserError(f"ef_sweep: {e}") from None
+    return sweep_rows(model, dataset, params, np.random.default_rng(rng), backend=backend, init=init)
+
+
+@entry_point
+def sweep_rows(model, ds, params, rng, *, backend=None, init=None) -> list[dict]:
     """Error-feedback SGD with top-k, rTop-k (r/k = 2, 4, ...), rand-k and uncompressed SGD.
 
     All methods of a replicate start from the same parameters, see the same shard split and the same
@@ -182,9 +244,14 @@ def ef_sgd_sweep(params, rng, backend):
     compressed method are NaN with a "no room" note, so the claim's cell is ill-posed rather than
     violated. ``pilot_topk_gap`` reports the pilot's relative gap; ``final_test_error`` is
     1 - ``final_test_accuracy``.
+
+    ``model`` is a numpy MLP or a :class:`~simcomm.models.TorchModel`, ``ds`` a
+    :class:`~simcomm.models.Dataset`; ``params`` holds :data:`SWEEP`'s keys; ``init(rng) -> theta`` draws
+    a run's initial parameters (default: He init of an MLP; a ``TorchModel``'s own parameters).
     """
-    ds, model = _setup(params, rng)
     D = model.n_params
+    if init is None:
+        init = (lambda r: model.params()) if isinstance(model, TorchModel) else (lambda r: init_params(model, rng=r))
     k = _k(params, D)
     # select = "pilot": every r/k of the sweep is piloted and evaluated; "fixed": only the pre-registered one
     sweep = _sweep(params["r_max_over_k"]) if params["select"] == "pilot" else [params["r_fixed"]]
@@ -193,10 +260,11 @@ def ef_sgd_sweep(params, rng, backend):
     room_rng, pilot_rng = pilot_rng.spawn(2)
     common = dict(n=params["n"], steps=params["steps"], lr=params["lr"],
                   batch_size=params["batch_size"], schedule=params["schedule"], split=params["split"],
-                  record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, backend=backend)
+                  record_every=params["record_every"], X_test=ds.X_test, y_test=ds.y_test, backend=backend,
+                  momentum=params.get("momentum", 0.0))
     X, y = ds.X_train, ds.y_train
     if params["select"] == "pilot" and rs:
-        theta_p = init_params(model, rng=pilot_rng)
+        theta_p = init(pilot_rng)
         batch_seed = pilot_rng.integers(2**63)
         pilot = {}
         for v, sub in zip(rs, pilot_rng.spawn(len(rs))):
@@ -211,7 +279,7 @@ def ef_sgd_sweep(params, rng, backend):
     if params["room"] > 0:
         # Is there room to beat top-k? Decided on independent pilot streams (never on the evaluated
         # runs): SGD and top-k from the same pilot start and minibatches.
-        theta_r = init_params(model, rng=room_rng)
+        theta_r = init(room_rng)
         batch_r = room_rng.integers(2**63)
         losses = {}
         for comp, sub in zip(("none", "top_k"), room_rng.spawn(2)):
@@ -222,7 +290,7 @@ def ef_sgd_sweep(params, rng, backend):
         if not pilot_gap >= params["room"]:
             no_room = (f"no room: on pilot runs top-k's training loss is {pilot_gap:+.1%} of SGD's "
                        f"(needs >= {params['room']:.0%}); no r can beat it by a margin")
-    theta0 = init_params(model, rng=eval_rng)
+    theta0 = init(eval_rng)
     batch_seed = eval_rng.integers(2**63)  # the same minibatches for every method
     methods = [("sgd", "none", None), ("top_k", "top_k", None)]
     methods += [(f"rtop_k r/k={v}", "rtop_k", v * k) for v in rs]
@@ -281,15 +349,18 @@ def _capture(params, rng):
                                      batch_size=params["batch_size"], rng=rng)
 
 
-@experiment("real_grad_stats", columns=("step",), params={
-    **_GRADS,
+#: how :func:`skew_rows` measures (shared by the experiments that capture gradients)
+SKEW_PARAMS = {
     "source": Param("str", default="sgd", choices=("sgd", "gaussian"),
                     doc="sgd: the captured gradients; gaussian: i.i.d. normal vectors of the same shape "
                         "(a dense, unskewed reference: the negative control of rtopk.real_grad_skew)"),
     "share_norm": Param("str", default="l2", choices=("l2", "l1"), keyed_at_default=False,
                         doc="negative control only: l1 measures top1_multiple's share in ||g||_1 instead of "
                             "||g||^2 (the magnitudes, not the energy); l2 = the share of ||g||^2"),
-})
+}
+
+
+@experiment("real_grad_stats", columns=("step",), params={**_GRADS, **SKEW_PARAMS})
 def real_grad_stats(params, rng, backend):
     """Sparsity and skew of minibatch gradients captured at evenly spaced steps of plain SGD.
 
@@ -300,6 +371,14 @@ def real_grad_stats(params, rng, backend):
     1%'s share in ||g||_1 instead of ||g||^2.
     """
     model, steps, G = _capture(params, rng)
+    return skew_rows(G, steps, params, rng) + [dict(metric="n_params", value=float(model.n_params))]
+
+
+def skew_rows(G, steps, params, rng) -> list[dict]:
+    """:func:`real_grad_stats`' rows per captured ``step`` for the gradients ``G`` ``(T, D)`` (not ``n_params``).
+
+    ``params``: ``source`` (``"gaussian"`` replaces ``G`` by normal vectors from ``rng``) and ``share_norm``.
+    """
     if params["source"] == "gaussian":
         G = rng.standard_normal(G.shape)
     st = skew_stats(G)
@@ -316,22 +395,22 @@ def real_grad_stats(params, rng, backend):
                  dict(metric="top10_share", value=float(st.top10_share[i]), step=int(s)),
                  dict(metric="tail_index", value=float(st.tail_index[i]), step=int(s)),
                  dict(metric="nonzero_fraction", value=float(st.nonzero_fraction[i]), step=int(s))]
-    rows.append(dict(metric="n_params", value=float(model.n_params)))
     return rows
 
 
-@experiment(
-    "real_grad_operators",
-    columns=("method",),
-    params={**_GRADS,
-            "density": Param("float", default=0.01, low=0.0, high=1.0, low_open=True, doc="k / D"),
-            "r_over_k": Param("int", default=4, low=1, doc="rTop-k: r = r_over_k * k (capped at D)"),
-            "profile": Param("str", default="pareto", choices=("pareto", "powerlaw"), doc="fitted model's profile"),
-            "fit": Param("str", default="fitted", choices=("fitted", "flat"),
-                         doc="fitted: the sparse skewed model fitted to the gradients; flat: the same support "
-                             "size with equal magnitudes (no skew; the negative control of rtopk.model_fits_real)"),
-            "model_draws": Param("int", default=4, low=1, doc="model vectors per captured gradient")},
-)
+#: what :func:`operator_rows` compares (shared by the experiments that capture gradients)
+OPERATOR_PARAMS = {
+    "density": Param("float", default=0.01, low=0.0, high=1.0, low_open=True, doc="k / D"),
+    "r_over_k": Param("int", default=4, low=1, doc="rTop-k: r = r_over_k * k (capped at D)"),
+    "profile": Param("str", default="pareto", choices=("pareto", "powerlaw"), doc="fitted model's profile"),
+    "fit": Param("str", default="fitted", choices=("fitted", "flat"),
+                 doc="fitted: the sparse skewed model fitted to the gradients; flat: the same support "
+                     "size with equal magnitudes (no skew; the negative control of rtopk.model_fits_real)"),
+    "model_draws": Param("int", default=4, low=1, doc="model vectors per captured gradient"),
+}
+
+
+@experiment("real_grad_operators", columns=("method",), params={**_GRADS, **OPERATOR_PARAMS})
 def real_grad_operators(params, rng, backend):
     """Errors ||g - C(g)||^2/||g||^2 of top-k, rTop-k, rand-k (unscaled): fitted model vs real gradients.
 
@@ -347,7 +426,15 @@ def real_grad_operators(params, rng, backend):
     matches when ``lo < hi`` in both pairs.
     """
     model, steps, G = _capture(params, rng)
-    D = model.n_params
+    return operator_rows(G, params, rng)
+
+
+def operator_rows(G, params, rng) -> list[dict]:
+    """:func:`real_grad_operators`' rows for the gradients ``G`` ``(T, D)``.
+
+    ``params``: ``density``, ``r_over_k``, ``profile``, ``fit`` and ``model_draws``.
+    """
+    D = G.shape[1]
     k = max(1, int(round(params["density"] * D)))
     r = min(D, params["r_over_k"] * k)
     fit = fit_sparse_skewed(G, profile=params["profile"])

@@ -172,7 +172,7 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
            compressor: Compressor, schedule: str = "constant",
            split: str = "iid", record_every: int | None = None, X_test=None, y_test=None, x0=None,
            rng=None, batch_rng=None, backend=None, progress: bool = False, on_step=None,
-           feedback="ef") -> Trace:
+           feedback="ef", momentum: float = 0.0) -> Trace:
     r"""Train ``model`` with ``n`` workers running error-feedback SGD (see the module docstring).
 
     Parameters
@@ -220,6 +220,12 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
         A name in :data:`simcomm.compress.FEEDBACKS` (``"ef"``, ``"ef21"``, ``"ef21_sgdm"``, ``"diana"``,
         ``"marina"``, ``"ef_lr"``; built around ``compressor`` at its default settings) or a built variant:
         every worker keeps its own state and sends what the variant sends.
+    momentum : float, default 0.0
+        Worker-side heavy-ball momentum :math:`\beta \in [0, 1)` before error feedback (the rTop-k paper's
+        and DGC's momentum SGD with EF): worker ``i`` keeps :math:`u_i' = \beta u_i + g_i` and feeds
+        :math:`u_i'` to the error feedback in place of :math:`g_i` (:math:`p_i = u_i' + m_i`). ``0`` is plain
+        EF-SGD (the same draws and results as without the argument); ``on_step`` sees the raw gradients
+        ``g_i`` and the residuals either way.
 
     Returns
     -------
@@ -282,7 +288,11 @@ def ef_sgd(model: MLP, X, y, *, n: int, steps: int, lr: float, batch_size: int =
     shards = split_workers(y, n, split=split, rng=batch_rng)
     problem = (TorchProblem if torch_model else ModelProblem)(
         model, X, y, n=n, batch_size=batch_size, shards=shards, X_test=X_test, y_test=y_test, batch_rng=batch_rng)
-    method = build_method("ef_sgd", compressor=compressor, lr=lr, schedule=schedule, feedback=feedback)
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.integer, np.floating)) or not (
+            0.0 <= momentum < 1.0):
+        raise UserError(f"momentum = {momentum!r} must be a number in [0, 1)")
+    method = build_method("ef_sgd", compressor=compressor, lr=lr, schedule=schedule, feedback=feedback,
+                          momentum=float(momentum))
     watch = EFWatch(problem, steps, record_every, compressor.bits(D), keep=on_step is not None)
     with progress_bar(steps, f"EF-SGD {compressor.label}", enabled=progress) as bar:
         def observe(k):
