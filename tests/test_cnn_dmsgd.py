@@ -125,3 +125,22 @@ def test_specs_load_with_their_controls(name):
     assert spec.experiment == "cnn_dmsgd" and spec.claim.claim_class == "seed" and spec.claim.paper == "expgraph"
     assert any(c.set for c in spec.claim.controls)
     assert len(quick.cells()) <= len(spec.cells())
+
+
+def test_the_registered_experiment_runs_lenet_on_fashion_mnist():
+    from simcomm.experiments import get_experiment
+
+    try:
+        from simcomm.models import load_dataset
+
+        load_dataset("fashion_mnist")
+    except Exception as exc:  # noqa: BLE001 - any reason the files cannot be read
+        pytest.skip(f"Fashion-MNIST is not available here: {exc}")
+    exp = get_experiment("cnn_dmsgd")
+    params = {k: p.default for k, p in exp.params.items()}
+    params.update(n_train=256, n_test=100, n_eval=64, n=4, batch_size=8, epochs=1,
+                  topologies="parallel,one_peer_exponential", isolated="one_peer_exponential")
+    rows = exp.func(params, np.random.default_rng(0), "numpy")
+    acc = {r["topology"]: r["value"] for r in rows if r["metric"] == "final_test_acc"}
+    assert set(acc) == {"parallel", "one_peer_exponential"} and all(0 <= a <= 1 for a in acc.values())
+    assert "torch" in exp.requires
