@@ -44,8 +44,10 @@ __all__ = ["TOPOLOGIES", "node_batches", "train_dmsgd", "evaluate_average", "com
 
 #: what a run may gossip over: ``parallel`` is W = J (the exact average), the others are simcomm.topology names
 TOPOLOGIES = ("parallel", "exponential", "one_peer_exponential", "ring", "torus")
-#: seconds per training example and node gradient of LeNet-5 on one thread (node_gradients, 16 x 16 batches)
-_SEC_PER_EXAMPLE = 1.7e-4
+#: seconds per training example of a step of LeNet-5 on one thread, measured in training (the quick grid,
+#: 8 x 16 images, on a shared 2-core machine): the backward pass of the vmapped network dominates. At
+#: initialisation on random inputs a node_gradients call is several times faster (1.8e-4 s per example)
+_SEC_PER_EXAMPLE = 1.2e-3
 #: seconds per example of a forward pass (evaluation)
 _SEC_PER_EVAL = 8e-5
 
