@@ -20,7 +20,7 @@ from simcomm.optim import dsgd_init, dsgd_update  # noqa: E402
 from simcomm.spec import load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SPECS = ("expgraph_cnn_dmsgd_parallel", "expgraph_cnn_one_peer_static", "expgraph_cnn_ring_worse")
+SPECS = ("expgraph_cnn_dmsgd_parallel", "expgraph_cnn_one_peer_static", "extra/expgraph_cnn_ring_worse")
 
 
 def linear(seed=0):
