@@ -207,7 +207,7 @@ def _check_levels(params):
             "family": Param("str", default="qsgd", choices=("qsgd", "all"), keyed_at_default=False,
                             doc="qsgd: the QSGD levels only; all: also ternary, natural, minmax_uint8, fp16 and "
                                 "scaled sign with error feedback, with the rows family_pred_over_best and "
-                                "sign_ef_over_best (qsgd leaves the cell exactly as it was)"),
+                                "sign_ef_over_best (the default qsgd changes nothing: the cell as it was)"),
             "sign_feedback": Param("str", default="ef", choices=("ef", "none"), keyed_at_default=False,
                                    doc="negative control only: none runs scaled sign without error feedback")},
     check=_check_levels,
