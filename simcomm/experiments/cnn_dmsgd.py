@@ -125,10 +125,7 @@ def train_dmsgd(model, X, y, batches, topology, *, lr: float, beta: float = 0.9,
     numpy.ndarray, shape (n, D)
         The nodes' final models (float64). A step whose models are not finite ends the run early with them.
     """
-    from simcomm.optim import dsgd_init
-    from simcomm.optim._algebra import Ctx
-    from simcomm.optim._blocks_dsgd import atc_momentum
-    from simcomm.optim._decentralized import check_hyper
+    from simcomm.optim import Ctx, atc_momentum, check_hyper, dsgd_init
 
     check_hyper(lr, beta)
     batches = np.asarray(batches)

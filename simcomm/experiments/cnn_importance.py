@@ -50,7 +50,21 @@ def cnn_staleness(params, ds, model, rng) -> list:
     return _staleness_rows(tr) + _ratio_rows(tr)
 
 
-@experiment("is_cnn_staleness", params=_STALE, check=_check_train, requires=REQUIRES)
+def _cost(p):
+    """Rough seconds and bytes of one replicate: training gradients, then per-example norms over the training set.
+
+    LeNet-5 on one core: about 2.5e-4 s per example and step of a minibatch gradient, 2.4e-4 s per example of the
+    one-pass norms; the norms are taken at every monitored step and at every refresh of the stale scores.
+    """
+    n_train = p["n_train"] or 60000
+    refresh = p.get("period", 10) if p.get("mode", "period") == "period" else p.get("mean_delay", 10.0)
+    passes = p["steps"] / max(p.get("record_every", p["steps"]), 1) + 1 + p["steps"] / max(refresh, 1.0)
+    arms = 2.0  # the experiments run two arms (proposals or step sizes) or more on the same data
+    scale = 1.0 if p["model"] == "lenet5" else 4.0
+    return scale * arms * (2.5e-4 * p["steps"] * p["batch_size"] + 2.4e-4 * n_train * passes) + 5.0, 2e9
+
+
+@experiment("is_cnn_staleness", params=_STALE, check=_check_train, cost=_cost, requires=REQUIRES)
 def is_cnn_staleness(params, rng, backend):
     """Train a network with stale (+ smoothed) importance sampling; monitor Tr Cov of uniform / ideal / stale.
 
@@ -111,7 +125,8 @@ def cnn_smoothing_step(params, ds, model, rng) -> list:
     return rows
 
 
-@experiment("is_cnn_smoothing_step", columns=("arm",), params=_SMOOTH_STEP, check=_check_arms, requires=REQUIRES)
+@experiment("is_cnn_smoothing_step", columns=("arm",), params=_SMOOTH_STEP, check=_check_arms, cost=_cost,
+            requires=REQUIRES)
 def is_cnn_smoothing_step(params, rng, backend):
     """A small step with little smoothing against a large step with much, both stale importance sampling.
 
@@ -145,7 +160,8 @@ def cnn_training(params, ds, model, rng) -> list:
     return rows
 
 
-@experiment("is_cnn_training", columns=("method",), params=_TRAIN_CNN, check=_check_train, requires=REQUIRES)
+@experiment("is_cnn_training", columns=("method",), params=_TRAIN_CNN, check=_check_train, cost=_cost,
+            requires=REQUIRES)
 def is_cnn_training(params, rng, backend):
     """Uniform SGD against stale importance-sampled SGD, same network, initial parameters and step size.
 

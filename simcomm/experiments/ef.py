@@ -142,7 +142,8 @@ def _sweep(r_max):
 
 #: momentum of the workers' SGD (added after results were published: keyed only when not 0)
 MOMENTUM = Param("float", default=0.0, low=0.0, high=1.0, high_open=True, keyed_at_default=False,
-                 doc="worker-side heavy-ball momentum before error feedback; the default 0 changes nothing (plain EF-SGD, simcomm.optim.ef_sgd)")
+                 doc="worker-side heavy-ball momentum before error feedback; the default 0 changes nothing "
+                     "(plain EF-SGD, simcomm.optim.ef_sgd)")
 
 #: the settings of a sweep beyond the data and the network (what :func:`ef_sweep` takes)
 SWEEP = {

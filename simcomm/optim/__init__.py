@@ -44,6 +44,7 @@ from simcomm.optim._blocks import (
     scale_by_lr,
 )
 from simcomm.optim._blocks_decay import decayed_feedback
+from simcomm.optim._blocks_dsgd import atc_momentum
 from simcomm.optim._blocks_nn import ModelProblem, minibatch_gradients, worker_feedback
 from simcomm.optim._choco import (
     ChocoState,
@@ -55,7 +56,15 @@ from simcomm.optim._choco import (
     run_choco_gossip,
     run_choco_sgd,
 )
-from simcomm.optim._decentralized import NOISES, DSGDState, dsgd_init, dsgd_update, messages_per_step, run_dsgd
+from simcomm.optim._decentralized import (
+    NOISES,
+    DSGDState,
+    check_hyper,
+    dsgd_init,
+    dsgd_update,
+    messages_per_step,
+    run_dsgd,
+)
 from simcomm.optim._ef_sgd import EFState, EFStepInfo, ef_init, ef_sgd, ef_update
 from simcomm.optim._iag import IAG_ORDERS, compressed_iag
 from simcomm.optim._importance import BYTES_PER_FLOAT, PROPOSALS, bytes_per_example, importance_sgd
@@ -133,6 +142,8 @@ __all__ = [
     "DELAY_MODELS",
     "DIGRAPHS",
     "dsgd_init",
+    "atc_momentum",
+    "check_hyper",
     "dsgd_update",
     "DSGDState",
     "ef_init",

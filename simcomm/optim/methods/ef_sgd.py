@@ -21,7 +21,8 @@ from __future__ import annotations
 from simcomm._params import Param
 from simcomm.compress import FEEDBACKS, ErrorFeedback
 from simcomm.optim._algebra import chain, descend
-from simcomm.optim._blocks import aggregate, compress, momentum as heavy_ball
+from simcomm.optim._blocks import aggregate, compress
+from simcomm.optim._blocks import momentum as heavy_ball
 from simcomm.optim._blocks_nn import ModelProblem, fused_ef, minibatch_gradients, scale_by_schedule, worker_feedback
 from simcomm.optim._registry import accelerate, method
 from simcomm.optim._schedules import EF_SCHEDULES, ef_learning_rate
