@@ -62,7 +62,8 @@ def split_runnable(specs: list[Spec]) -> tuple[list[Spec], str | None]:
             ok.append(spec)
     if not missing:
         return ok, None
-    parts = [f"{len(ids)} need {p} ({_INSTALL.get(p, 'pip install ' + p)}): {', '.join(ids)}"
+    parts = [f"{len(ids)} {'needs' if len(ids) == 1 else 'need'} {p} ({_INSTALL.get(p, 'pip install ' + p)}): "
+             f"{', '.join(ids)}"
              for p, ids in missing.items()]
     return ok, "not run, " + "; ".join(parts)
 

@@ -42,7 +42,7 @@ def _specs(tmp_path):
 def test_check_lists_claims_needing_an_absent_extra_and_judges_the_rest(tmp_path):
     r = _run(["check", "--specs", str(_specs(tmp_path)), "--jobs", "1", "--out", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
-    line = ("not run, 1 need simcomm_no_such_package (pip install simcomm_no_such_package): toy.needs_extra")
+    line = ("not run, 1 needs simcomm_no_such_package (pip install simcomm_no_such_package): toy.needs_extra")
     assert line in r.output
     assert "toy.mean" in r.output  # the runnable claim is judged
     report = (tmp_path / "out" / "results" / "quick" / "REPORT.md").read_text()
@@ -52,5 +52,5 @@ def test_check_lists_claims_needing_an_absent_extra_and_judges_the_rest(tmp_path
 def test_check_of_a_claim_needing_an_absent_extra_by_name_is_one_line_exit_2(tmp_path):
     r = _run(["check", "toy.needs_extra", "--specs", str(_specs(tmp_path)), "--out", str(tmp_path / "out")])
     assert r.exit_code == 2
-    assert "cannot run: 1 need simcomm_no_such_package" in r.output and "Traceback" not in r.output
-    assert not (tmp_path / "out" / "results" / "quick").exists()  # nothing half-written
+    assert "cannot run: 1 needs simcomm_no_such_package" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "out").exists()  # nothing written, not even the output folder

@@ -78,14 +78,14 @@ def check(claim_ids, quick, strict, controls, jobs, backend, seed, scheduler, ou
     headless()
     from simcomm import checking
 
-    out = ensure_writable(out)
-    if json_path is not None:
-        ensure_writable(Path(json_path).parent if str(Path(json_path).parent) else ".", option="--json FILE")
     specs, not_run = checking.split_runnable(checking.select_specs(claim_ids, quick=quick, seed=seed, folder=specs_dir))
     if not_run is not None:
         if claim_ids or not specs:  # the claims asked for by name cannot run: say how to make them runnable
             raise UserError(not_run.replace("not run, ", "cannot run: ", 1))
         click.echo(not_run, err=True)
+    out = ensure_writable(out)
+    if json_path is not None:
+        ensure_writable(Path(json_path).parent if str(Path(json_path).parent) else ".", option="--json FILE")
     # the registered ids, read now: a spec added while a long run computes must not stop its writes
     known = {s.claim.id for s in checking.select_specs((), quick=True, folder=specs_dir)} if not quick else None
     cache = out / "results" / ".cache"
