@@ -414,8 +414,11 @@ def test_send_kernel_repeated_index_and_bad_index():
         P = np.array([[1.0, 2.0, 3.0]])
         vals, upd, theta = get_backend(name).ef_send(P, np.array([[1, 1]]), np.zeros(3), 1.0)
         assert vals.tolist() == [[2.0, 2.0]] and upd.tolist() == [0.0, 4.0, 0.0] and P.tolist() == [[1.0, 0.0, 3.0]]
-    with pytest.raises(IndexError, match="must lie in"):
-        get_backend("numba").ef_send(np.ones((1, 3)), np.array([[3]]), np.zeros(3), 1.0)
+    for bad in ([[3]], [[-1]], [[0, 1], [2, 3]]):  # checked inside the kernel, before anything is written
+        P = np.ones((len(bad), 3))
+        with pytest.raises(IndexError, match=r"must lie in \[0, 3\), got -?\d\.\.-?\d"):
+            get_backend("numba").ef_send(P, np.array(bad), np.zeros(3), 1.0)
+        assert (P == 1.0).all()
 
 
 # --- fused kernel ----------------------------------------------------------------------------------------------

@@ -118,7 +118,7 @@ _BUCKETS = 1024
 def _rth_largest(mags, nc, r, work, counts):
     """The ``r``-th largest of ``mags[:nc]`` (``mags`` untouched; ``work``, ``counts`` are scratch).
 
-    A histogram of ``_BUCKETS`` equal-width buckets over ``[min, max]`` (the bucket of a value is
+    A histogram of ``min(_BUCKETS, nc)`` equal-width buckets over ``[min, max]`` (the bucket of a value is
     monotone in the value, so every bucket above the one holding the answer holds only larger values)
     finds the bucket of the answer in two branch-light passes; a quickselect runs on that bucket's few
     values only. An infinite or degenerate range runs the quickselect on every value.
@@ -129,12 +129,13 @@ def _rth_largest(mags, nc, r, work, counts):
         v = mags[c]
         lo = min(lo, v)
         hi = max(hi, v)
-    scale = _BUCKETS / (hi - lo) if hi > lo else np.inf
+    nb = min(_BUCKETS, nc)  # about one value per bucket on a small row, at most _BUCKETS
+    scale = nb / (hi - lo) if hi > lo else np.inf
     if not (hi < np.inf and scale < np.inf):
         work[:nc] = mags[:nc]
         return _kth_smallest(work, nc, nc - r)
-    counts[:] = 0
-    top = _BUCKETS - 1
+    counts[:nb] = 0
+    top = nb - 1
     for c in range(nc):
         counts[min(int((mags[c] - lo) * scale), top)] += 1
     above = 0
@@ -307,7 +308,14 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | N
 
 @njit(cache=True)
 def _send(P, idx, theta, lr, vals, upd, out):
+    """The send step; returns False (and changes nothing) if an index lies outside ``[0, D)``."""
     n, k = idx.shape
+    D = P.shape[1]
+    for i in range(n):  # the range check, before anything is written: n k integers already in cache
+        for j in range(k):
+            c = idx[i, j]
+            if c < 0 or c >= D:
+                return False
     for i in range(n):
         p, ix, v = P[i], idx[i], vals[i]
         for j in range(k):  # read every message before zeroing any (a repeated index reads p, not 0)
@@ -322,6 +330,7 @@ def _send(P, idx, theta, lr, vals, upd, out):
         u = upd[c] / n
         upd[c] = u
         out[c] = theta[c] - u * lr
+    return True
 
 
 def ef_send(P: np.ndarray, idx: np.ndarray, theta: np.ndarray, lr: float):
@@ -336,10 +345,9 @@ def ef_send(P: np.ndarray, idx: np.ndarray, theta: np.ndarray, lr: float):
     """
     n, D = P.shape
     idx = np.ascontiguousarray(idx, dtype=np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= D):  # the kernel does not check its indices
-        raise IndexError(f"ef_send: sent coordinates must lie in [0, {D}), got {idx.min()}..{idx.max()}")
     vals = np.empty(idx.shape, dtype=P.dtype)
     upd = np.zeros(D)
     out = np.empty(D)
-    _send(P, idx, np.ascontiguousarray(theta, dtype=np.float64), float(lr), vals, upd, out)
+    if not _send(P, idx, np.ascontiguousarray(theta, dtype=np.float64), float(lr), vals, upd, out):
+        raise IndexError(f"ef_send: sent coordinates must lie in [0, {D}), got {idx.min()}..{idx.max()}")
     return vals, upd, out
