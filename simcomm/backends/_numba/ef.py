@@ -278,10 +278,10 @@ def _rows_serial(G, M, P, r, top, sq):
         _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts)
 
 
-#: Below this many entries (n * D) the rows run on one thread. On this 2-core machine the serial pass
-#: runs near the memory floor (16 x 101,770: 1.3-1.5 ms against 0.7-1.0 ms for ``np.add(G, M, out=P)``),
+#: Below this many entries (n * D) the rows run on one thread. On this 2-core machine the serial call
+#: takes 16 x 101,770 in 1.7-2.3 ms (its fused pass 1.4 ms; ``np.add(G, M, out=P)`` alone 0.7-1.0 ms),
 #: while the threaded call waits for a second core that a concurrent process may hold: measured under
-#: a load average of 4-7, 16 x 101,770 took 5-12 ms threaded (median 12 ms) and 16 x 4,810 6-12 ms.
+#: a load average of 4-9, 16 x 101,770 took 5-16 ms threaded and 16 x 4,810 6-16 ms (0.07 ms serial).
 PARALLEL_MIN = 1 << 22
 
 
