@@ -18,7 +18,6 @@ kernel of the simcomm side on 2 cores (the MNIST epoch went from 71 to 123 ms) a
 """
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -27,22 +26,12 @@ from threadpoolctl import threadpool_limits
 from simcomm.compress import TopK
 from simcomm.models import init_params, load_dataset, mlp, split_workers, worker_gradients
 from simcomm.optim import ef_sgd
+from tests.benchmarks._timing import best_interleaved
 from tests.naive_ef import numpy_loop_epoch
 
 N_WORKERS = 16
 CONFIGS = {"digits-64-64-10": ("digits", 64, 8), "mnist-784-128-10": ("mnist", 128, 16)}
 ROUNDS = 5
-
-
-def _best_interleaved(fns, rounds):
-    """Best time of each of ``fns`` over ``rounds`` interleaved rounds, and each one's last result."""
-    best, out = [np.inf] * len(fns), [None] * len(fns)
-    for _ in range(rounds):
-        for j, fn in enumerate(fns):
-            t = time.perf_counter()
-            out[j] = fn()
-            best[j] = min(best[j], time.perf_counter() - t)
-    return best, out
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
@@ -81,7 +70,7 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
 
     with threadpool_limits(limits=1):  # one BLAS thread for both sides, as the runner uses per cell
         out = benchmark.pedantic(run, args=(0,), rounds=3, iterations=1, warmup_rounds=1)
-        (t_fast, t_base, t_mon, t_grads), (_, ref, with_monitor, _) = _best_interleaved(
+        (t_fast, t_base, t_mon, t_grads), (_, ref, with_monitor, _) = best_interleaved(
             [lambda: run(0), baseline, lambda: run(steps), gradients_only], ROUNDS)
     np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(with_monitor, out)  # the monitor changes no parameter

@@ -23,7 +23,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from simcomm import UserError
-from tests.benchmarks.test_bench_ef import _best_interleaved
+from tests.benchmarks._timing import best_interleaved
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed (pip install torch==2.13.0)")
 
@@ -71,7 +71,7 @@ def test_bench_lenet_worker_gradients_vs_loop(benchmark, problem):
     with threadpool_limits(limits=1):  # one intra-op thread, as the runner runs a cell
         benchmark.pedantic(model.worker_gradients, args=(theta, Xb, yb), kwargs={"out": out}, rounds=3,
                            iterations=1)
-        (t_fast, t_loop, t_floor), (G, R, _) = _best_interleaved(
+        (t_fast, t_loop, t_floor), (G, R, _) = best_interleaved(
             [lambda: model.worker_gradients(theta, Xb, yb, out=out), lambda: _loop(model, theta, Xb, yb, ref),
              lambda: _one_backward(model, theta, Xb, yb)], ROUNDS)
     np.testing.assert_allclose(G, R, rtol=0, atol=1e-4 * np.abs(R).max())  # float32, sums in another order
