@@ -414,8 +414,11 @@ def test_send_kernel_repeated_index_and_bad_index():
         P = np.array([[1.0, 2.0, 3.0]])
         vals, upd, theta = get_backend(name).ef_send(P, np.array([[1, 1]]), np.zeros(3), 1.0)
         assert vals.tolist() == [[2.0, 2.0]] and upd.tolist() == [0.0, 4.0, 0.0] and P.tolist() == [[1.0, 0.0, 3.0]]
-    with pytest.raises(IndexError, match="must lie in"):
-        get_backend("numba").ef_send(np.ones((1, 3)), np.array([[3]]), np.zeros(3), 1.0)
+    for bad in ([[3]], [[-1]], [[0, 1], [2, 3]]):  # checked inside the kernel, before anything is written
+        P = np.ones((len(bad), 3))
+        with pytest.raises(IndexError, match=r"must lie in \[0, 3\), got -?\d\.\.-?\d"):
+            get_backend("numba").ef_send(P, np.array(bad), np.zeros(3), 1.0)
+        assert (P == 1.0).all()
 
 
 # --- fused kernel ----------------------------------------------------------------------------------------------
@@ -440,6 +443,69 @@ def test_fused_kernel_parity_with_top_k(case):
         np.testing.assert_array_equal(outs[0][1], outs[1][1])
         np.testing.assert_array_equal(outs[1][1], get_backend("numba").topk_indices(G + M, r))
         np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["normal", "few_values", "all_equal", "with_inf", "tiny_range", "one"])
+def test_rth_largest_equals_sorting(kind):
+    # the numba kernel's selection of the r-th largest magnitude against a plain sort, on every r
+    from simcomm.backends._numba import ef as nef
+
+    rng = np.random.default_rng(7)
+    n = {"one": 1}.get(kind, 300)
+    a = np.abs(rng.standard_normal(n)) * 3.0
+    if kind == "few_values":
+        a = np.round(a)  # long runs of ties
+    elif kind == "all_equal":
+        a[:] = 2.5
+    elif kind == "with_inf":
+        a[::37] = np.inf
+    elif kind == "tiny_range":
+        a = 1.0 + rng.integers(0, 2, n) * np.spacing(1.0)  # two adjacent floats
+    work, counts = np.empty(n), np.empty(nef._BUCKETS, np.int64)
+    ref = np.sort(a)[::-1]
+    before = a.copy()
+    for r in range(1, n + 1):
+        assert nef._rth_largest(a, n, r, work, counts) == ref[r - 1]
+        np.testing.assert_array_equal(a, before)  # the magnitudes are read, not reordered
+
+
+@pytest.mark.parametrize("threads", ["serial", "parallel"])
+def test_fused_kernel_paths_and_out_alias(threads, monkeypatch):
+    # both row loops of the numba kernel equal the numpy reference; out= may be G or M (P written over it)
+    from simcomm.backends import get_backend
+    from simcomm.backends._numba import ef as nef
+
+    monkeypatch.setattr(nef, "PARALLEL_MIN", 0 if threads == "parallel" else 1 << 62)
+    rng = np.random.default_rng(3)
+    n, D = 5, 4001  # D not a multiple of 8: the pass's tail
+    G, M = rng.standard_normal((n, D)), rng.standard_normal((n, D))
+    G[1] = 0.0  # a row of zeros: every candidate ties
+    M[1] = 0.0
+    G[2, ::3] = 0.5  # many equal magnitudes
+    M[2, ::3] = 0.0
+    for r in (1, 40, D - 1, D):
+        P_ref, top_ref, sq_ref = get_backend("numpy").ef_accumulate_topr(G, M, r)
+        for alias in (None, "G", "M"):
+            g, m = G.copy(), M.copy()
+            out = {"G": g, "M": m}.get(alias)
+            P, top, sq = nef.ef_accumulate_topr(g, m, r, out=out)
+            assert out is None or P is out
+            np.testing.assert_array_equal(P, P_ref)
+            np.testing.assert_array_equal(top, top_ref)
+            np.testing.assert_allclose(sq, sq_ref, rtol=1e-13)
+
+
+def test_fused_kernel_nonfinite_rows_report_a_nonfinite_norm():
+    # a NaN or inf in p: the kernel does not fail, and the row's norm says so (the step is then skipped)
+    from simcomm.backends._numba import ef as nef
+
+    G = np.ones((3, 50))
+    G[0, 7] = np.nan
+    G[1, 9] = np.inf
+    P, top, sq = nef.ef_accumulate_topr(G, np.zeros_like(G), 5)
+    assert np.isnan(sq[0]) and np.isinf(sq[1]) and sq[2] == 50.0
+    assert top.shape == (3, 5) and ((top >= 0) & (top < 50)).all()
+    assert top[1, 0] == 0 and 9 in top[1]  # the inf is the largest; ties to the lower index fill the rest
 
 
 def test_non_finite_gradients_are_recorded_as_divergence_not_a_crash():

@@ -309,13 +309,15 @@ def ef_fused_step(state: EFState, grads, lr: float, compressor: Compressor, rng,
         upd = grads.mean(axis=0)
         return (EFState(state.x - lr * upd, state.residual, state.step + 1),
                 EFStepInfo(None, None, xp.zeros(n), upd))
-    skipped = (EFState(state.x, state.residual, state.step + 1), diverged_info(xp, n, D))
+    def skipped():
+        return EFState(state.x, state.residual, state.step + 1), diverged_info(xp, n, D)
+
     # Where the selection kernels take NaN rows without failing (numba), a non-finite g_i makes ||p_i||^2
     # non-finite, so the full pass over the gradients only runs when a norm is not finite (before any
     # uniform is drawn: a diverged step consumes no randomness either way). Other backends check first.
     lazy = be.NONFINITE_SAFE_SELECTION
     if not lazy and not bool(xp.isfinite(grads).all()):
-        return skipped
+        return skipped()
     r = compressor.top_set(D)
     if r is not None:
         # One kernel writes p_i = g_i + m_i (into a fresh array or ``out``: the state stays intact),
@@ -323,11 +325,11 @@ def ef_fused_step(state: EFState, grads, lr: float, compressor: Compressor, rng,
         # simcomm.compress.top_k); the compressor picks its k of them.
         P, top, tot = be.ef_accumulate_topr(grads, state.residual, r, out=out)
         if lazy and not np.isfinite(tot).all() and not np.isfinite(grads).all():
-            return skipped
+            return skipped()
         idx = compressor.select_rows(P, rng=rng, top=top)
     else:
         if lazy and not np.isfinite(grads).all():
-            return skipped
+            return skipped()
         P = xp.ascontiguousarray(state.residual + grads)
         idx = compressor.select_rows(P, rng=rng)
         tot = xp.einsum("ij,ij->i", P, P)

@@ -1,13 +1,14 @@
 """Error-feedback kernel, numba: ``P = G + M``, row norms and the top-r set in one pass per row.
 
-Same name, signature and results as :mod:`simcomm.backends._numpy.ef`. Per row (parallel over rows for
-large inputs): a strided sample of ``|G + M|`` gives a threshold ``t`` that about ``2r + 64`` entries
-exceed; one pass writes ``P = G + M``, accumulates ``||P||^2`` and collects every index with
-``|P| >= t`` (in ascending order); a selection (``np.partition``) finds the r-th largest candidate magnitude and one
-scan keeps the ``r`` largest with ties to the lower index, exactly as
-:func:`simcomm.backends._numpy.select.topk_indices`. Since
-every entry ``>= t`` is a candidate, the result is exact whenever there are at least ``r`` candidates;
-otherwise ``t`` is lowered (ultimately to every index), so the answer never depends on the sample.
+Same name, signature and results as :mod:`simcomm.backends._numpy.ef`. Per row (rows on threads only
+for very large inputs, see ``PARALLEL_MIN``): a strided sample of ``|G + M|`` gives a threshold ``t``
+that about ``2r + 64`` entries exceed; one pass, eight entries at a time, writes ``P = G + M``,
+accumulates ``||P||^2`` (eight partial sums, so it equals numpy's to rounding, not bit for bit) and
+collects every index with ``|P| >= t`` (in ascending order); a quickselect finds the r-th largest
+candidate magnitude and one scan keeps the ``r`` largest with ties to the lower index, exactly as
+:func:`simcomm.backends._numpy.select.topk_indices`. Since every entry ``>= t`` is a candidate, the
+result is exact whenever there are at least ``r`` candidates; otherwise ``t`` is lowered (ultimately to
+every index), so the answer never depends on the sample.
 """
 
 from __future__ import annotations
@@ -82,12 +83,81 @@ def _sample_q(g, m, r, samp, best):
 
 
 @njit(cache=True)
-def _select(p, cand, nc, r, out):
-    """The ``r`` largest ``|p|`` among the ``nc`` candidates (ascending indices), ties to the lower index."""
-    mags = np.empty(nc)
+def _kth_smallest(a, n, k):
+    """The ``k``-th smallest (0-based) of ``a[:n]``, reordering ``a`` (Hoare quickselect, median-of-3 pivot).
+
+    Equal values stop both scans, so runs of ties split evenly; expected ``O(n)``.
+    """
+    lo, hi = 0, n - 1
+    while lo < hi:
+        x, y, z = a[lo], a[(lo + hi) // 2], a[hi]
+        piv = max(min(x, y), min(max(x, y), z))  # the median of the three: a value in a[lo..hi]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < piv:
+                i += 1
+            while piv < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+_BUCKETS = 1024
+
+
+@njit(cache=True)
+def _rth_largest(mags, nc, r, work, counts):
+    """The ``r``-th largest of ``mags[:nc]`` (``mags`` untouched; ``work``, ``counts`` are scratch).
+
+    A histogram of ``min(_BUCKETS, nc)`` equal-width buckets over ``[min, max]`` (the bucket of a value is
+    monotone in the value, so every bucket above the one holding the answer holds only larger values)
+    finds the bucket of the answer in two branch-light passes; a quickselect runs on that bucket's few
+    values only. An infinite or degenerate range runs the quickselect on every value.
+    """
+    lo = np.inf
+    hi = -np.inf
     for c in range(nc):
-        mags[c] = abs(p[cand[c]])
-    tr = np.partition(mags, nc - r)[nc - r]  # the r-th largest magnitude (a selection, not a sort)
+        v = mags[c]
+        lo = min(lo, v)
+        hi = max(hi, v)
+    nb = min(_BUCKETS, nc)  # about one value per bucket on a small row, at most _BUCKETS
+    scale = nb / (hi - lo) if hi > lo else np.inf
+    if not (hi < np.inf and scale < np.inf):
+        work[:nc] = mags[:nc]
+        return _kth_smallest(work, nc, nc - r)
+    counts[:nb] = 0
+    top = nb - 1
+    for c in range(nc):
+        counts[min(int((mags[c] - lo) * scale), top)] += 1
+    above = 0
+    b = top
+    while above + counts[b] < r:  # from the largest values down: the bucket where the r-th falls
+        above += counts[b]
+        b -= 1
+    m = 0
+    for c in range(nc):
+        if min(int((mags[c] - lo) * scale), top) == b:
+            work[m] = mags[c]
+            m += 1
+    return _kth_smallest(work, m, m - (r - above))
+
+
+@njit(cache=True)
+def _select(cand, mags, nc, r, out, work, counts):
+    """The ``r`` largest of the ``nc`` candidates (ascending indices, magnitudes ``mags``), ties to the lower index.
+
+    ``work`` (length >= ``nc``) and ``counts`` (``_BUCKETS``) are scratch; ``mags`` is read in order only.
+    """
+    tr = _rth_largest(mags, nc, r, work, counts)  # the r-th largest magnitude (a selection, not a sort)
     above = 0
     for c in range(nc):
         if mags[c] > tr:
@@ -104,113 +174,115 @@ def _select(p, cand, nc, r, out):
 
 
 @njit(cache=True)
-def _block(G, M, P, r, top, sq, i0, nb, cand, samp, best, qs, ts, ncs):
-    """Rows ``i0 .. i0 + nb - 1`` (``nb <= 4``): one fused pass, four independent ``||p||^2`` chains.
+def _pass(g, m, p, t, cand, mags):
+    """One pass: ``p = g + m``, ``||p||^2`` and the indices with ``|p| >= t`` (ascending) and their ``|p|``.
 
-    Each row's sum of squares is accumulated in index order exactly as a one-row loop would; running
-    four rows side by side only overlaps their add latencies.
+    Returns ``(nc, sq)``: the candidates are ``cand[:nc]``, their magnitudes ``mags[:nc]``.
+
+    Eight entries at a time (SIMD): eight partial sums of squares (lane ``j mod 8``), added pairwise at
+    the end, and one compare of the eight against ``t``; only a group with a hit is scanned one by one.
     """
-    d = G.shape[1]
-    s = samp.shape[1]
-    if r == d:
-        for b in range(nb):
-            i = i0 + b
-            acc = 0.0
-            for j in range(d):
-                v = G[i, j] + M[i, j]
-                P[i, j] = v
-                acc += v * v
-            sq[i] = acc
-            for j in range(d):
-                top[i, j] = j
-        return
-    for b in range(nb):  # q > s: t = inf, the candidates come from the fallback below
-        qs[b], ts[b] = _sample_q(G[i0 + b], M[i0 + b], r, samp[b], best)
-    if nb == 4:
-        g0, g1, g2, g3 = G[i0], G[i0 + 1], G[i0 + 2], G[i0 + 3]
-        m0, m1, m2, m3 = M[i0], M[i0 + 1], M[i0 + 2], M[i0 + 3]
-        p0, p1, p2, p3 = P[i0], P[i0 + 1], P[i0 + 2], P[i0 + 3]
-        c0, c1, c2, c3 = cand[0], cand[1], cand[2], cand[3]
-        t0, t1, t2, t3 = ts[0], ts[1], ts[2], ts[3]
-        s0 = s1 = s2 = s3 = 0.0
-        n0 = n1 = n2 = n3 = 0
-        for j in range(d):
-            v0 = g0[j] + m0[j]
-            v1 = g1[j] + m1[j]
-            v2 = g2[j] + m2[j]
-            v3 = g3[j] + m3[j]
-            p0[j] = v0
-            p1[j] = v1
-            p2[j] = v2
-            p3[j] = v3
-            s0 += v0 * v0
-            s1 += v1 * v1
-            s2 += v2 * v2
-            s3 += v3 * v3
-            c0[n0] = j  # branch-free: the slot is kept only when the entry qualifies
-            n0 += abs(v0) >= t0
-            c1[n1] = j  # branch-free: the slot is kept only when the entry qualifies
-            n1 += abs(v1) >= t1
-            c2[n2] = j  # branch-free: the slot is kept only when the entry qualifies
-            n2 += abs(v2) >= t2
-            c3[n3] = j  # branch-free: the slot is kept only when the entry qualifies
-            n3 += abs(v3) >= t3
-        sq[i0], sq[i0 + 1], sq[i0 + 2], sq[i0 + 3] = s0, s1, s2, s3
-        ncs[0], ncs[1], ncs[2], ncs[3] = n0, n1, n2, n3
-    else:
-        for b in range(nb):
-            g, m, p, c, t = G[i0 + b], M[i0 + b], P[i0 + b], cand[b], ts[b]
-            acc = 0.0
-            nc = 0
-            for j in range(d):
-                v = g[j] + m[j]
-                p[j] = v
-                acc += v * v
-                if abs(v) >= t:
-                    c[nc] = j
+    d = g.shape[0]
+    d8 = d - d % 8
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    nc = 0
+    for j in range(0, d8, 8):
+        v0 = g[j] + m[j]
+        v1 = g[j + 1] + m[j + 1]
+        v2 = g[j + 2] + m[j + 2]
+        v3 = g[j + 3] + m[j + 3]
+        v4 = g[j + 4] + m[j + 4]
+        v5 = g[j + 5] + m[j + 5]
+        v6 = g[j + 6] + m[j + 6]
+        v7 = g[j + 7] + m[j + 7]
+        p[j] = v0
+        p[j + 1] = v1
+        p[j + 2] = v2
+        p[j + 3] = v3
+        p[j + 4] = v4
+        p[j + 5] = v5
+        p[j + 6] = v6
+        p[j + 7] = v7
+        s0 += v0 * v0
+        s1 += v1 * v1
+        s2 += v2 * v2
+        s3 += v3 * v3
+        s4 += v4 * v4
+        s5 += v5 * v5
+        s6 += v6 * v6
+        s7 += v7 * v7
+        if ((abs(v0) >= t) | (abs(v1) >= t) | (abs(v2) >= t) | (abs(v3) >= t)
+                | (abs(v4) >= t) | (abs(v5) >= t) | (abs(v6) >= t) | (abs(v7) >= t)):
+            for jj in range(j, j + 8):
+                a = abs(p[jj])
+                if a >= t:
+                    cand[nc] = jj
+                    mags[nc] = a
                     nc += 1
-            sq[i0 + b] = acc
-            ncs[b] = nc
-    for b in range(nb):
-        q, nc = qs[b], ncs[b]
-        if q > s or nc < r:  # too few above the sampled threshold: lower it (ultimately to every index)
-            q = 2 * q if q <= s else s + 1
-            if q > s:
-                q = s + 1
-            srt = samp[b].copy()
-            srt.sort()  # ascending, as the fallback thresholds expect
-            nc = _candidates(P[i0 + b], srt, q, r, cand[b])
-        _select(P[i0 + b], cand[b], nc, r, top[i0 + b])
+    tail = 0.0
+    for j in range(d8, d):
+        v = g[j] + m[j]
+        p[j] = v
+        tail += v * v
+        if abs(v) >= t:
+            cand[nc] = j
+            mags[nc] = abs(v)
+            nc += 1
+    return nc, ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) + tail
+
+
+@njit(cache=True)
+def _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts):
+    """Row ``i``: the sampled threshold, one fused pass, the fallback if too few qualify, the selection."""
+    d = G.shape[1]
+    s = samp.shape[0]
+    if r == d:
+        _, sq[i] = _pass(G[i], M[i], P[i], np.inf, cand, mags)
+        for j in range(d):
+            top[i, j] = j
+        return
+    q, t = _sample_q(G[i], M[i], r, samp, best)  # q > s: t = inf, the fallback below finds the candidates
+    nc, sq[i] = _pass(G[i], M[i], P[i], t, cand, mags)
+    if q > s or nc < r:  # too few above the sampled threshold: lower it (ultimately to every index)
+        q = 2 * q if q <= s else s + 1
+        if q > s:
+            q = s + 1
+        srt = samp.copy()
+        srt.sort()  # ascending, as the fallback thresholds expect
+        nc = _candidates(P[i], srt, q, r, cand)
+        p = P[i]
+        for c in range(nc):
+            v = abs(p[cand[c]])
+            mags[c] = v if v == v else np.inf  # NaN (a row the caller skips: its norm is not finite) as +inf
+    _select(cand, mags, nc, r, top[i], work, counts)
 
 
 @njit(cache=True)
 def _scratch(d, s):
-    return (np.empty((4, d), np.int64), np.empty((4, s)), np.empty(s), np.empty(4, np.int64), np.empty(4),
-            np.empty(4, np.int64))
+    return np.empty(d, np.int64), np.empty(s), np.empty(s), np.empty(d), np.empty(d), np.empty(_BUCKETS, np.int64)
 
 
 @njit(cache=True, parallel=True)
 def _rows_parallel(G, M, P, r, top, sq):
     n, d = G.shape
-    for blk in prange((n + 3) // 4):
-        cand, samp, best, qs, ts, ncs = _scratch(d, min(d, _SAMPLE))
-        i0 = 4 * blk
-        _block(G, M, P, r, top, sq, i0, min(4, n - i0), cand, samp, best, qs, ts, ncs)
+    for i in prange(n):
+        cand, samp, best, mags, work, counts = _scratch(d, min(d, _SAMPLE))
+        _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts)
 
 
 @njit(cache=True)
 def _rows_serial(G, M, P, r, top, sq):
     n, d = G.shape
-    cand, samp, best, qs, ts, ncs = _scratch(d, min(d, _SAMPLE))
-    for i0 in range(0, n, 4):
-        _block(G, M, P, r, top, sq, i0, min(4, n - i0), cand, samp, best, qs, ts, ncs)
+    cand, samp, best, mags, work, counts = _scratch(d, min(d, _SAMPLE))
+    for i in range(n):
+        _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts)
 
 
-#: Below this many entries (n * D) the rows run on one thread (the OpenMP launch costs more than the
-#: work). Measured on 2 idle cores: 16 x 101,770 took 1.2 ms threaded vs 2.4 ms serial, and 16 x 4,810
-#: 0.05 ms vs 0.14 ms. Under heavy outside load the threaded call can be slower (8 ms vs 3.5 ms was once
-#: measured); inside sweeps the runner caps numba at one thread per cell when cells run concurrently.
-PARALLEL_MIN = 1 << 16
+#: Below this many entries (n * D) the rows run on one thread. On this 2-core machine the serial call
+#: takes 16 x 101,770 in 1.7-2.3 ms (its fused pass 1.4 ms; ``np.add(G, M, out=P)`` alone 0.7-1.0 ms),
+#: while the threaded call waits for a second core that a concurrent process may hold: measured under
+#: a load average of 4-9, 16 x 101,770 took 5-16 ms threaded and 16 x 4,810 6-16 ms (0.07 ms serial).
+PARALLEL_MIN = 1 << 22
 
 
 def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | None = None):
@@ -236,7 +308,14 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | N
 
 @njit(cache=True)
 def _send(P, idx, theta, lr, vals, upd, out):
+    """The send step; returns False (and changes nothing) if an index lies outside ``[0, D)``."""
     n, k = idx.shape
+    D = P.shape[1]
+    for i in range(n):  # the range check, before anything is written: n k integers already in cache
+        for j in range(k):
+            c = idx[i, j]
+            if c < 0 or c >= D:
+                return False
     for i in range(n):
         p, ix, v = P[i], idx[i], vals[i]
         for j in range(k):  # read every message before zeroing any (a repeated index reads p, not 0)
@@ -251,6 +330,7 @@ def _send(P, idx, theta, lr, vals, upd, out):
         u = upd[c] / n
         upd[c] = u
         out[c] = theta[c] - u * lr
+    return True
 
 
 def ef_send(P: np.ndarray, idx: np.ndarray, theta: np.ndarray, lr: float):
@@ -265,10 +345,9 @@ def ef_send(P: np.ndarray, idx: np.ndarray, theta: np.ndarray, lr: float):
     """
     n, D = P.shape
     idx = np.ascontiguousarray(idx, dtype=np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= D):  # the kernel does not check its indices
-        raise IndexError(f"ef_send: sent coordinates must lie in [0, {D}), got {idx.min()}..{idx.max()}")
     vals = np.empty(idx.shape, dtype=P.dtype)
     upd = np.zeros(D)
     out = np.empty(D)
-    _send(P, idx, np.ascontiguousarray(theta, dtype=np.float64), float(lr), vals, upd, out)
+    if not _send(P, idx, np.ascontiguousarray(theta, dtype=np.float64), float(lr), vals, upd, out):
+        raise IndexError(f"ef_send: sent coordinates must lie in [0, {D}), got {idx.min()}..{idx.max()}")
     return vals, upd, out
