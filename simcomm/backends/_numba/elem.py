@@ -68,40 +68,39 @@ def bf16_round(x, out):
 # IEEE half precision held in float32 / float64: round the magnitude's bits to 10 mantissa bits (nearest,
 # ties to even: add half an ulp minus one plus the kept lowest bit, then clear the dropped bits; a carry
 # moves into the exponent as it should), overflow to inf at 65520 and above; below 2^-14 (half subnormals)
-# the value is rint(|x| 2^24) 2^-24, exact in the input's precision. One serial pass that reads every entry
-# once also returns the largest magnitude's bits: the finiteness check, at no extra pass.
+# the value is rint(|x| 2^24) 2^-24, exact in the input's precision. Both results are computed for every
+# entry and one is selected (no branch, so the loop vectorises over the bit patterns); the one pass that
+# reads every entry also returns the largest magnitude's bits: the finiteness check, at no extra pass.
 @njit(cache=True)
-def _fp16_f32(xf, xu, of, ou):
+def _fp16_f32(xu, ou):
     top = np.uint32(0)
     for i in range(xu.shape[0]):
         b = xu[i]
-        ab = b & np.uint32(0x7FFFFFFF)
+        ab = np.uint32(b & np.uint32(0x7FFFFFFF))
         top = max(top, ab)
-        if ab < np.uint32(0x38800000):  # |x| < 2^-14
-            q = np.rint(abs(xf[i]) * np.float32(16777216.0)) * np.float32(5.9604644775390625e-08)
-            of[i] = math.copysign(np.float32(q), xf[i])
-        else:
-            r = (ab + np.uint32(0xFFF) + ((ab >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-            if r >= np.uint32(0x47800000):  # 65536 or more: inf (inf and NaN input are reported by the caller)
-                r = np.uint32(0x7F800000)
-            ou[i] = r | (b & np.uint32(0x80000000))
+        af = np.uint32(ab).view(np.float32)
+        sub = np.float32(np.rint(af * np.float32(16777216.0)) * np.float32(5.9604644775390625e-08)).view(np.uint32)
+        r = np.uint32((ab + np.uint32(0xFFF) + ((ab >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000))
+        r = np.uint32(0x7F800000) if r >= np.uint32(0x47800000) else r  # 65536 or more: inf
+        r = sub if ab < np.uint32(0x38800000) else r  # |x| < 2^-14
+        ou[i] = np.uint32(r | (b & np.uint32(0x80000000)))  # (inf and NaN input are reported by the caller)
     return top
 
 
 @njit(cache=True)
-def _fp16_f64(xf, xu, of, ou):
+def _fp16_f64(xu, ou):
     top = np.uint64(0)
     for i in range(xu.shape[0]):
         b = xu[i]
-        ab = b & np.uint64(0x7FFFFFFFFFFFFFFF)
+        ab = np.uint64(b & np.uint64(0x7FFFFFFFFFFFFFFF))
         top = max(top, ab)
-        if ab < np.uint64(0x3F10000000000000):  # |x| < 2^-14
-            of[i] = math.copysign(np.rint(abs(xf[i]) * 16777216.0) * 5.9604644775390625e-08, xf[i])
-        else:
-            r = (ab + np.uint64(0x1FFFFFFFFFF) + ((ab >> np.uint64(42)) & np.uint64(1))) & np.uint64(0xFFFFFC0000000000)
-            if r >= np.uint64(0x40F0000000000000):  # 65536 or more: inf
-                r = np.uint64(0x7FF0000000000000)
-            ou[i] = r | (b & np.uint64(0x8000000000000000))
+        af = np.uint64(ab).view(np.float64)
+        sub = np.float64(np.rint(af * 16777216.0) * 5.9604644775390625e-08).view(np.uint64)
+        r = np.uint64((ab + np.uint64(0x1FFFFFFFFFF) + ((ab >> np.uint64(42)) & np.uint64(1)))
+                      & np.uint64(0xFFFFFC0000000000))
+        r = np.uint64(0x7FF0000000000000) if r >= np.uint64(0x40F0000000000000) else r  # 65536 or more: inf
+        r = sub if ab < np.uint64(0x3F10000000000000) else r  # |x| < 2^-14
+        ou[i] = np.uint64(r | (b & np.uint64(0x8000000000000000)))
     return top
 
 
@@ -109,8 +108,8 @@ def fp16_round(x, out):
     """Round ``x`` to IEEE half precision (nearest even; overflow to inf), held in x's dtype; True if x is finite."""
     xf, of = x.reshape(-1), out.reshape(-1)
     if x.dtype == np.float32:
-        return bool(_fp16_f32(xf, xf.view(np.uint32), of, of.view(np.uint32)) < np.uint32(0x7F800000))
-    return bool(_fp16_f64(xf, xf.view(np.uint64), of, of.view(np.uint64)) < np.uint64(0x7FF0000000000000))
+        return bool(_fp16_f32(xf.view(np.uint32), of.view(np.uint32)) < np.uint32(0x7F800000))
+    return bool(_fp16_f64(xf.view(np.uint64), of.view(np.uint64)) < np.uint64(0x7FF0000000000000))
 
 
 @njit(parallel=True, cache=True)
@@ -150,15 +149,17 @@ def _lohi_serial(xs):
 
 @njit(cache=True, inline="never")
 def _lohi(xs):
-    """The bucket's (min, max) as float64: exactly :func:`_lohi_serial`'s bits, four lanes at a time.
+    """The bucket's (min, max) as float64, exactly :func:`_lohi_serial`'s bits, and whether it is finite.
 
-    min and max return one of their arguments, so any order finds the same extreme value; values that
-    compare equal have the same bits unless they are zeros of both signs, so an extreme equal to zero is
-    recomputed in the serial order (which decides which zero is kept).
+    Four lanes at a time: min and max return one of their arguments, so any order finds the same
+    extreme value; values that compare equal have the same bits unless they are zeros of both signs, so
+    an extreme equal to zero is recomputed in the serial order (which decides which zero is kept). The
+    lanes also sum ``v - v`` (0 for finite v, NaN for NaN and inf): the finiteness check in the same pass.
     """
     n = xs.shape[0]
     l0 = l1 = l2 = l3 = np.float64(xs[0])
     h0 = h1 = h2 = h3 = l0
+    z0 = z1 = z2 = z3 = 0.0
     m = n - n % 4
     for j in range(0, m, 4):
         v0 = np.float64(xs[j])
@@ -173,15 +174,21 @@ def _lohi(xs):
         h1 = max(h1, v1)
         h2 = max(h2, v2)
         h3 = max(h3, v3)
+        z0 += v0 - v0
+        z1 += v1 - v1
+        z2 += v2 - v2
+        z3 += v3 - v3
     for j in range(m, n):
         v = np.float64(xs[j])
         l0 = min(l0, v)
         h0 = max(h0, v)
+        z0 += v - v
+    finite = (z0 + z1) + (z2 + z3) == 0.0
     lo = min(min(l0, l1), min(l2, l3))
     hi = max(max(h0, h1), max(h2, h3))
     if lo == 0.0 or hi == 0.0:
-        return _lohi_serial(xs)
-    return lo, hi
+        lo, hi = _lohi_serial(xs)
+    return lo, hi, finite
 
 
 @njit(cache=True, inline="never")
@@ -193,17 +200,20 @@ def _minmax_nearest(xs, os, lo, step):
 
 
 # One task per bucket, on 1-D slices (contiguous loads; the min/max and rounding loops run out of line so
-# that each compiles on its own). Same float64 operations in the same order as before per element.
+# that each compiles on its own). Same float64 operations in the same order as before per element. Returns
+# the number of buckets holding NaN or inf (their output is whatever the arithmetic gives; callers raise).
 @njit(parallel=True, cache=True)
 def _minmax(x, bucket, stochastic, key, shift, scale, out):
     rows, d = x.shape
     nb = d // bucket
+    bad = 0
     for rb in prange(rows * nb):
         r = rb // nb
         j0 = (rb % nb) * bucket
         xs = x[r, j0 : j0 + bucket]
         os = out[r, j0 : j0 + bucket]
-        lo, hi = _lohi(xs)
+        lo, hi, finite = _lohi(xs)
+        bad += 0 if finite else 1
         step = (hi - lo) / 255.0
         if not step > 0:
             for j in range(bucket):
@@ -219,13 +229,13 @@ def _minmax(x, bucket, stochastic, key, shift, scale, out):
                 os[j] = lo + min(code, 255.0) * step
         else:
             _minmax_nearest(xs, os, lo, step)
+    return bad
 
 
 def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):
-    """Min-max uint8 per bucket (see the numpy backend)."""
+    """Min-max uint8 per bucket (see the numpy backend); True if x is finite."""
     shift, scale = _bits(x.dtype)
-    _minmax(x, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out)
-    return out
+    return _minmax(x, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out) == 0
 
 
 @njit(parallel=True, cache=True)
