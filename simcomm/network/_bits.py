@@ -99,7 +99,7 @@ def pack_fixed_array(v: np.ndarray, w: int) -> np.ndarray:
     v = np.ascontiguousarray(v, dtype=np.int64)
     nb = (v.size * w + 7) // 8
     if v.size >= _WORDS_MIN and sys.byteorder == "little":
-        words = np.zeros(nb // 8 + 1, dtype=np.uint64)
+        words = np.empty(nb // 8 + 1, dtype=np.uint64)  # _pack_words writes every word it fills
         _pack_words(v, int(w), words)
         return words.view(np.uint8)[:nb]
     out = np.zeros(nb, dtype=np.uint8)
@@ -134,20 +134,15 @@ def _unpack_fixed(buf, n, w, out):
 
 @njit(cache=True)
 def _unpack_words(words, n, w, out):
-    # the byte stream of _unpack_fixed read as little-endian 32-bit words: one load per refill instead
-    # of four byte loads and shifts (nacc < w <= 32 before a refill, so acc stays below 2**64)
+    # the byte stream of _unpack_fixed read as little-endian 32-bit words. Value i is bits [i w, i w + w):
+    # it lies in the two words from (i w) >> 5 on (w <= 32), so every value is read on its own (no
+    # register carried from one value to the next: the loop has no serial chain and vectorises)
     mask = np.uint64((1 << w) - 1)
-    acc = np.uint64(0)
-    nacc = 0
-    pos = 0
     for i in range(n):
-        if nacc < w:
-            acc |= np.uint64(words[pos]) << np.uint64(nacc)
-            pos += 1
-            nacc += 32
-        out[i] = np.int64(acc & mask)
-        acc >>= np.uint64(w)
-        nacc -= w
+        p = np.uint64(i) * np.uint64(w)
+        q = p >> np.uint64(5)
+        two = np.uint64(words[q]) | (np.uint64(words[q + np.uint64(1)]) << np.uint64(32))
+        out[i] = np.int64((two >> (p & np.uint64(31))) & mask)
 
 
 def unpack_fixed(buf, n: int, w: int) -> np.ndarray:
@@ -158,8 +153,12 @@ def unpack_fixed(buf, n: int, w: int) -> np.ndarray:
     out = np.empty(n, dtype=np.int64)
     if n >= _WORDS_MIN and sys.byteorder == "little":
         nb = (n * w + 7) // 8
-        words = np.zeros(nb // 4 + 1, dtype=np.uint32)  # an aligned copy, zero-padded to whole words
-        words.view(np.uint8)[:nb] = b[:nb]
+        nw = nb // 4 + 2  # the reader may touch one word past the section's last
+        if b.size >= 4 * nw and b.ctypes.data % 4 == 0:
+            words = b[: 4 * nw].view(np.uint32)  # in place: bits past the section are masked off
+        else:
+            words = np.zeros(nw, dtype=np.uint32)  # an aligned copy, zero-padded
+            words.view(np.uint8)[:nb] = b[:nb]
         _unpack_words(words, int(n), int(w), out)
     elif n:
         _unpack_fixed(b, int(n), int(w), out)

@@ -286,7 +286,8 @@ def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
                 raise ValueError("truncated index section")
         elif coding == "packed":
             nb = (count * width + 7) // 8
-            idx = _bits.unpack_fixed(body[:nb], count, width) if width else np.zeros(count, dtype=np.int64)
+            # the rest of the body: the unpacker reads the section in place when a word past it is there
+            idx = _bits.unpack_fixed(body, count, width) if width else np.zeros(count, dtype=np.int64)
         elif coding == "bitmap":
             nb = (d + 7) // 8
             idx = _bits.bitmap_decode(body[:nb], d, count)
