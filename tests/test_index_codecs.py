@@ -74,6 +74,8 @@ def test_bitmap_decode_equals_unpackbits(seed, k, d):
     assert buf == _bits.bitmap_encode_array(idx, d).tobytes()
     ref = np.flatnonzero(np.unpackbits(np.frombuffer(buf, np.uint8), bitorder="little"))
     assert np.array_equal(ref, idx) and np.array_equal(_bits.bitmap_decode(buf, d, k), idx)
+    shifted = memoryview(b"x" + buf)[1:]  # not 8-aligned: read through a copy
+    assert np.array_equal(_bits.bitmap_decode(shifted, d, k), idx)
 
 
 def test_bitmap_dense_words_and_wrong_counts():

@@ -332,9 +332,14 @@ def bitmap_decode(buf, d: int, count: int) -> np.ndarray:
     b = np.frombuffer(buf, dtype=np.uint8)
     if b.size != (d + 7) // 8:
         raise ValueError("bitmap section has the wrong length")
-    words, _ = _padded_words(b, 0)
+    full = b.size // 8
+    if b.ctypes.data % 8 == 0:
+        words = b[: 8 * full].view(np.uint64)  # read in place
+    else:
+        words, _ = _padded_words(b[: 8 * full], 0)
+    tail = np.uint64(int.from_bytes(b[8 * full:].tobytes(), "little"))
     out = np.empty(count + 2, dtype=np.int64)
-    if _bitmap_read(words, out) != count or (count and out[count - 1] >= d):
+    if _bitmap_read(words, tail, out) != count or (count and out[count - 1] >= d):
         raise ValueError("bitmap does not hold the stated number of indices")
     return out[:count]
 
@@ -377,7 +382,8 @@ def _gamma_total(v, delta):
 @njit(cache=True)
 def _gamma_words(v, delta, words):
     # gamma(g) with N = floor(log2 g) as one field of 2N + 1 bits, LSB first: N zeros, a one, the N low
-    # bits of g (two fields when 2N + 1 > 63)
+    # bits of g (two fields when 2N + 1 > 63). Code lengths vary, so whether a word fills is data: the
+    # register is stored at every value and the word index, count and carry are selected (no branch).
     acc = np.uint64(0)
     nacc = 0
     pos = 0
@@ -389,10 +395,18 @@ def _gamma_words(v, delta, words):
         n = 63 - leading_zeros(ug)
         top = one << np.uint64(n)
         if n < 32:
-            acc, nacc, full, word = _push(top | ((ug ^ top) << np.uint64(n + 1)), 2 * n + 1, acc, nacc)
-            if full:
-                words[pos] = word
-                pos += 1
+            x = top | ((ug ^ top) << np.uint64(n + 1))
+            w = 2 * n + 1
+            acc |= x << np.uint64(nacc)
+            words[pos] = acc
+            nacc += w
+            full = nacc >= 64
+            nacc = nacc - 64 if full else nacc
+            # the bits of x past the word (64 - old nacc = w - new nacc of them were stored); a shift
+            # count of 64 (nothing carried) is kept below 64 by shifting in two steps
+            carry = (x >> np.uint64(1)) >> np.uint64((w - nacc - 1) & 63)
+            acc = (carry if nacc > 0 else np.uint64(0)) if full else acc
+            pos += 1 if full else 0
         else:
             acc, nacc, full, word = _push(top, n + 1, acc, nacc)
             if full:
@@ -566,14 +580,15 @@ def varint_decode_indices(buf, n: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _bitmap_read(words, out):
-    # set bits of each 64-bit word, two positions written unconditionally (out has two slots of slack;
-    # a word with no bit left writes 64 + its base there, overwritten later or past the count) and a
-    # loop only for a word with three or more: at 1% density no branch depends on the data
+def _bitmap_read(words, tail, out):
+    # set bits of each 64-bit word (then of the tail word: the last bytes), two positions written
+    # unconditionally (out has two slots of slack; a word with no bit left writes 64 + its base there,
+    # overwritten later or past the count) and a loop only for a word with three or more: at 1% density
+    # no branch depends on the data
     c = 0
     n = out.size - 2
-    for j in range(words.size):
-        w = words[j]
+    for j in range(words.size + 1):
+        w = words[j] if j < words.size else tail
         if c > n:
             return -1
         base = 64 * j
