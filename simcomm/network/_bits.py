@@ -398,7 +398,7 @@ def _gamma_words(v, delta, words):
             x = top | ((ug ^ top) << np.uint64(n + 1))
             w = 2 * n + 1
             acc |= x << np.uint64(nacc)
-            words[pos] = acc
+            words[np.uint64(pos)] = acc
             nacc += w
             full = nacc >= 64
             nacc = nacc - 64 if full else nacc
@@ -440,10 +440,11 @@ def gamma_encode_indices(idx: np.ndarray) -> np.ndarray:
 @njit(inline="always")
 def _peek(words, p):
     # the 64 bits of the stream from bit p on (two words; the high one shifted in two steps so that a
-    # shift by 64 never happens)
-    q = p >> 6
+    # shift by 64 never happens). Arrays are indexed with unsigned integers throughout this block: a
+    # signed index costs a negative-index wraparound test per access (the writers ran 1.6x slower).
+    q = np.uint64(p >> 6)
     s = np.uint64(p & 63)
-    return (words[q] >> s) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - s))
+    return (words[q] >> s) | ((words[q + np.uint64(1)] << np.uint64(1)) << (np.uint64(63) - s))
 
 
 @njit(cache=True)
@@ -460,9 +461,9 @@ def _gamma_read(words, nbits, n, delta, out):
         g = np.int64((np.uint64(1) << np.uint64(z)) | low)
         if delta:
             prev += g
-            out[i] = prev
+            out[np.uint64(i)] = prev
         else:
-            out[i] = g
+            out[np.uint64(i)] = g
     return 0 if p <= nbits else -1
 
 
@@ -511,9 +512,9 @@ def _varint_write(v, delta, out):
         if x < 2097152:
             more1 = 1 if x >= 128 else 0
             more2 = 1 if x >= 16384 else 0
-            out[pos] = (x & 127) | (more1 << 7)
-            out[pos + 1] = ((x >> 7) & 127) | (more2 << 7)
-            out[pos + 2] = (x >> 14) & 127
+            out[np.uint64(pos)] = (x & 127) | (more1 << 7)
+            out[np.uint64(pos + 1)] = ((x >> 7) & 127) | (more2 << 7)
+            out[np.uint64(pos + 2)] = (x >> 14) & 127
             pos += 1 + more1 + more2
         else:
             while x >= 128:
@@ -554,10 +555,10 @@ def _varint_read(buf, n, delta, out):
         end = 1 - (b >> 7)  # 1 on a value's last byte
         keep = end - 1  # 0 on a last byte, all ones otherwise
         if delta:
-            out[c] = prev + v + 1
+            out[np.uint64(c)] = prev + v + 1
             prev += (v + 1) & -end
         else:
-            out[c] = v
+            out[np.uint64(c)] = v
         c += end
         if c == n:
             return j + 1
@@ -593,8 +594,8 @@ def _bitmap_read(words, tail, out):
             return -1
         base = 64 * j
         w1 = w & (w - np.uint64(1))
-        out[c] = base + trailing_zeros(w)
-        out[c + 1] = base + trailing_zeros(w1)
+        out[np.uint64(c)] = base + trailing_zeros(w)
+        out[np.uint64(c + 1)] = base + trailing_zeros(w1)
         c += (1 if w != 0 else 0) + (1 if w1 != 0 else 0)
         w = w1 & (w1 - np.uint64(1))
         while w != 0:
