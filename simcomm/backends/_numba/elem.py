@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 from simcomm.backends._numba.quant import _GAMMA, _bits, _state, _uniform, _uniform_at
 
@@ -147,48 +148,45 @@ def _lohi_serial(xs):
     return lo, hi
 
 
+def _as_float(bits, like):
+    """The float64 value of the bit pattern ``bits`` read in ``like``'s float dtype (compiled: the overload)."""
+    it = np.int32 if like.dtype == np.float32 else np.int64
+    return float(np.array(bits, dtype=it).view(like.dtype)[()])
+
+
+@overload(_as_float)
+def _as_float_compiled(bits, like):
+    if like.dtype == types.float32:
+        return lambda bits, like: np.float64(np.int32(bits).view(np.float32))
+    return lambda bits, like: np.int64(bits).view(np.float64)
+
+
 @njit(cache=True, inline="never")
-def _lohi(xs):
+def _lohi(xs, xi, sh, mask, inf):
     """The bucket's (min, max) as float64, exactly :func:`_lohi_serial`'s bits, and whether it is finite.
 
-    Four lanes at a time: min and max return one of their arguments, so any order finds the same
-    extreme value; values that compare equal have the same bits unless they are zeros of both signs, so
-    an extreme equal to zero is recomputed in the serial order (which decides which zero is kept). The
-    lanes also sum ``v - v`` (0 for finite v, NaN for NaN and inf): the finiteness check in the same pass.
+    ``xi`` is ``xs`` viewed as signed integers of its width (``sh`` = width - 1, ``mask`` = all bits but the
+    sign, ``inf`` = the bits of +inf). The key ``s ^ ((s >> sh) & mask)`` orders the bit patterns as their
+    floats are ordered (negative ones with their magnitude bits flipped), so the integer min and max of the
+    keys, a loop that vectorises, find the extremes; +inf has key ``inf``, -inf ``-inf - 1`` and NaNs lie
+    beyond them, so the same keys tell whether the bucket is finite. A non-finite bucket, and an extreme
+    equal to zero (whose sign the serial order decides), are redone in the serial order.
     """
-    n = xs.shape[0]
-    l0 = l1 = l2 = l3 = np.float64(xs[0])
-    h0 = h1 = h2 = h3 = l0
-    z0 = z1 = z2 = z3 = 0.0
-    m = n - n % 4
-    for j in range(0, m, 4):
-        v0 = np.float64(xs[j])
-        v1 = np.float64(xs[j + 1])
-        v2 = np.float64(xs[j + 2])
-        v3 = np.float64(xs[j + 3])
-        l0 = min(l0, v0)
-        l1 = min(l1, v1)
-        l2 = min(l2, v2)
-        l3 = min(l3, v3)
-        h0 = max(h0, v0)
-        h1 = max(h1, v1)
-        h2 = max(h2, v2)
-        h3 = max(h3, v3)
-        z0 += v0 - v0
-        z1 += v1 - v1
-        z2 += v2 - v2
-        z3 += v3 - v3
-    for j in range(m, n):
-        v = np.float64(xs[j])
-        l0 = min(l0, v)
-        h0 = max(h0, v)
-        z0 += v - v
-    finite = (z0 + z1) + (z2 + z3) == 0.0
-    lo = min(min(l0, l1), min(l2, l3))
-    hi = max(max(h0, h1), max(h2, h3))
+    s = np.int64(xi[0])
+    kmin = kmax = s ^ ((s >> sh) & mask)
+    for i in range(xi.shape[0]):
+        s = np.int64(xi[np.uint64(i)])
+        k = s ^ ((s >> sh) & mask)
+        kmin = min(kmin, k)
+        kmax = max(kmax, k)
+    if kmax >= inf or kmin < -inf:
+        lo, hi = _lohi_serial(xs)
+        return lo, hi, False
+    lo = _as_float(kmin if kmin >= 0 else kmin ^ mask, xs)
+    hi = _as_float(kmax if kmax >= 0 else kmax ^ mask, xs)
     if lo == 0.0 or hi == 0.0:
         lo, hi = _lohi_serial(xs)
-    return lo, hi, finite
+    return lo, hi, True
 
 
 @njit(cache=True, inline="never")
@@ -203,7 +201,7 @@ def _minmax_nearest(xs, os, lo, step):
 # that each compiles on its own). Same float64 operations in the same order as before per element. Returns
 # the number of buckets holding NaN or inf (their output is whatever the arithmetic gives; callers raise).
 @njit(parallel=True, cache=True)
-def _minmax(x, bucket, stochastic, key, shift, scale, out):
+def _minmax(x, xi, sh, mask, inf, bucket, stochastic, key, shift, scale, out):
     rows, d = x.shape
     nb = d // bucket
     bad = 0
@@ -212,7 +210,7 @@ def _minmax(x, bucket, stochastic, key, shift, scale, out):
         j0 = (rb % nb) * bucket
         xs = x[r, j0 : j0 + bucket]
         os = out[r, j0 : j0 + bucket]
-        lo, hi, finite = _lohi(xs)
+        lo, hi, finite = _lohi(xs, xi[r, j0 : j0 + bucket], sh, mask, inf)
         bad += 0 if finite else 1
         step = (hi - lo) / 255.0
         if not step > 0:
@@ -235,7 +233,11 @@ def _minmax(x, bucket, stochastic, key, shift, scale, out):
 def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):
     """Min-max uint8 per bucket (see the numpy backend); True if x is finite."""
     shift, scale = _bits(x.dtype)
-    return _minmax(x, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out) == 0
+    if x.dtype == np.float32:
+        xi, sh, mask, inf = x.view(np.int32), 31, 0x7FFFFFFF, 0x7F800000
+    else:
+        xi, sh, mask, inf = x.view(np.int64), 63, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000
+    return _minmax(x, xi, sh, mask, inf, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out) == 0
 
 
 @njit(parallel=True, cache=True)
