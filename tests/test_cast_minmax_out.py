@@ -114,3 +114,13 @@ def test_out_refused_wrong_shape_dtype_layout_or_offset_overlap(backend, make):
         xv, shifted = big[:6 * 240].reshape(6, 240), big[4:].reshape(6, 240)
         with pytest.raises(UserError, match="^out overlaps x at an offset"):
             c.apply(xv, rng=0, out=shifted)
+
+
+@pytest.mark.parametrize("bad", [np.nan, -np.inf])
+def test_minmax_nonfinite_on_the_parallel_path(bad):
+    """Batches above the serial threshold run one bucket per task; the count of bad buckets is a reduction."""
+    x = np.random.default_rng(4).standard_normal((64, 4096), dtype=np.float32)  # 262,144 > 2**17 entries
+    assert np.array_equal(MinMaxUint8(256).apply(x, rng=1), naive_minmax(x, 256, _key(1, "minmax_uint8")))
+    x[63, 4095] = bad
+    with pytest.raises(UserError, match="^minmax_uint8: x contains NaN or inf; quantize finite vectors only$"):
+        MinMaxUint8(256).apply(x, rng=1)

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from simcomm.backends._numba.quant import _GAMMA, _bits, _state, _uniform, _uniform_at
+from simcomm.backends._numba.quant import _GAMMA, _SERIAL_MAX, _bits, _state, _uniform, _uniform_at
 
 __all__ = ["sign_quantize", "bf16_round", "fp16_round", "natural_quantize", "minmax_quantize", "int8_block_quantize",
            "dither_quantize"]
@@ -198,35 +198,49 @@ def _minmax_nearest(xs, os, lo, step):
 
 
 # One task per bucket, on 1-D slices (contiguous loads; the min/max and rounding loops run out of line so
-# that each compiles on its own). Same float64 operations in the same order as before per element. Returns
-# the number of buckets holding NaN or inf (their output is whatever the arithmetic gives; callers raise).
+# that each compiles on its own). Same float64 operations in the same order as before per element.
+# Returns 1 for a bucket holding NaN or inf (its output is whatever the arithmetic gives; callers raise).
+@njit(inline="always")
+def _minmax_bucket(x, xi, sh, mask, inf, bucket, stochastic, key, shift, scale, out, rb, nb, d):
+    r = rb // nb
+    j0 = (rb % nb) * bucket
+    xs = x[r, j0 : j0 + bucket]
+    os = out[r, j0 : j0 + bucket]
+    lo, hi, finite = _lohi(xs, xi[r, j0 : j0 + bucket], sh, mask, inf)
+    step = (hi - lo) / 255.0
+    if not step > 0:
+        for j in range(bucket):
+            os[j] = xs[j]
+    elif stochastic:
+        z = _state(key, r * d + j0)  # the counter stream's state before this bucket's first uniform
+        for j in range(bucket):
+            z += _GAMMA
+            t = (np.float64(xs[j]) - lo) / step
+            f = math.floor(t)
+            code = f + (1.0 if _uniform_at(z, shift, scale) < (t - f) else 0.0)
+            os[j] = lo + min(code, 255.0) * step
+    else:
+        _minmax_nearest(xs, os, lo, step)
+    return 0 if finite else 1
+
+
 @njit(parallel=True, cache=True)
 def _minmax(x, xi, sh, mask, inf, bucket, stochastic, key, shift, scale, out):
     rows, d = x.shape
     nb = d // bucket
     bad = 0
     for rb in prange(rows * nb):
-        r = rb // nb
-        j0 = (rb % nb) * bucket
-        xs = x[r, j0 : j0 + bucket]
-        os = out[r, j0 : j0 + bucket]
-        lo, hi, finite = _lohi(xs, xi[r, j0 : j0 + bucket], sh, mask, inf)
-        bad += 0 if finite else 1
-        step = (hi - lo) / 255.0
-        if not step > 0:
-            for j in range(bucket):
-                os[j] = xs[j]
-            continue
-        if stochastic:
-            z = _state(key, r * d + j0)  # the counter stream's state before this bucket's first uniform
-            for j in range(bucket):
-                z += _GAMMA
-                t = (np.float64(xs[j]) - lo) / step
-                f = math.floor(t)
-                code = f + (1.0 if _uniform_at(z, shift, scale) < (t - f) else 0.0)
-                os[j] = lo + min(code, 255.0) * step
-        else:
-            _minmax_nearest(xs, os, lo, step)
+        bad += _minmax_bucket(x, xi, sh, mask, inf, bucket, stochastic, key, shift, scale, out, rb, nb, d)
+    return bad
+
+
+@njit(cache=True)
+def _minmax_serial(x, xi, sh, mask, inf, bucket, stochastic, key, shift, scale, out):
+    rows, d = x.shape
+    nb = d // bucket
+    bad = 0
+    for rb in range(rows * nb):
+        bad += _minmax_bucket(x, xi, sh, mask, inf, bucket, stochastic, key, shift, scale, out, rb, nb, d)
     return bad
 
 
@@ -237,7 +251,9 @@ def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):
         xi, sh, mask, inf = x.view(np.int32), 31, 0x7FFFFFFF, 0x7F800000
     else:
         xi, sh, mask, inf = x.view(np.int64), 63, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000
-    return _minmax(x, xi, sh, mask, inf, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out) == 0
+    # a small batch (one optimiser step) runs on one thread: a parallel launch costs more than the work
+    kernel = _minmax_serial if x.size <= _SERIAL_MAX else _minmax
+    return kernel(x, xi, sh, mask, inf, int(bucket), bool(stochastic), np.uint64(key), shift, scale, out) == 0
 
 
 @njit(parallel=True, cache=True)
