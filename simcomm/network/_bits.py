@@ -449,16 +449,23 @@ def _peek(words, p):
 
 @njit(cache=True)
 def _gamma_read(words, nbits, n, delta, out):
+    # one 64-bit peek per code below 2^32 (2N + 1 <= 63 bits: the zeros, the one at bit N, the low bits
+    # above it), two for longer codes; where code i + 1 starts is known only after code i is read
     p = 0
     prev = -1
+    one = np.uint64(1)
     for i in range(n):
-        z = trailing_zeros(_peek(words, p))  # the zeros before the leading one
-        if z > 40:
-            return -1
-        p += z + 1
-        low = _peek(words, p) & ((np.uint64(1) << np.uint64(z)) - np.uint64(1))
-        p += z
-        g = np.int64((np.uint64(1) << np.uint64(z)) | low)
+        pk = _peek(words, p)
+        z = trailing_zeros(pk)  # the zeros before the leading one
+        if z < 32:
+            g = np.int64((one << np.uint64(z)) | ((pk >> np.uint64(z + 1)) & ((one << np.uint64(z)) - one)))
+            p += 2 * z + 1
+        else:
+            if z > 40:
+                return -1
+            p += z + 1
+            g = np.int64((one << np.uint64(z)) | (_peek(words, p) & ((one << np.uint64(z)) - one)))
+            p += z
         if delta:
             prev += g
             out[np.uint64(i)] = prev
