@@ -113,3 +113,15 @@ def test_payload_roundtrip_and_truncation_one_line(coding):
     assert decode(buf) == m
     with pytest.raises(UserError, match="^cannot decode the payload"):
         decode(buf[: len(buf) - 4 * 333 - 3])  # the index section cut short
+
+
+def test_gamma_mixed_lengths_across_peeks():
+    """Codes of 1 to 81 bits in a random order: several per 64-bit peek, codes straddling a peek, long ones."""
+    rng = np.random.default_rng(21)
+    g = np.maximum(1, (2.0 ** rng.uniform(0, 41, size=3000)).astype(np.int64))
+    enc = naive_gamma(g)
+    assert _bits.gamma_encode(g) == enc
+    assert np.array_equal(_bits.gamma_decode(enc, g.size), g)
+    idx = np.cumsum(g) - 1
+    assert np.array_equal(_bits.gamma_decode_indices(enc, g.size), idx)
+    assert _bits.gamma_encode_indices(idx).tobytes() == enc

@@ -449,28 +449,46 @@ def _peek(words, p):
 
 @njit(cache=True)
 def _gamma_read(words, nbits, n, delta, out):
-    # one 64-bit peek per code below 2^32 (2N + 1 <= 63 bits: the zeros, the one at bit N, the low bits
-    # above it), two for longer codes; where code i + 1 starts is known only after code i is read
+    # Where code i + 1 starts is known only after code i is read, so the loop is one chain. Codes are
+    # decoded from one 64-bit peek for as long as they fit in it (a trailing-zero count and a shift per
+    # code, no load on the chain); a new peek when the next code runs past the bits held, and two peeks
+    # for a code longer than 64 bits (a value of 2^32 or more).
     p = 0
     prev = -1
     one = np.uint64(1)
-    for i in range(n):
+    i = 0
+    while i < n:
         pk = _peek(words, p)
-        z = trailing_zeros(pk)  # the zeros before the leading one
-        if z < 32:
+        avail = 64
+        while True:
+            z = trailing_zeros(pk)
+            length = 2 * z + 1
+            if length > avail:
+                break
             g = np.int64((one << np.uint64(z)) | ((pk >> np.uint64(z + 1)) & ((one << np.uint64(z)) - one)))
-            p += 2 * z + 1
-        else:
+            pk = (pk >> np.uint64(z)) >> np.uint64(z + 1)
+            avail -= length
+            p += length
+            if delta:
+                prev += g
+                out[np.uint64(i)] = prev
+            else:
+                out[np.uint64(i)] = g
+            i += 1
+            if i == n:
+                break
+        if i < n and avail == 64:  # a code longer than 64 bits (z >= 32): two peeks
             if z > 40:
                 return -1
             p += z + 1
             g = np.int64((one << np.uint64(z)) | (_peek(words, p) & ((one << np.uint64(z)) - one)))
             p += z
-        if delta:
-            prev += g
-            out[np.uint64(i)] = prev
-        else:
-            out[np.uint64(i)] = g
+            if delta:
+                prev += g
+                out[np.uint64(i)] = prev
+            else:
+                out[np.uint64(i)] = g
+            i += 1
     return 0 if p <= nbits else -1
 
 
