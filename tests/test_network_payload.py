@@ -188,3 +188,17 @@ def test_cli_json(capsys):
     assert info["roundtrip"] is True
     assert info["bits"] == compress.message_bits(10, 1000)
     assert 8 * info["bytes"] - info["bits"] - 8 * HEADER_BYTES in range(0, 15)
+
+
+@pytest.mark.parametrize("w", [1, 7, 20, 24, 31, 32])
+@pytest.mark.parametrize("n", [_bits._WORDS_MIN, 1001])
+@pytest.mark.parametrize("lead", [0, 1, 4])
+def test_fixed_width_unpack_in_place_and_copied(w, n, lead):
+    """The unpacker reads a section in place (4-aligned, with a word past it: the rest of a payload) or
+    from an aligned copy; with arbitrary bytes around the section both give the packed values."""
+    v = np.random.default_rng(7 * w + n).integers(0, 2**w, size=n)
+    raw = np.full(lead + (n * w + 7) // 8 + 16, 0xFF, dtype=np.uint8)
+    raw[lead:lead + (n * w + 7) // 8] = np.frombuffer(_bits.pack_fixed(v, w), dtype=np.uint8)
+    body = memoryview(raw.tobytes())[lead:]
+    assert np.array_equal(_bits.unpack_fixed(body, n, w), v)  # 16 bytes of 0xff after the section
+    assert np.array_equal(_bits.unpack_fixed(body[:(n * w + 7) // 8], n, w), v)  # nothing after it

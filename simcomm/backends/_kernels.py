@@ -4,7 +4,8 @@ r"""The kernel table: every kernel a backend implements, its signature and what 
 under the same names with the same parameters (``tests/test_backends_contract.py`` compares each backend,
 and the cupy sources by their syntax tree where CuPy is not installed). A kernel's full documentation
 (equations, conventions, ties) is the numpy reference's docstring; the one line here says what it is.
-Every kernel that takes ``out`` writes its result there and returns it.
+Every kernel that takes ``out`` writes its result there and returns it, except the casts and quantizers
+that say they return whether ``x`` is finite (their one pass over ``x`` is the finiteness check).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Kernels(Protocol):
         r"""Natural compression: unbiased random rounding of :math:`|x_i|` to a power of two."""
 
     def minmax_quantize(self, x, bucket, stochastic, key, out):
-        r"""Min-max uint8 per bucket of ``bucket`` coordinates (``bucket`` divides ``d``)."""
+        r"""Min-max uint8 per bucket of ``bucket`` coordinates (``bucket`` divides ``d``); True if x is finite."""
 
     def int8_block_quantize(self, x, block, out):
         r"""Block-wise absmax int8: per block :math:`s = \max|x|/127`, :math:`C(x)_i = s\,\mathrm{rint}(x_i/s)`."""

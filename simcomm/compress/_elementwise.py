@@ -35,7 +35,7 @@ import numpy as np
 from simcomm._errors import UserError
 from simcomm.backends import array_namespace, backend_for
 from simcomm.compress._compressor import Compressor, Message, _cast, register_compressor, setting
-from simcomm.compress._quantize import _key, _nonfinite, _prepare, require_rng
+from simcomm.compress._quantize import _key, _nonfinite, _out, _prepare, require_rng
 from simcomm.compress._sparsify import _check_int, message_bits
 
 __all__ = ["Sign", "ScaledSign", "Natural", "FP16", "BF16", "MinMaxUint8", "BlockInt8", "RandKReplace"]
@@ -44,13 +44,13 @@ _SIGN_MODE = {"l1": 1, "l2": 2}
 FP16_MAX = 65504.0
 
 
-def _run(x, name, kernel, *args, check=True):
-    """Apply a backend kernel to the rows of ``x``: returns ``(out, shape, a2d, extra)``."""
+def _run(x, name, kernel, *args, check=True, out=None):
+    """Apply a backend kernel to the rows of ``x`` (into ``out`` if given): returns ``(out, shape, a2d, extra)``."""
     a, shape = _prepare(x, name, check=check)
     be = backend_for(None, a)
-    out = array_namespace(a).empty_like(a)
-    extra = getattr(be, kernel)(a, *args, out)
-    return out.reshape(shape), shape, a, extra
+    res = _out(out, a, shape)
+    extra = getattr(be, kernel)(a, *args, res)
+    return (res.reshape(shape) if out is None else out), shape, a, extra
 
 
 def _sq(v) -> np.ndarray:
@@ -210,7 +210,8 @@ class FP16(Compressor):
     """IEEE half precision: round to nearest even, overflow to inf (above 65504) as the hardware does.
 
     ``16 d`` bits; biased (deterministic); no relative error bound (overflow). The output keeps the
-    input's float dtype, holding float16 values.
+    input's float dtype, holding float16 values. ``apply(x, out=buf)`` writes into a preallocated
+    C-contiguous ``buf`` of x's shape and float dtype (``x`` itself for in place).
 
     Examples
     --------
@@ -220,12 +221,12 @@ class FP16(Compressor):
 
     deterministic: ClassVar[bool] = True
 
-    def apply(self, x, *, rng=None) -> np.ndarray:  # noqa: D102
+    def apply(self, x, *, rng=None, out=None) -> np.ndarray:  # noqa: D102
         # one pass: the cast reads every entry, so it reports non-finite input itself
-        out, shape, a, finite = _run(x, "fp16", "fp16_round", check=False)
+        res, shape, a, finite = _run(x, "fp16", "fp16_round", check=False, out=out)
         if not finite:
             _nonfinite("fp16")
-        return out
+        return res
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 16 * d
@@ -284,7 +285,9 @@ class MinMaxUint8(Compressor):
 
     Code :math:`c_i` of :math:`t_i = (v_i - \min_b)/\Delta_b`, :math:`\Delta_b = (\max_b - \min_b)/255`:
     stochastic rounding (``stochastic=True``, unbiased, :math:`\beta = B/130050`) or rounding to nearest
-    (biased: the "deterministic uint8" of some frameworks). ``8 d + 64 d/B`` bits.
+    (biased: the "deterministic uint8" of some frameworks). ``8 d + 64 d/B`` bits. ``apply(x, rng=...,
+    out=buf)`` writes into a preallocated C-contiguous ``buf`` of x's shape and float dtype (``x``
+    itself for in place).
 
     Examples
     --------
@@ -310,13 +313,15 @@ class MinMaxUint8(Compressor):
     def _b(self, d):
         return _buckets(self.bucket, d, "minmax_uint8", "bucket")
 
-    def apply(self, x, *, rng) -> np.ndarray:  # noqa: D102
-        a, shape = _prepare(x, "minmax_uint8")
+    def apply(self, x, *, rng, out=None) -> np.ndarray:  # noqa: D102
+        # no separate finiteness pass: the kernel's min/max pass over each bucket reports NaN and inf
+        a, shape = _prepare(x, "minmax_uint8", check=False)
+        b = self._b(a.shape[-1])
         key = _key(rng, "minmax_uint8") if self.stochastic else 0
-        be = backend_for(None, a)
-        out = array_namespace(a).empty_like(a)
-        be.minmax_quantize(a, self._b(a.shape[-1]), self.stochastic, key, out)
-        return out.reshape(shape)
+        res = _out(out, a, shape)
+        if not backend_for(None, a).minmax_quantize(a, b, self.stochastic, key, res):
+            _nonfinite("minmax_uint8")
+        return res.reshape(shape) if out is None else out
 
     def bits(self, d: int) -> int:  # noqa: D102
         return 8 * d + 64 * (d // self._b(d))

@@ -71,11 +71,18 @@ def _nonfinite(name):
 
 
 def _out(out, a, shape):
+    """The result buffer: a new array, or ``out`` checked (shape, dtype, contiguity; ``a`` itself or disjoint)."""
     if out is None:
         return array_namespace(a).empty_like(a)
     if out.shape != shape or out.dtype != a.dtype or not out.flags.c_contiguous:
         raise UserError(f"out must be a C-contiguous {a.dtype} array of shape {shape}, got {out.dtype} {out.shape}")
-    return out.reshape(a.shape)
+    res = out.reshape(a.shape)
+    # the kernels read an entry (or a row's, a bucket's statistics) before writing it, so x itself works
+    # in place; a buffer that overlaps x at an offset would be read after it was written
+    if isinstance(res, np.ndarray) and isinstance(a, np.ndarray) and np.may_share_memory(res, a) \
+            and res.__array_interface__["data"][0] != a.__array_interface__["data"][0]:
+        raise UserError("out overlaps x at an offset; pass a separate buffer (or x itself, to write in place)")
+    return res
 
 
 def _finite(v) -> bool:

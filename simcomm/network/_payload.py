@@ -195,11 +195,11 @@ def encode(msg: Message, coding: str | None = None) -> bytes:
             width = _bits_of_index(msg.d)
             body.append(_bits.pack_fixed_array(idx, width) if width else b"")
         elif coding == "bitmap":
-            body.append(_bits.bitmap_encode(idx, msg.d))
+            body.append(_bits.bitmap_encode_array(idx, msg.d))
         elif coding == "gamma":
-            body.append(_bits.gamma_encode(_gaps(idx)))
+            body.append(_bits.gamma_encode_indices(idx))  # the gaps i_0 + 1, i_1 - i_0, ... (fused)
         else:
-            body.append(_bits.varint_encode(_gaps(idx) - 1))
+            body.append(_bits.varint_encode_indices(idx))  # the gaps minus one (fused)
         body.append(_values_bytes(msg))
     elif msg.kind == "qsgd":
         aux = float(msg.s)
@@ -286,7 +286,8 @@ def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
                 raise ValueError("truncated index section")
         elif coding == "packed":
             nb = (count * width + 7) // 8
-            idx = _bits.unpack_fixed(body[:nb], count, width) if width else np.zeros(count, dtype=np.int64)
+            # the rest of the body: the unpacker reads the section in place when a word past it is there
+            idx = _bits.unpack_fixed(body, count, width) if width else np.zeros(count, dtype=np.int64)
         elif coding == "bitmap":
             nb = (d + 7) // 8
             idx = _bits.bitmap_decode(body[:nb], d, count)
@@ -295,8 +296,8 @@ def _decode_body(kind, coding, vdt, width, d, count, aux, body) -> Message:
             nb = len(body) - count * _VALUE_BITS[vdt] // 8
             if nb < 0:
                 raise ValueError("truncated payload")
-            g = _bits.gamma_decode(body[:nb], count) if coding == "gamma" else _bits.varint_decode(body[:nb], count) + 1
-            idx = np.cumsum(g) - 1
+            decode_idx = _bits.gamma_decode_indices if coding == "gamma" else _bits.varint_decode_indices
+            idx = decode_idx(body[:nb], count)  # the running sum of the gaps, fused
         vals, _ = _read_values(body, nb, count, vdt)
         return Message("sparse", d, vdt, values=vals, indices=idx)
     if kind == "qsgd":

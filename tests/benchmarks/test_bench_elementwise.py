@@ -2,8 +2,12 @@
 
 Reported as ratios in one run: ``ratio`` = numpy baseline time / simcomm time (numba backend), and
 ``floor_ratio`` = simcomm time / the memory-bandwidth floor (``np.copyto`` of the same array: x in,
-C(x) out). The outputs are checked against the baseline (same values where the operator is
-deterministic, same support where it draws uniforms). Nothing asserts a wall-clock time.
+C(x) out). The copy writes into memory it has touched before, so for the compressors that take
+``out=`` (fp16, min-max uint8; target <= 3) the floor ratio times ``apply(x, out=buf)`` as well: a fresh
+25.6 MB result costs page faults on top (a few ms here), which is allocation, not the cast. The speed-up
+against numpy keeps the allocating call. The outputs are checked against the baseline (same values
+where the operator is deterministic, same support where it draws uniforms). Nothing asserts a
+wall-clock time.
 """
 
 import numpy as np
@@ -41,6 +45,8 @@ def numpy_minmax_uint8(x, rng):
     return (lo + np.minimum(code, 255) * step).reshape(x.shape).astype(x.dtype)
 
 
+OUT_TARGET = {"fp16", "minmax_uint8"}  # compressors with out= and a floor target (issue 40)
+
 CASES = {
     "sign": (Sign(), lambda x, rng: numpy_sign(x), True),
     "scaled_sign_l1": (ScaledSign("l1"), lambda x, rng: numpy_scaled_sign(x), True),
@@ -67,6 +73,10 @@ def test_bench_elementwise_vs_numpy(benchmark, batch, name):
     t_base, ref = _best(lambda: base(x, rng), 3)
     dst = np.empty_like(x)
     t_copy = _best(lambda: np.copyto(dst, x), 5)[0]
+    t_floor = t_fast
+    if name in OUT_TARGET:
+        buf = np.empty_like(x)
+        t_floor = _best(lambda: comp.apply(x, rng=rng, out=buf), 5)[0]
     if deterministic:
         np.testing.assert_allclose(fast, ref, rtol=1e-6)
     else:  # both on the 256 levels of each bucket
@@ -77,5 +87,7 @@ def test_bench_elementwise_vs_numpy(benchmark, batch, name):
             assert np.all(np.abs(c - np.rint(c)) < 1e-3) and c.min() > -1e-3 and c.max() < 255 + 1e-3
     benchmark.extra_info["baseline"] = f"straightforward numpy {name}"
     benchmark.extra_info["ratio"] = t_base / t_fast
-    benchmark.extra_info["floor_ratio"] = t_fast / t_copy
-    benchmark.extra_info["target"] = f"ratio vs numpy {t_base / t_fast:.2f}; time/bandwidth floor {t_fast / t_copy:.1f}"
+    benchmark.extra_info["floor_ratio"] = t_floor / t_copy
+    floor = (f"time/bandwidth floor {t_floor / t_copy:.1f} with out= ({t_fast / t_copy:.1f} allocating) (target <= 3)"
+             if name in OUT_TARGET else f"time/bandwidth floor {t_fast / t_copy:.1f}")
+    benchmark.extra_info["target"] = f"ratio vs numpy {t_base / t_fast:.2f}; {floor}"

@@ -1,11 +1,14 @@
 """Payload encode + decode of a top-1% message (d = 10^7, k = 10^5) against the copy-bandwidth floor.
 
-Target (issue 18): encode + decode within 3x of the copy-bandwidth floor of the message's arrays.
-The floor is measured in the same run: copying the message's arrays (int64 indices and float32
-values) twice, once for each direction, which is what any encoder/decoder must at least touch. The
-ratio reported is floor time / codec time (1.0 = at the floor; the target is >= 1/3). Variable-length
-codings (gamma, varint) and the d-bit bitmap do more work per index by design; their ratios are
-reported, not targeted.
+Target (issues 18 and 40): encode + decode within 3x of the copy-bandwidth floor of the message's
+arrays. The floor is measured in the same run: copying the message's arrays (int64 indices and float32
+values) twice, once for each direction, which is what any encoder/decoder must at least touch (1.2 MB
+each way, from cache: about 45 us). The ratio reported is floor time / codec time (1.0 = at the floor;
+the target is >= 1/3). raw and packed meet it. The variable-length codings and the d-bit bitmap have
+a lower ceiling, stated in their target strings (:data:`CEILING`): a gamma or varint decoder finds
+where code i + 1 starts only after reading code i (a chain of dependent loads, shifts and a
+trailing-zero count per index, about 2-4 ns each on this machine, where the floor allows 0.15 ns per
+index each way), and the bitmap has d/8 = 1.25 MB to zero, copy and scan whatever k is.
 """
 
 
@@ -18,6 +21,14 @@ from tests.benchmarks._timing import best_time
 
 def _best(fn, rounds):
     return best_time(fn, rounds)[0]
+
+
+#: why the index codings with a variable or d-dependent length stay below the 1/3 target
+CEILING = {
+    "bitmap": "ceiling about 0.15x: 1.25 MB map zeroed, copied and scanned by 64-bit words for 10^5 indices",
+    "gamma": "ceiling about 0.1x: each code's start depends on the previous code (serial bit reader)",
+    "varint": "ceiling about 0.15x: each value's bytes end where its high bit is clear (serial byte scan)",
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,5 +50,7 @@ def test_bench_payload_roundtrip(benchmark, msg, coding):
     assert out == msg
     t_codec = _best(lambda: decode(encode(msg, coding)), 5)
     t_floor = _copy_floor(msg)
-    benchmark.extra_info.update(ratio=t_floor / t_codec, baseline="copy of the message arrays (x2)",
-                                target=">= 0.33x (within 3x of the floor)" if coding in ("raw", "packed") else "")
+    target = ">= 0.33x (within 3x of the floor)"
+    if coding in CEILING:
+        target += f"; {CEILING[coding]} (measured {t_floor / t_codec:.2f}x)"
+    benchmark.extra_info.update(ratio=t_floor / t_codec, baseline="copy of the message arrays (x2)", target=target)

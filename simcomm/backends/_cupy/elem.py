@@ -65,8 +65,9 @@ def natural_quantize(x, key: int, out):
 
 
 def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):
-    """Min-max uint8 per bucket (see the numpy backend)."""
+    """Min-max uint8 per bucket (see the numpy backend); True if x is finite."""
     xd = as_rows(x)
+    finite = bool(cp.isfinite(xd).all())
     rows, d = xd.shape
     x3 = xd.astype(cp.float64).reshape(rows, d // bucket, bucket)
     lo = x3.min(axis=2, keepdims=True)
@@ -80,7 +81,8 @@ def minmax_quantize(x, bucket: int, stochastic: bool, key: int, out):
     else:
         code = cp.floor(t + 0.5)
     res = cp.where(step > 0, lo + cp.minimum(code, 255.0) * step, x3)
-    return _write(out, res.reshape(rows, d))
+    _write(out, res.reshape(rows, d))
+    return finite
 
 
 def int8_block_quantize(x, block: int, out):

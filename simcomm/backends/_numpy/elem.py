@@ -73,31 +73,34 @@ def natural_quantize(x: np.ndarray, key: int, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def minmax_quantize(x: np.ndarray, bucket: int, stochastic: bool, key: int, out: np.ndarray) -> np.ndarray:
+def minmax_quantize(x: np.ndarray, bucket: int, stochastic: bool, key: int, out: np.ndarray) -> bool:
     r"""Min-max uint8 per bucket of ``bucket`` coordinates (``bucket`` divides ``d``).
 
     In each bucket, :math:`t_i = (x_i - \min)/\Delta` with :math:`\Delta = (\max - \min)/255`; the code is
     :math:`\lfloor t_i\rfloor + [u_i < t_i - \lfloor t_i\rfloor]` (``stochastic``: unbiased) or
     :math:`\lfloor t_i + 1/2\rfloor` (nearest); the value :math:`\min + \mathrm{code}\,\Delta`. A constant
-    bucket is sent exactly.
+    bucket is sent exactly. Returns whether every entry of ``x`` is finite (``out`` is unspecified when
+    not; the caller raises).
     """
     rows, d = x.shape
     nb = d // bucket
+    finite = bool(np.isfinite(x).all())
     x3 = np.asarray(x, dtype=np.float64).reshape(rows, nb, bucket)
-    lo = x3.min(axis=2, keepdims=True)
-    hi = x3.max(axis=2, keepdims=True)
-    step = (hi - lo) / 255.0
-    safe = np.where(step > 0, step, 1.0)
-    t = (x3 - lo) / safe
-    if stochastic:
-        u = counter_uniforms(key, x.size, x.dtype).reshape(x3.shape).astype(np.float64)
-        f = np.floor(t)
-        code = f + (u < (t - f))
-    else:
-        code = np.floor(t + 0.5)
-    code = np.minimum(code, 255.0)
-    out.reshape(rows, nb, bucket)[...] = np.where(step > 0, lo + code * step, x3)
-    return out
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo = x3.min(axis=2, keepdims=True)
+        hi = x3.max(axis=2, keepdims=True)
+        step = (hi - lo) / 255.0
+        safe = np.where(step > 0, step, 1.0)
+        t = (x3 - lo) / safe
+        if stochastic:
+            u = counter_uniforms(key, x.size, x.dtype).reshape(x3.shape).astype(np.float64)
+            f = np.floor(t)
+            code = f + (u < (t - f))
+        else:
+            code = np.floor(t + 0.5)
+        code = np.minimum(code, 255.0)
+        out.reshape(rows, nb, bucket)[...] = np.where(step > 0, lo + code * step, x3)
+    return finite
 
 
 def int8_block_quantize(x: np.ndarray, block: int, out: np.ndarray) -> np.ndarray:
