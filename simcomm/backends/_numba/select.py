@@ -153,14 +153,13 @@ def _group_max(seg, mask, gm):
 
 
 @njit(cache=True)
-def _scan(row, mask, lo_key, cidx, ckey, dense):
+def _scan(row, mask, lo_key, cidx, ckey):
     """One pass over ``row``: every key ``>= lo_key`` and its index, in ascending index order.
 
     Returns ``(n, top)``: how many keys went to ``cidx``/``ckey`` and the largest masked key of the
     row (a non-finite value has a key at or above the exponent mask, so ``top`` is the finiteness
     check, read in the same pass), or ``(-1, top)`` when ``cidx`` could overflow (the bracket was
-    wrong; ``top`` is then incomplete). With a non-empty ``dense`` (the bits of a result row, same
-    width as ``row``) the pass also writes +0.0 over the whole row; the caller writes the kept values.
+    wrong; ``top`` is then incomplete).
 
     The row goes by in blocks of ``8 G`` keys (``G = _SCAN_GROUPS``), split into eight slices of ``G``:
     group ``g`` is key ``g`` of every slice. A vectorised loop takes each group's largest key; only the
@@ -171,7 +170,6 @@ def _scan(row, mask, lo_key, cidx, ckey, dense):
     n = 0
     cap = cidx.shape[0]
     d = row.shape[0]
-    wd = dense.shape[0] > 0
     G = _SCAN_GROUPS
     gm = np.empty(G, row.dtype)
     hit = np.empty(G, np.int64)
@@ -182,8 +180,6 @@ def _scan(row, mask, lo_key, cidx, ckey, dense):
         if n + 8 * G > cap:
             return -1, np.uint64(top)
         top = max(top, _group_max(row[j : j + 8 * G], mask, gm))
-        if wd:
-            dense[j : j + 8 * G] = 0
         nh = 0
         for g in range(G):
             hit[nh] = g
@@ -202,8 +198,6 @@ def _scan(row, mask, lo_key, cidx, ckey, dense):
     for i in range(j, d):
         key = row[i] & mask
         top = max(top, key)
-        if wd:
-            dense[i] = 0
         cidx[n] = i
         ckey[n] = key
         n += key >= lo
@@ -292,7 +286,8 @@ def _topk_row(row, k, mask, nbits, out, dense, hist, cidx, ckey):
     scratch, replaced by larger ones when the bracket needs more. Returns ``(top, cidx, ckey)``:
     the largest masked key of the row (the caller's finiteness check) and the scratch. With a
     non-empty ``dense`` also writes the dense top-k of the row into it (bits: the kept values, +0.0
-    elsewhere).
+    elsewhere): zeros by one fill (a memset: cheaper than zeroing inside the scan, whose stores would
+    first read every line of ``dense``), then the kept values.
     """
     d = row.shape[0]
     if d >= _SAMPLED_MIN_D:
@@ -301,11 +296,12 @@ def _topk_row(row, k, mask, nbits, out, dense, hist, cidx, ckey):
         if cidx.shape[0] < cap:
             cidx = np.empty(cap, np.int64)
             ckey = np.empty(cap, row.dtype)
-        n, top = _scan(row, mask, lo_key, cidx, ckey, dense)
+        n, top = _scan(row, mask, lo_key, cidx, ckey)
         if n >= 0:
             nw, nc = _split(hi_key, k, out, cidx, ckey, n)
             if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
                 if dense.shape[0] > 0:
+                    dense[:] = 0
                     for i in range(k):
                         dense[out[i]] = row[out[i]]
                 return top, cidx, ckey
