@@ -45,6 +45,41 @@ def test_long_row_sampled_path_matches_the_sorting_reference(dtype, k):
     assert dense.tobytes() == _ref_dense(x[None], ref)[0].tobytes()
 
 
+def test_long_row_parallel_segments_equal_the_serial_path():
+    # one row of >= 2**22 keys is scanned in parallel segments when numba has more than one thread
+    numba = pytest.importorskip("numba")
+    x = np.random.default_rng(11).standard_normal(2**22 + 1001).astype(np.float32)
+    x[2**21 - 3 : 2**21 + 3] = 9.0  # ties straddling the segment boundary of two threads
+    before = numba.get_num_threads()
+    with use("numba"):
+        try:
+            numba.set_num_threads(1)
+            serial = top_k(x, 20_000), top_k_indices(x, 5)
+        finally:
+            numba.set_num_threads(before)
+        if before < 2:
+            pytest.skip("numba has one thread here: no parallel segments to compare")
+        par = top_k(x, 20_000), top_k_indices(x, 5)
+    assert par[0].tobytes() == serial[0].tobytes()
+    np.testing.assert_array_equal(par[1], serial[1])
+    np.testing.assert_array_equal(par[1], [2**21 - 3, 2**21 - 2, 2**21 - 1, 2**21, 2**21 + 1])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("pos", [5, 2**21 + 7, 2**22 + 2])
+def test_long_row_nonfinite_raises_the_same_one_line_error(bad, pos):
+    x = np.random.default_rng(12).standard_normal(2**22 + 3).astype(np.float32)
+    x[pos] = bad
+    with use("numba"):
+        for fn in (top_k_indices, top_k):
+            with pytest.raises(UserError) as err:
+                fn(x, 1000)
+            assert str(err.value) == "top_k: x contains NaN or inf; pass finite values"
+        with pytest.raises(UserError) as err:
+            rtop_k(x, 1000, 4000, rng=0)
+        assert str(err.value) == "rtop_k: x contains NaN or inf; pass finite values"
+
+
 @pytest.mark.parametrize("k", [1, 2, 500, 25_000])
 def test_batch_rows_share_scratch_and_match_the_reference(k):
     # rows of different scales in one call: the chunk's histogram scratch must come back clean every row

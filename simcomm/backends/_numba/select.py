@@ -328,6 +328,70 @@ def _topk_rows(keys, k, mask, nbits, out, dense, top, nchunks):
         _topk_chunk(keys, c * m // nchunks, (c + 1) * m // nchunks, k, mask, nbits, out, dense, top)
 
 
+@njit(cache=True, parallel=True)
+def _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense):
+    """:func:`_scan` over ``len(ns)`` contiguous segments of ``row`` in parallel (indices relative to each).
+
+    With a non-empty ``dense`` each segment of it is zeroed too.
+    """
+    d = row.shape[0]
+    nseg = ns.shape[0]
+    for s in prange(nseg):
+        a = s * d // nseg
+        b = (s + 1) * d // nseg
+        n, t = _scan(row[a:b], mask, lo_key, sidx[s], skey[s])
+        ns[s] = n
+        tops[s] = t
+        if dense.shape[0] > 0:
+            dense[a:b] = 0
+
+
+@njit(cache=True)
+def _topk_long_row(row, k, mask, nbits, out, dense, nseg):
+    """:func:`_topk_row` for one long row, its scan split into ``nseg`` segments run in parallel.
+
+    Each segment lists its keys ``>= lo_key`` in ascending order; the lists, concatenated in segment
+    order, are the list of one scan over the whole row, so the result is :func:`_topk_row`'s.
+    """
+    d = row.shape[0]
+    hist = np.zeros(1 << 16, np.int64)
+    lo_key, hi_key, n_lo = _bracket(row, k, mask, nbits, hist)
+    cap = int(2.0 * n_lo / nseg) + 8 * _SCAN_GROUPS + 4096
+    sidx = np.empty((nseg, cap), np.int64)
+    skey = np.empty((nseg, cap), row.dtype)
+    ns = np.empty(nseg, np.int64)
+    tops = np.zeros(nseg, np.uint64)
+    _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense)
+    n = 0
+    top = np.uint64(0)
+    for s in range(nseg):
+        if ns[s] < 0:
+            n = -1
+            break
+        n += ns[s]
+        top = max(top, tops[s])
+    if n >= 0:
+        cidx = np.empty(n, np.int64)
+        ckey = np.empty(n, row.dtype)
+        c = 0
+        for s in range(nseg):
+            a = s * d // nseg
+            for i in range(ns[s]):
+                cidx[c] = sidx[s, i] + a
+                ckey[c] = skey[s, i]
+                c += 1
+        nw, nc = _split(hi_key, k, out, cidx, ckey, n)
+        if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
+            if dense.shape[0] > 0:
+                for i in range(k):
+                    dense[out[i]] = row[out[i]]
+            return top
+    _topk_row_exact(row, k, mask, nbits, out)
+    if dense.shape[0] > 0:
+        _dense_fill(row, out, dense)
+    return _row_top(row, mask)
+
+
 # Small inputs (a simulation's (n, d) per step) run serially: waking the thread pool costs far more than
 # the work (13 ms against ~10 us for 16 x 8 on a loaded 2-core machine). Same per-row function: same result.
 @njit(cache=True)
@@ -354,8 +418,11 @@ def _select(x, k, dense):
     top = np.zeros(m, dtype=np.uint64)
     fused = dense is not None and dense.dtype.itemsize == keys.dtype.itemsize and dense.dtype == x.dtype
     dbits = dense.view(keys.dtype) if fused else np.empty((m, 0), keys.dtype)
-    if m * d >= _TOPK_PARALLEL_MIN and m > 1:
-        _topk_rows(keys, k, mask, nbits, out, dbits, top, min(m, numba.get_num_threads()))
+    threads = numba.get_num_threads()
+    if m == 1 and d >= _BIG_D and threads > 1:  # one long row: its scan in parallel segments
+        top[0] = _topk_long_row(keys[0], k, mask, nbits, out[0], dbits[0], threads)
+    elif m * d >= _TOPK_PARALLEL_MIN and m > 1:
+        _topk_rows(keys, k, mask, nbits, out, dbits, top, min(m, threads))
     else:
         _topk_rows_serial(keys, k, mask, nbits, out, dbits, top)
     if dense is not None and not fused:  # float16 / longdouble input: its keys are a float64 copy
