@@ -5,6 +5,12 @@ the tie and ordering conventions). Top-k never sorts: the magnitude of a finite 
 unsigned integer with the sign bit cleared, is monotone in ``|x|``, so the k-th largest magnitude is
 found digit by digit from histograms (11 bits per digit), and one last pass over the row writes the
 kept indices in ascending order (ties to the lower index).
+
+Rows of ``2**15`` keys and more take the sampled path instead: a histogram of a block sample brackets
+the k-th largest key, one branch-free pass lists every key at or above the bracket (and reads the
+row's largest key, the finiteness check), and the exact selection runs on that short list; the exact
+path is the fallback when the sample misleads. Rows run in parallel (one chunk of rows per thread);
+a single row of ``2**22`` keys and more is scanned in parallel segments instead.
 """
 
 from __future__ import annotations
