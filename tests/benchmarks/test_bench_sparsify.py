@@ -97,11 +97,13 @@ def test_bench_rtopk_vs_topk(benchmark, case):
     for row in range(top_r.shape[0]):
         assert np.isin(kept[1][kept[0] == row], top_r[row]).all()
     # ceiling: rtop_k cannot beat its own top-r selection (r = 4k: four times the kept keys to find and list)
-    t_sel_r = _best(lambda: top_k_indices(x, r), 5)[0]
+    # plus the first write of its fresh dense result (page faults, which the allocating top_k pays too)
+    t_floor = _best(lambda: top_k_indices(x, r), 5)[0] + _best(lambda: np.empty_like(x).fill(0), 3)[0]
     benchmark.extra_info["baseline"] = "top_k at the same size (ratio >= 0.67 means rtop_k within 1.5x)"
     benchmark.extra_info["ratio"] = t_top / t_rtop
-    benchmark.extra_info["ceiling"] = t_top / t_sel_r
-    benchmark.extra_info["target"] = f">= 0.67x; ceiling top_k / top_k_indices(x, r = 4k) = {t_top / t_sel_r:.2f}"
+    benchmark.extra_info["ceiling"] = t_top / t_floor
+    benchmark.extra_info["target"] = (f">= 0.67x; ceiling top_k / (top_k_indices(x, r = 4k) + a fresh result's fill) "
+                                      f"= {t_top / t_floor:.2f}")
 
 
 def test_bench_randk_floyd_is_order_k(benchmark):
