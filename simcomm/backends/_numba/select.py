@@ -241,7 +241,21 @@ def _finish(k, nbits, out, nw, cidx, ckey, nc):
         return False
     if need == 0:
         return True
-    t, take = _kth_key(ckey[:nc], need, np.uint64(0xFFFFFFFFFFFFFFFF), nbits)
+    # The radix select runs on the keys' offsets from the smallest candidate: the candidates lie in the
+    # sample's narrow bracket, so the offsets need fewer digits than the keys (two instead of three).
+    lo = np.uint64(ckey[0])
+    hi = np.uint64(ckey[0])
+    for i in range(nc):
+        lo = min(lo, np.uint64(ckey[i]))
+        hi = max(hi, np.uint64(ckey[i]))
+    rel = np.empty(nc, np.uint64)
+    for i in range(nc):
+        rel[i] = np.uint64(ckey[i]) - lo
+    rbits = _RADIX
+    while rbits < nbits and (hi - lo) >> np.uint64(rbits) > 0:
+        rbits += 1
+    t_rel, take = _kth_key(rel, need, np.uint64(0xFFFFFFFFFFFFFFFF), rbits)
+    t = t_rel + lo
     sel = np.empty(need, np.int64)
     c = 0
     for i in range(nc):  # candidates are in index order, so ties go to the lower index
