@@ -115,10 +115,13 @@ def test_the_sorted_case_takes_the_exact_fallback():
 
     x = dict((c[0], c[1]) for c in CASES)["sorted_fallback"]
     keys, mask = x.view(np.uint64), np.uint64(0x7FFFFFFFFFFFFFFF)
-    lo, hi, expected = sel._bracket(keys, 2000, mask, 63)
-    cap = int(2.0 * expected) + 4096
+    hist = np.zeros(1 << 16, np.int64)
+    lo, hi, n_lo = sel._bracket(keys, 2000, mask, 63, hist)
+    assert not hist.any()  # the scratch comes back zeroed
+    cap = int(2.0 * n_lo) + 8 * sel._SCAN_GROUPS + 4096
     out, cidx, ckey = np.empty(2000, np.int64), np.empty(cap, np.int64), np.empty(cap, np.uint64)
-    nw, nc, _ = sel._scan(keys, mask, lo, hi, 0, x.size, out, cidx, ckey, np.empty(0, np.uint64))
+    n, _ = sel._scan(keys, mask, lo, cidx, ckey)
+    nw, nc = sel._split(hi, 2000, out, cidx, ckey, n) if n >= 0 else (-1, -1)
     assert nw < 0 or not sel._finish(2000, 63, out, nw, cidx, ckey, nc)
 
 

@@ -96,9 +96,12 @@ def _scatter(x2: np.ndarray, idx: np.ndarray, shape, scale: float = 1.0) -> np.n
         vals = x2[rows, idx]
         out[rows, idx] = vals * scale if scale != 1.0 else vals
         return out.reshape(shape)
+    # flat indices: one take and one put, cheaper than the (m, k) index grids of take/put_along_axis
+    m, d = x2.shape
+    flat = (idx + np.arange(0, m * d, d, dtype=np.int64)[:, None]).reshape(-1)
     out = np.zeros_like(x2)
-    vals = np.take_along_axis(x2, idx, axis=1)
-    np.put_along_axis(out, idx, vals * scale if scale != 1.0 else vals, axis=1)
+    vals = x2.reshape(-1)[flat]
+    out.reshape(-1)[flat] = vals * scale if scale != 1.0 else vals
     return out.reshape(shape)
 
 
@@ -283,17 +286,27 @@ def rtop_k(x, k: int, r: int, *, rng) -> np.ndarray:
     """
     rng = np.random.default_rng(_require_rng(rng, "rtop_k"))
     x = array_namespace(x).asarray(x)
-    x2, d = _rows(x, k, "rtop_k")
+    host = array_namespace(x) is np
+    # on the host with r < d the top-r selection checks finiteness in its own pass (as top_k does)
+    x2, d = _rows(x, k, "rtop_k", check=False)
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)):
         raise UserError(f"rtop_k: r must be an integer, got {r!r}")
     if not k <= r <= d:
         raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
     be = backend_for(None, x2)
-    if array_namespace(x2) is not np:  # on the device the k-subset is drawn there from one counter key
-        u = int(rng.integers(0, 2**64, dtype=np.uint64))
-    else:
-        u = rng.random((x2.shape[0], int(k)))
-    idx = be.rtopk_indices(x2, int(k), int(r), u)
+    if not host or r == d:
+        _rows(x2, k, "rtop_k")  # the finiteness check as a separate pass: no selection reads x here
+    if not host:  # on the device the k-subset is drawn there from one counter key
+        idx = be.rtopk_indices(x2, int(k), int(r), int(rng.integers(0, 2**64, dtype=np.uint64)))
+        return _scatter(x2, idx, x.shape)
+    u = rng.random((x2.shape[0], int(k)))
+    if r == d:
+        idx = be.floyd_sample(u, d)
+    else:  # what be.rtopk_indices computes, with the finiteness flag of the selection's pass
+        top, finite = be.topk_select(x2, int(r), None)
+        if not finite:
+            _nonfinite("rtop_k")
+        idx = np.take_along_axis(top, be.floyd_sample(u, int(r)), axis=1)
     return _scatter(x2, idx, x.shape)
 
 

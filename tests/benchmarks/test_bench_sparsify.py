@@ -1,8 +1,10 @@
 """Sparsifiers and mean-estimation Monte Carlo against the baselines a user would otherwise write.
 
-Targets (issue 4): top_k (radix select, numba) >= 3x faster than numpy.argpartition on |x| with the
-same index set, on one row of d = 10^7 float32 (k = 1%) and on 64 rows of d = 10^5; rtop_k within
-1.5x of top_k at the same sizes; rand_k's Floyd kernel O(k) per row (its time does not grow with d);
+Targets (issue 4, raised by issue 40): top_k_indices (radix select, numba) >= 7x faster than
+numpy.argpartition on |x| with the same index set, on one row of d = 10^7 float32 (k = 1%) and on 64
+rows of d = 10^5; the dense top_k (allocating, or into out=) >= 5x; rtop_k within 1.5x of top_k at the
+same sizes (>= 0.67x), with the ceiling its own top-r selection sets recorded next to it; rand_k's
+Floyd kernel O(k) per row (its time does not grow with d);
 the vectorised mean-estimation Monte Carlo (n = 100, d = 10^4, 1,000 replicates) >= 50x faster than
 a per-node Python loop (the loop runs 10 replicates and its time is scaled by 100). Ratios are
 baseline time / simcomm time, best of several rounds, measured in the same test.
@@ -56,7 +58,7 @@ def test_bench_topk_vs_argpartition(benchmark, case):
     np.testing.assert_array_equal(fast, np.sort(base, axis=-1))
     benchmark.extra_info["baseline"] = "numpy.argpartition(|x|) for the top-k indices"
     benchmark.extra_info["ratio"] = t_base / t_fast
-    benchmark.extra_info["target"] = ">= 3x"
+    benchmark.extra_info["target"] = ">= 7x (issue 40)"
 
 
 @pytest.mark.parametrize("reuse", [False, True], ids=["allocating", "out"])
@@ -75,6 +77,9 @@ def test_bench_dense_topk_vs_argpartition(benchmark, case, reuse):
     assert fast.tobytes() == ref.tobytes()
     benchmark.extra_info["baseline"] = "numpy.argpartition(|x|) for the top-k indices (no dense result)"
     benchmark.extra_info["ratio"] = t_base / t_fast
+    if not reuse:  # the share of a fresh result's first write (page faults) in the allocating call
+        t_fresh = _best(lambda: np.empty_like(x).fill(0), 3)[0]
+        benchmark.extra_info["fresh_buffer_fill_share"] = t_fresh / t_fast
     benchmark.extra_info["target"] = ">= 5x (issue 40)" + (" into out=" if reuse else ", allocating")
 
 
@@ -91,9 +96,14 @@ def test_bench_rtopk_vs_topk(benchmark, case):
     assert kept[1].size == k * top_r.shape[0]
     for row in range(top_r.shape[0]):
         assert np.isin(kept[1][kept[0] == row], top_r[row]).all()
+    # ceiling: rtop_k cannot beat its own top-r selection (r = 4k: four times the kept keys to find and list)
+    # plus the first write of its fresh dense result (page faults, which the allocating top_k pays too)
+    t_floor = _best(lambda: top_k_indices(x, r), 5)[0] + _best(lambda: np.empty_like(x).fill(0), 3)[0]
     benchmark.extra_info["baseline"] = "top_k at the same size (ratio >= 0.67 means rtop_k within 1.5x)"
     benchmark.extra_info["ratio"] = t_top / t_rtop
-    benchmark.extra_info["target"] = ">= 0.67x"
+    benchmark.extra_info["ceiling"] = t_top / t_floor
+    benchmark.extra_info["target"] = (f">= 0.67x; ceiling top_k / (top_k_indices(x, r = 4k) + a fresh result's fill) "
+                                      f"= {t_top / t_floor:.2f}")
 
 
 def test_bench_randk_floyd_is_order_k(benchmark):

@@ -5,10 +5,17 @@ the tie and ordering conventions). Top-k never sorts: the magnitude of a finite 
 unsigned integer with the sign bit cleared, is monotone in ``|x|``, so the k-th largest magnitude is
 found digit by digit from histograms (11 bits per digit), and one last pass over the row writes the
 kept indices in ascending order (ties to the lower index).
+
+Rows of ``2**15`` keys and more take the sampled path instead: a histogram of a block sample brackets
+the k-th largest key, one branch-free pass lists every key at or above the bracket (and reads the
+row's largest key, the finiteness check), and the exact selection runs on that short list; the exact
+path is the fallback when the sample misleads. Rows run in parallel (one chunk of rows per thread);
+a single row of ``2**22`` keys and more is scanned in parallel segments instead.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -17,7 +24,9 @@ __all__ = ["topk_indices", "topk_select", "floyd_sample", "rtopk_indices"]
 _RADIX = 11
 _NBINS = 1 << _RADIX
 _BLOCK = 256  # sample blocks of contiguous keys (whole cache lines) ...
-_STEP = 16  # ... one block in 16: the sample reads 1/16 of the row
+_STEP = 16  # ... one block in 16: the sample reads 1/16 of the row ...
+_STEP_BIG = 64  # ... or one in 64 from _BIG_D keys (10^5 sample keys and more: a histogram costs ~1 ns a key)
+_BIG_D = 1 << 22
 _SAMPLED_MIN_D = 1 << 15  # below this the exact three-pass path is as fast
 _SCAN_GROUPS = 128  # the one-pass scan takes blocks of 8 x 128 keys (4 or 8 KiB: in L1)
 
@@ -88,41 +97,45 @@ def _topk_row_exact(row, k, mask, nbits, out):
 
 
 @njit(cache=True)
-def _bracket(row, k, mask, nbits):
-    """Bracket the k-th largest key from a histogram of a 1/16 block sample of the row.
+def _bracket(row, k, mask, nbits, hist):
+    """Bracket the k-th largest key from a histogram of a block sample of the row (1/16, or 1/64 of long rows).
 
-    Returns ``(lo_key, hi_key, expected)``: keys ``>= hi_key`` are (very likely) kept, keys in
-    ``[lo_key, hi_key)`` are candidates, and ``expected`` is the sample's estimate of how many
-    candidates the row holds. The bracket has a 6-sigma binomial margin on the sample's rank; a wrong
-    bracket (possible only for adversarially ordered rows) is detected by the caller, which then falls
-    back to the exact three-pass path.
+    ``hist`` is a zeroed scratch of ``2**16`` counts (left zeroed on return: only the bins the sample
+    touched are used and cleared). Returns ``(lo_key, hi_key, n_lo)``: keys ``>= hi_key`` are (very
+    likely) kept, keys in ``[lo_key, hi_key)`` are candidates, and ``n_lo`` is the sample's estimate of
+    how many keys ``>= lo_key`` the row holds. The bracket has a 6-sigma binomial margin on the sample's
+    rank; a wrong bracket (possible only for adversarially ordered rows) is detected by the caller,
+    which then falls back to the exact three-pass path.
     """
     d = row.shape[0]
     sbits = 16
     nb = 1 << sbits
     sshift = np.uint64(nbits - sbits)
-    hist = np.zeros(nb, np.int64)
     ns = 0
-    for blk in range(0, d // _BLOCK, _STEP):
+    bmin = nb - 1
+    bmax = 0
+    step = _STEP_BIG if d >= _BIG_D else _STEP
+    for blk in range(0, d // _BLOCK, step):
         for j in range(blk * _BLOCK, (blk + 1) * _BLOCK):
-            hist[np.uint64(row[j] & mask) >> sshift] += 1
+            b = np.int64(np.uint64(row[j] & mask) >> sshift)
+            hist[b] += 1
+            bmin = min(bmin, b)
+            bmax = max(bmax, b)
         ns += _BLOCK
     q = k * ns / d  # expected number of sample keys at or above the k-th largest key
     margin = 6.0 * np.sqrt(q + 1.0) + 8.0
-    b_hi = -1
+    b_hi = nb - 1 if q - margin < 0 else -1  # no sure keeps when the margin spans the whole top
     b_lo = 0
     cum = 0
-    in_bracket = 0
-    for b in range(nb - 1, -1, -1):
+    for b in range(bmax, bmin - 1, -1):  # the bins above bmax and below bmin are empty
         cum += hist[b]
         if b_hi < 0 and cum > q - margin:
             b_hi = b
-        if b_hi >= 0:
-            in_bracket += hist[b]
         if cum >= q + margin:
             b_lo = b
             break
-    return np.uint64(b_lo) << sshift, np.uint64(b_hi + 1) << sshift, in_bracket * d / ns
+    hist[bmin : bmax + 1] = 0
+    return np.uint64(b_lo) << sshift, np.uint64(b_hi + 1) << sshift, cum * d / ns
 
 
 @njit(cache=True, inline="never")
@@ -146,85 +159,78 @@ def _group_max(seg, mask, gm):
 
 
 @njit(cache=True)
-def _scan(row, mask, lo_key, hi_key, a, b, widx, cidx, ckey, dense):
-    """One pass over ``row[a:b]``: sure keeps to ``widx``, candidates to ``cidx``/``ckey``.
+def _scan(row, mask, lo_key, cidx, ckey):
+    """One pass over ``row``: every key ``>= lo_key`` and its index, in ascending index order.
 
-    Returns ``(nw, nc, top)``: the counts and the largest masked key of the row (a non-finite value
-    has a key at or above the exponent mask, so ``top`` is the finiteness check, read in the same
-    pass), or ``(-1, -1, top)`` when a buffer overflows (the bracket was wrong; ``top`` is then
-    incomplete). With a non-empty ``dense`` (the bits of a result row, same width as ``row``) the
-    pass also writes the dense result: a sure keep's bits, 0 (+0.0) elsewhere; the caller writes
-    the chosen candidates' bits after :func:`_finish`.
+    Returns ``(n, top)``: how many keys went to ``cidx``/``ckey`` and the largest masked key of the
+    row (a non-finite value has a key at or above the exponent mask, so ``top`` is the finiteness
+    check, read in the same pass), or ``(-1, top)`` when ``cidx`` could overflow (the bracket was
+    wrong; ``top`` is then incomplete).
 
     The row goes by in blocks of ``8 G`` keys (``G = _SCAN_GROUPS``), split into eight slices of ``G``:
     group ``g`` is key ``g`` of every slice. A vectorised loop takes each group's largest key; only the
-    groups reaching ``lo_key`` (about 8% of them when 1% of the keys are kept) are visited key by key,
-    slice after slice and group after group, which is ascending index order: the lists are those of a
-    plain loop over the row.
+    groups reaching ``lo_key`` (about 8% of them when 1% of the keys are kept) are visited, slice after
+    slice and group after group, which is ascending index order. Both the list of groups and the
+    visits are branch-free: every visited key is written and the count advances by ``key >= lo_key``.
     """
-    nw = 0
-    nc = 0
-    capw = widx.shape[0]
-    capc = cidx.shape[0]
-    top = np.uint64(0)
-    wd = dense.shape[0] > 0
+    n = 0
+    cap = cidx.shape[0]
+    d = row.shape[0]
     G = _SCAN_GROUPS
     gm = np.empty(G, row.dtype)
     hit = np.empty(G, np.int64)
     lo = row.dtype.type(lo_key)  # lo_key <= mask: it is a key's prefix, so it fits the key dtype
-    j = a
-    while j + 8 * G <= b:
-        t = np.uint64(_group_max(row[j : j + 8 * G], mask, gm))
-        if t > top:
-            top = t
-        if wd:
-            dense[j : j + 8 * G] = 0
+    top = row.dtype.type(0)
+    j = 0
+    while j + 8 * G <= d:
+        if n + 8 * G > cap:
+            return -1, np.uint64(top)
+        top = max(top, _group_max(row[j : j + 8 * G], mask, gm))
         nh = 0
         for g in range(G):
-            if gm[g] >= lo:
-                hit[nh] = g
-                nh += 1
+            hit[nh] = g
+            nh += gm[g] >= lo
         for r in range(8):
             base = j + r * G
             for h in range(nh):
                 i = base + hit[h]
-                key = np.uint64(row[i] & mask)
-                if key >= lo_key:
-                    if key >= hi_key:
-                        if nw == capw:
-                            return -1, -1, top
-                        widx[nw] = i
-                        nw += 1
-                        if wd:
-                            dense[i] = row[i]
-                    else:
-                        if nc == capc:
-                            return -1, -1, top
-                        cidx[nc] = i
-                        ckey[nc] = key
-                        nc += 1
+                key = row[i] & mask
+                cidx[n] = i
+                ckey[n] = key
+                n += key >= lo
         j += 8 * G
-    for i in range(j, b):
-        key = np.uint64(row[i] & mask)
-        if key > top:
-            top = key
-        if wd:
-            dense[i] = 0
-        if key >= lo_key:
-            if key >= hi_key:
-                if nw == capw:
-                    return -1, -1, top
-                widx[nw] = i
-                nw += 1
-                if wd:
-                    dense[i] = row[i]
-            else:
-                if nc == capc:
-                    return -1, -1, top
-                cidx[nc] = i
-                ckey[nc] = key
-                nc += 1
-    return nw, nc, top
+    if n + (d - j) > cap:
+        return -1, np.uint64(top)
+    for i in range(j, d):
+        key = row[i] & mask
+        top = max(top, key)
+        cidx[n] = i
+        ckey[n] = key
+        n += key >= lo
+    return n, np.uint64(top)
+
+
+@njit(cache=True)
+def _split(hi_key, k, out, cidx, ckey, n):
+    """Sure keeps (keys ``>= hi_key``) of the scan's list to ``out``, the rest compacted in place.
+
+    Returns ``(nw, nc)``, the counts (both lists stay ascending), or ``(-1, -1)`` when there are more
+    than ``k`` sure keeps (the bracket was wrong).
+    """
+    nw = 0
+    nc = 0
+    for i in range(n):
+        key = ckey[i]
+        if np.uint64(key) >= hi_key:
+            if nw == k:
+                return -1, -1
+            out[nw] = cidx[i]
+            nw += 1
+        else:
+            cidx[nc] = cidx[i]
+            ckey[nc] = key
+            nc += 1
+    return nw, nc
 
 
 @njit(cache=True)
@@ -235,7 +241,21 @@ def _finish(k, nbits, out, nw, cidx, ckey, nc):
         return False
     if need == 0:
         return True
-    t, take = _kth_key(ckey[:nc], need, np.uint64(0xFFFFFFFFFFFFFFFF), nbits)
+    # The radix select runs on the keys' offsets from the smallest candidate: the candidates lie in the
+    # sample's narrow bracket, so the offsets need fewer digits than the keys (two instead of three).
+    lo = np.uint64(ckey[0])
+    hi = np.uint64(ckey[0])
+    for i in range(nc):
+        lo = min(lo, np.uint64(ckey[i]))
+        hi = max(hi, np.uint64(ckey[i]))
+    rel = np.empty(nc, np.uint64)
+    for i in range(nc):
+        rel[i] = np.uint64(ckey[i]) - lo
+    rbits = _RADIX
+    while rbits < nbits and (hi - lo) >> np.uint64(rbits) > 0:
+        rbits += 1
+    t_rel, take = _kth_key(rel, need, np.uint64(0xFFFFFFFFFFFFFFFF), rbits)
+    t = t_rel + lo
     sel = np.empty(need, np.int64)
     c = 0
     for i in range(nc):  # candidates are in index order, so ties go to the lower index
@@ -279,25 +299,112 @@ def _dense_fill(row, out, dense):
 
 
 @njit(cache=True)
-def _topk_row(row, k, mask, nbits, out, dense):
+def _topk_row(row, k, mask, nbits, out, dense, hist, cidx, ckey):
     """Top-k of one row: sampled one-pass path, exact three-pass path if the sample misled it.
 
-    Returns the largest masked key of the row (the caller's finiteness check). With a non-empty
-    ``dense`` also writes the dense top-k of the row into it (bits: the kept values, +0.0 elsewhere).
+    ``hist`` is the zeroed ``2**16`` scratch of :func:`_bracket`; ``cidx``/``ckey`` the scan's
+    scratch, replaced by larger ones when the bracket needs more. Returns ``(top, cidx, ckey)``:
+    the largest masked key of the row (the caller's finiteness check) and the scratch. With a
+    non-empty ``dense`` also writes the dense top-k of the row into it (bits: the kept values, +0.0
+    elsewhere): zeros by one fill (a memset: cheaper than zeroing inside the scan, whose stores would
+    first read every line of ``dense``), then the kept values.
     """
     d = row.shape[0]
     if d >= _SAMPLED_MIN_D:
-        lo_key, hi_key, expected = _bracket(row, k, mask, nbits)
-        cap = int(2.0 * expected) + 4096
-        cidx = np.empty(cap, np.int64)
-        ckey = np.empty(cap, np.uint64)
-        nw, nc, top = _scan(row, mask, lo_key, hi_key, 0, d, out, cidx, ckey, dense)
+        lo_key, hi_key, n_lo = _bracket(row, k, mask, nbits, hist)
+        cap = int(2.0 * n_lo) + 8 * _SCAN_GROUPS + 4096
+        if cidx.shape[0] < cap:
+            cidx = np.empty(cap, np.int64)
+            ckey = np.empty(cap, row.dtype)
+        n, top = _scan(row, mask, lo_key, cidx, ckey)
+        if n >= 0:
+            nw, nc = _split(hi_key, k, out, cidx, ckey, n)
+            if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
+                if dense.shape[0] > 0:
+                    dense[:] = 0
+                    for i in range(k):
+                        dense[out[i]] = row[out[i]]
+                return top, cidx, ckey
+    _topk_row_exact(row, k, mask, nbits, out)
+    if dense.shape[0] > 0:
+        _dense_fill(row, out, dense)
+    return _row_top(row, mask), cidx, ckey
+
+
+@njit(cache=True)
+def _topk_chunk(keys, r0, r1, k, mask, nbits, out, dense, top):
+    """Rows ``r0:r1`` one after the other, sharing one set of scratch arrays."""
+    hist = np.zeros(1 << 16, np.int64)
+    cidx = np.empty(0, np.int64)
+    ckey = np.empty(0, keys.dtype)
+    for i in range(r0, r1):
+        top[i], cidx, ckey = _topk_row(keys[i], k, mask, nbits, out[i], dense[i], hist, cidx, ckey)
+
+
+@njit(cache=True, parallel=True)
+def _topk_rows(keys, k, mask, nbits, out, dense, top, nchunks):
+    m = keys.shape[0]
+    for c in prange(nchunks):  # one contiguous chunk of rows per thread: scratch allocated once per chunk
+        _topk_chunk(keys, c * m // nchunks, (c + 1) * m // nchunks, k, mask, nbits, out, dense, top)
+
+
+@njit(cache=True, parallel=True)
+def _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense):
+    """:func:`_scan` over ``len(ns)`` contiguous segments of ``row`` in parallel (indices relative to each).
+
+    With a non-empty ``dense`` each segment of it is zeroed too.
+    """
+    d = row.shape[0]
+    nseg = ns.shape[0]
+    for s in prange(nseg):
+        a = s * d // nseg
+        b = (s + 1) * d // nseg
+        n, t = _scan(row[a:b], mask, lo_key, sidx[s], skey[s])
+        ns[s] = n
+        tops[s] = t
+        if dense.shape[0] > 0:
+            dense[a:b] = 0
+
+
+@njit(cache=True)
+def _topk_long_row(row, k, mask, nbits, out, dense, nseg):
+    """:func:`_topk_row` for one long row, its scan split into ``nseg`` segments run in parallel.
+
+    Each segment lists its keys ``>= lo_key`` in ascending order; the lists, concatenated in segment
+    order, are the list of one scan over the whole row, so the result is :func:`_topk_row`'s.
+    """
+    d = row.shape[0]
+    hist = np.zeros(1 << 16, np.int64)
+    lo_key, hi_key, n_lo = _bracket(row, k, mask, nbits, hist)
+    cap = int(2.0 * n_lo / nseg) + 8 * _SCAN_GROUPS + 4096
+    sidx = np.empty((nseg, cap), np.int64)
+    skey = np.empty((nseg, cap), row.dtype)
+    ns = np.empty(nseg, np.int64)
+    tops = np.zeros(nseg, np.uint64)
+    _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense)
+    n = 0
+    top = np.uint64(0)
+    for s in range(nseg):
+        if ns[s] < 0:
+            n = -1
+            break
+        n += ns[s]
+        top = max(top, tops[s])
+    if n >= 0:
+        cidx = np.empty(n, np.int64)
+        ckey = np.empty(n, row.dtype)
+        c = 0
+        for s in range(nseg):
+            a = s * d // nseg
+            for i in range(ns[s]):
+                cidx[c] = sidx[s, i] + a
+                ckey[c] = skey[s, i]
+                c += 1
+        nw, nc = _split(hi_key, k, out, cidx, ckey, n)
         if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
             if dense.shape[0] > 0:
-                for i in range(k):  # the chosen candidates (sure keeps are written already)
-                    j = out[i]
-                    if np.uint64(row[j] & mask) < hi_key:
-                        dense[j] = row[j]
+                for i in range(k):
+                    dense[out[i]] = row[out[i]]
             return top
     _topk_row_exact(row, k, mask, nbits, out)
     if dense.shape[0] > 0:
@@ -305,18 +412,11 @@ def _topk_row(row, k, mask, nbits, out, dense):
     return _row_top(row, mask)
 
 
-@njit(cache=True, parallel=True)
-def _topk_rows(keys, k, mask, nbits, out, dense, top):
-    for i in prange(keys.shape[0]):
-        top[i] = _topk_row(keys[i], k, mask, nbits, out[i], dense[i])
-
-
 # Small inputs (a simulation's (n, d) per step) run serially: waking the thread pool costs far more than
 # the work (13 ms against ~10 us for 16 x 8 on a loaded 2-core machine). Same per-row function: same result.
 @njit(cache=True)
 def _topk_rows_serial(keys, k, mask, nbits, out, dense, top):
-    for i in range(keys.shape[0]):
-        top[i] = _topk_row(keys[i], k, mask, nbits, out[i], dense[i])
+    _topk_chunk(keys, 0, keys.shape[0], k, mask, nbits, out, dense, top)
 
 
 _TOPK_PARALLEL_MIN = 1 << 15  # entries m * d from which the threaded driver is used
@@ -338,8 +438,13 @@ def _select(x, k, dense):
     top = np.zeros(m, dtype=np.uint64)
     fused = dense is not None and dense.dtype.itemsize == keys.dtype.itemsize and dense.dtype == x.dtype
     dbits = dense.view(keys.dtype) if fused else np.empty((m, 0), keys.dtype)
-    (_topk_rows if m * d >= _TOPK_PARALLEL_MIN and m > 1 else _topk_rows_serial)(keys, k, mask, nbits, out, dbits,
-                                                                                  top)
+    threads = numba.get_num_threads()
+    if m == 1 and d >= _BIG_D and threads > 1:  # one long row: its scan in parallel segments
+        top[0] = _topk_long_row(keys[0], k, mask, nbits, out[0], dbits[0], threads)
+    elif m * d >= _TOPK_PARALLEL_MIN and m > 1:
+        _topk_rows(keys, k, mask, nbits, out, dbits, top, min(m, threads))
+    else:
+        _topk_rows_serial(keys, k, mask, nbits, out, dbits, top)
     if dense is not None and not fused:  # float16 / longdouble input: its keys are a float64 copy
         dense[...] = 0
         np.put_along_axis(dense, out, np.take_along_axis(x, out, axis=1), axis=1)
