@@ -144,3 +144,11 @@ def test_the_registered_experiment_runs_lenet_on_fashion_mnist():
     acc = {r["topology"]: r["value"] for r in rows if r["metric"] == "final_test_acc"}
     assert set(acc) == {"parallel", "one_peer_exponential"} and all(0 <= a <= 1 for a in acc.values())
     assert "torch" in exp.requires
+
+
+@pytest.mark.parametrize("name", SPECS[:2])
+def test_the_judged_grid_trains_on_the_whole_published_split(name):
+    # issue 42: the judged cells train on all 60,000 images and test on all 10,000 (0 = the whole split);
+    # only the quick section (a smoke test) subsamples
+    spec = load(ROOT / "sims" / f"{name}.toml")
+    assert all(c["n_train"] == 0 and c["n_test"] == 0 for c in spec.cells())

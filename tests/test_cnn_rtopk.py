@@ -110,3 +110,17 @@ def test_the_cnn_experiments_declare_torch_and_record_gradients_along_the_run():
                            at=at)
     assert at.tolist() == [0, 4, 9] and G.shape == (3, model.n_params)
     assert np.isfinite(G).all() and not np.allclose(G[0], G[2])
+
+
+@pytest.mark.parametrize("path", ["sims/rtopk_cnn_intermediate_r.toml", "sims/rtopk_cnn_grad_skew.toml",
+                                  "sims/rtopk_cnn_model_fits.toml",
+                                  "sims/extra/rtopk_cnn_intermediate_r_ties_topk.toml",
+                                  "sims/extra/rtopk_cnn_r_sweep.toml"])
+def test_the_cnn_claims_train_on_the_whole_published_split(path):
+    # issue 42: the judged cells draw minibatches from all 60,000 training images (0 = the whole split)
+    from pathlib import Path
+
+    from simcomm.spec import load
+
+    spec = load(Path(__file__).resolve().parents[1] / path)
+    assert all(c["n_train"] == 0 and c["n_test"] == 0 for c in spec.cells())
