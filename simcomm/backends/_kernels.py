@@ -33,7 +33,7 @@ class Kernels(Protocol):
     def choco_shift_step(self, Xh, Xhat, Q, gamma, shifts, weights, out):
         r"""CHOCO's public-copy update and consensus step with a 1-D circulant ``W`` (Koloskova et al. 2019)."""
 
-    def gt_shift_step(self, X, Y, G, Gp, lr, shifts, weights, xout, yout):
+    def gt_shift_step(self, X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
         r"""One ATC gradient-tracking step with a 1-D circulant ``W`` (:func:`simcomm.optim.gt_update`)."""
 
     # --- error feedback (fused accumulate, select and send) (simcomm.backends._numpy.ef)

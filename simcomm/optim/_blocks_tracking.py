@@ -133,12 +133,12 @@ def tracking(topology, *, lr: float, tracker_start: str = "gradient") -> Transfo
             # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
             from simcomm.backends import get_backend
 
-            x, y = np.empty_like(s.x), np.empty_like(s.y)
+            x, y, g = np.empty_like(s.x), np.empty_like(s.y), np.empty_like(G)
             get_backend().gt_shift_step(np.ascontiguousarray(s.x), np.ascontiguousarray(s.y), np.ascontiguousarray(G),
                                         np.ascontiguousarray(g_prev), float(lr),
                                         np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights),
-                                        x, y)
-            return GTState(x, y, G.copy(), s.k + 1), topo
+                                        x, y, g)  # g: the copy of G the next step reads, in the same pass
+            return GTState(x, y, g, s.k + 1), topo
         y = _mix(topo, s.y + G - g_prev, s.k)
         x = _mix(topo, s.x - lr * y, s.k)
         return GTState(x, y, G.copy(), s.k + 1), topo

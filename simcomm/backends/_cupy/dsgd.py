@@ -80,7 +80,7 @@ def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
     return _store(res, out)
 
 
-def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     r"""One ATC gradient-tracking step with a 1-D circulant ``W``; see the numpy backend (same order)."""
     Xd, Yd = cp.asarray(X), cp.asarray(Y)
     T = Yd + cp.asarray(G, dtype=Yd.dtype)
@@ -91,4 +91,6 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     xnew = shift_mix_into(cp.ascontiguousarray(S), shifts, weights, cp.empty_like(S))
     _store(ynew, yout)
     _store(xnew, xout)
+    if gout is not None:
+        _store(cp.asarray(G, dtype=Yd.dtype), gout)
     return xout, yout

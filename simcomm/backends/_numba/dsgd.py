@@ -12,7 +12,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from simcomm.backends._numba.gossip import _axpy_row, _col_block
+from simcomm.backends._numba.gossip import _axpy_row, _col_block, _shift_terms
 
 __all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
 
@@ -52,9 +52,7 @@ def _shift_slab(src, s0, shifts, weights, out, c0, c1):
     """``out[i, c0:c1] = sum_t w_t src[(i + shift_t) % n, s0:s0 + c1 - c0]``, from 0.0 in the listed order."""
     n = out.shape[0]
     for i in range(n):
-        oi = out[i, c0:c1]
-        for t in range(shifts.shape[0]):
-            _axpy_row(oi, weights[t], src[(i + shifts[t]) % n, s0 : s0 + c1 - c0], t == 0)
+        _shift_terms(out[i, c0:c1], src, 0, s0, shifts, weights, i, n)
 
 
 @njit(cache=True, inline="always")
@@ -269,15 +267,23 @@ def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
 # trackers from it, then (reusing the scratch) x - lr y_new for every node and the new iterates: X, Y, G,
 # G_prev read once, both outputs written once. Same terms and order as the numpy reference.
 @njit(cache=True, inline="always")
-def _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b):
+def _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout, block, scratch, b):
     n = X.shape[0]
     c0 = b * block
     c1 = min(X.shape[1], c0 + block)
     T = scratch[numba.get_thread_id()]
+    copy = gout.shape[0] > 0
     for i in range(n):
         yi, gi, pi, ti = Y[i, c0:c1], G[i, c0:c1], Gp[i, c0:c1], T[i]
-        for c in range(c1 - c0):
-            ti[c] = (yi[c] + gi[c]) - pi[c]
+        if copy:  # the gradients kept for the next step, written while G's slab is read anyway
+            oi = gout[i, c0:c1]
+            for c in range(c1 - c0):
+                g = gi[c]
+                oi[c] = g
+                ti[c] = (yi[c] + g) - pi[c]
+        else:
+            for c in range(c1 - c0):
+                ti[c] = (yi[c] + gi[c]) - pi[c]
     _shift_slab(T, 0, shifts, weights, yout, c0, c1)
     for i in range(n):
         xi, oi, ti = X[i, c0:c1], yout[i, c0:c1], T[i]
@@ -287,21 +293,23 @@ def _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b):
 
 
 @njit(cache=True, parallel=True)
-def _gt_par(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch):
+def _gt_par(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout, block, scratch):
     for b in prange((X.shape[1] + block - 1) // block):
-        _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b)
+        _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout, block, scratch, b)
     return xout
 
 
 @njit(cache=True)
-def _gt_ser(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch):
+def _gt_ser(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout, block, scratch):
     for b in range((X.shape[1] + block - 1) // block):
-        _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, block, scratch, b)
+        _gt_block(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout, block, scratch, b)
     return xout
 
 
-def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     r"""One ATC gradient-tracking step with a 1-D circulant ``W``, column slabs; see the numpy backend.
+
+    ``gout`` (optional) receives a copy of ``G`` in the same pass (no second read of ``G``).
 
     Examples
     --------
@@ -317,9 +325,10 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     n, d = X.shape
     sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
     if sh.size == 0:
-        return reference(X, Y, G, Gp, lr, shifts, weights, xout, yout)
+        return reference(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout)
     w = np.asarray(weights, dtype=np.float64).astype(X.dtype)
     kernel = _gt_par if n * d >= _PARALLEL_MIN else _gt_ser
     blk = _col_block(n, d)
-    kernel(X, Y, G, Gp, X.dtype.type(lr), sh, w, xout, yout, blk, _scratch(n, blk, X.dtype))
+    g = np.empty((0, d), X.dtype) if gout is None else gout
+    kernel(X, Y, G, Gp, X.dtype.type(lr), sh, w, xout, yout, g, blk, _scratch(n, blk, X.dtype))
     return xout, yout

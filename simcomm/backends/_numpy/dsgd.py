@@ -168,7 +168,7 @@ def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
     return out
 
 
-def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     r"""One ATC gradient-tracking step with a 1-D circulant ``W`` (:func:`simcomm.optim.gt_update`).
 
     ::
@@ -187,6 +187,8 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     weights : ndarray of float64, shape (m,)
     xout, yout : ndarray, shape (n, d)
         Receive the new iterates and trackers (must not alias the inputs).
+    gout : ndarray, shape (n, d), optional
+        Receives a copy of ``G`` (the next step's ``Gp``; the numba kernel writes it in the same pass).
 
     Returns
     -------
@@ -208,4 +210,6 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     S = np.multiply(yout, lr)
     np.subtract(X, S, out=S)
     xout[...] = shift_mix(S, shifts, weights)
+    if gout is not None:
+        gout[...] = G
     return xout, yout
