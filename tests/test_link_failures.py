@@ -43,12 +43,11 @@ def test_unreliable_mix_equals_dense_realised_matrix(name, compensate):
 
 
 @pytest.mark.parametrize("backend", available_backends())
-@pytest.mark.parametrize("n, d", [(64, 1000), (16, 5000)])  # numba: row-parallel, then column slabs
-def test_edge_mix_backends_agree(backend, n, d):
-    topo = build("torus", n)
+def test_edge_mix_backends_agree(backend):
+    topo = build("torus", 64)
     e = edge_list(topo)
     rng = np.random.default_rng(3)
-    X = rng.standard_normal((n, d))  # above the numba threaded-kernel threshold
+    X = rng.standard_normal((64, 1000))  # above the numba threaded-kernel threshold
     kept = rng.random(e.n_edges) >= 0.3
     ref = get_backend("numpy").edge_mix(e.indptr, e.indices, e.eid, e.data, kept, X)
     got = get_backend(backend).edge_mix(e.indptr, e.indices, e.eid, e.data, kept, X)

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from simcomm.backends._numba.gossip import _axpy_row, _col_block, _shift_terms
+from simcomm.backends._numba.gossip import _axpy_row, _col_block
 
 __all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
 
@@ -52,7 +52,9 @@ def _shift_slab(src, s0, shifts, weights, out, c0, c1):
     """``out[i, c0:c1] = sum_t w_t src[(i + shift_t) % n, s0:s0 + c1 - c0]``, from 0.0 in the listed order."""
     n = out.shape[0]
     for i in range(n):
-        _shift_terms(out[i, c0:c1], src, 0, s0, shifts, weights, i, n)
+        oi = out[i, c0:c1]
+        for t in range(shifts.shape[0]):
+            _axpy_row(oi, weights[t], src[(i + shifts[t]) % n, s0 : s0 + c1 - c0], t == 0)
 
 
 @njit(cache=True, inline="always")

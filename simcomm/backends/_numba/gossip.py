@@ -25,55 +25,6 @@ def _axpy_row(oi, w, xj, first):
             oi[c] += w * xj[c]
 
 
-@njit(cache=True, inline="always")
-def _axpy4(oi, first, m, w0, x0, w1, x1, w2, x2, w3, x3):
-    # m = 1..4 terms of _axpy_row in one pass over oi: oi <- (((oi + w0 x0) + w1 x1) + w2 x2) + w3 x3 (or
-    # from 0.0 when first): the same sum in the same order as m calls of _axpy_row, so the same bits, with
-    # one load and store of oi instead of m (the row update is bound by those, not by the arithmetic).
-    # The unused x's are any row of the right length (never read).
-    L = oi.shape[0]
-    if m == 1:
-        _axpy_row(oi, w0, x0, first)
-    elif m == 2:
-        if first:
-            for c in range(L):
-                oi[c] = (0.0 + w0 * x0[c]) + w1 * x1[c]
-        else:
-            for c in range(L):
-                oi[c] = (oi[c] + w0 * x0[c]) + w1 * x1[c]
-    elif m == 3:
-        if first:
-            for c in range(L):
-                oi[c] = ((0.0 + w0 * x0[c]) + w1 * x1[c]) + w2 * x2[c]
-        else:
-            for c in range(L):
-                oi[c] = ((oi[c] + w0 * x0[c]) + w1 * x1[c]) + w2 * x2[c]
-    else:
-        if first:
-            for c in range(L):
-                oi[c] = (((0.0 + w0 * x0[c]) + w1 * x1[c]) + w2 * x2[c]) + w3 * x3[c]
-        else:
-            for c in range(L):
-                oi[c] = (((oi[c] + w0 * x0[c]) + w1 * x1[c]) + w2 * x2[c]) + w3 * x3[c]
-
-
-@njit(cache=True, inline="always")
-def _shift_terms(oi, src, r0, s0, shifts, weights, i, n):
-    """``oi = sum_t weights[t] src[r0 + (i + shifts[t]) % n, s0:s0 + len(oi)]`` from 0.0 in the listed order."""
-    L = oi.shape[0]
-    m = shifts.shape[0]
-    t = 0
-    while t < m:
-        g = min(4, m - t)
-        a = r0 + (i + shifts[t]) % n
-        b = r0 + (i + shifts[t + min(1, g - 1)]) % n
-        c = r0 + (i + shifts[t + min(2, g - 1)]) % n
-        e = r0 + (i + shifts[t + min(3, g - 1)]) % n
-        _axpy4(oi, t == 0, g, weights[t], src[a, s0:s0 + L], weights[t + min(1, g - 1)], src[b, s0:s0 + L],
-               weights[t + min(2, g - 1)], src[c, s0:s0 + L], weights[t + min(3, g - 1)], src[e, s0:s0 + L])
-        t += g
-
-
 @njit(cache=True)
 def _shift_row(X, shifts, weights, out, i):
     n = X.shape[0]
@@ -247,32 +198,15 @@ def node_shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np
 
 
 @njit(cache=True)
-def _edge_row(indptr, indices, eid, data, kept, X, out, i, c0, c1):
-    oi, xi = out[i, c0:c1], X[i, c0:c1]
+def _edge_row(indptr, indices, eid, data, kept, X, out, i):
+    oi, xi = out[i], X[i]
     deg = 0.0
     first = True
-    p, end = indptr[i], indptr[i + 1]
-    while True:  # the kept entries in CSR order, up to 4 per pass over oi (_axpy4)
-        m = 0
-        j0 = j1 = j2 = j3 = np.int64(i)
-        w0 = w1 = w2 = w3 = 0.0
-        while p < end and m < 4:
-            if kept[eid[p]]:
-                deg += data[p]
-                if m == 0:
-                    j0, w0 = indices[p], data[p]
-                elif m == 1:
-                    j1, w1 = indices[p], data[p]
-                elif m == 2:
-                    j2, w2 = indices[p], data[p]
-                else:
-                    j3, w3 = indices[p], data[p]
-                m += 1
-            p += 1
-        if m == 0:
-            break
-        _axpy4(oi, first, m, w0, X[j0, c0:c1], w1, X[j1, c0:c1], w2, X[j2, c0:c1], w3, X[j3, c0:c1])
-        first = False
+    for p in range(indptr[i], indptr[i + 1]):
+        if kept[eid[p]]:
+            deg += data[p]
+            _axpy_row(oi, data[p], X[indices[p]], first)
+            first = False
     if first:  # no kept edge: A_t x_i is the empty sum
         oi[:] = 0.0
     for c in range(oi.shape[0]):
@@ -282,27 +216,14 @@ def _edge_row(indptr, indices, eid, data, kept, X, out, i, c0, c1):
 @njit(cache=True, parallel=True)
 def _edge_mix(indptr, indices, eid, data, kept, X, out):
     for i in prange(X.shape[0]):
-        _edge_row(indptr, indices, eid, data, kept, X, out, i, 0, X.shape[1])
-    return out
-
-
-# Column slabs, as _csr_mix_cols: the (n, block) slab of X stays in cache for all of a row's kept edges,
-# so X is read from memory once (row by row, each row of X was read once per edge and once for itself).
-@njit(cache=True, parallel=True)
-def _edge_mix_cols(indptr, indices, eid, data, kept, X, out, block):
-    d = X.shape[1]
-    for b in prange((d + block - 1) // block):
-        c0 = b * block
-        c1 = min(d, c0 + block)
-        for i in range(X.shape[0]):
-            _edge_row(indptr, indices, eid, data, kept, X, out, i, c0, c1)
+        _edge_row(indptr, indices, eid, data, kept, X, out, i)
     return out
 
 
 @njit(cache=True)
 def _edge_mix_serial(indptr, indices, eid, data, kept, X, out):
     for i in range(X.shape[0]):
-        _edge_row(indptr, indices, eid, data, kept, X, out, i, 0, X.shape[1])
+        _edge_row(indptr, indices, eid, data, kept, X, out, i)
     return out
 
 
@@ -318,13 +239,7 @@ def edge_mix(indptr, indices, eid, data, kept, X):
     """
     X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1))
     out = np.empty_like(X2)
-    args = (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), np.asarray(eid, dtype=np.int64),
-            np.asarray(data, dtype=np.float64).astype(X2.dtype), np.asarray(kept, dtype=np.bool_), X2, out)
-    block = _col_block(X2.shape[0], X2.shape[1])
-    if X2.size < PARALLEL_MIN:
-        _edge_mix_serial(*args)
-    elif _use_slabs(block, X2.shape[1]):
-        _edge_mix_cols(*args, block)
-    else:
-        _edge_mix(*args)
+    kernel = _edge_mix_serial if X2.size < PARALLEL_MIN else _edge_mix
+    kernel(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), np.asarray(eid, dtype=np.int64),
+           np.asarray(data, dtype=np.float64).astype(X2.dtype), np.asarray(kept, dtype=np.bool_), X2, out)
     return out.reshape(X.shape)
