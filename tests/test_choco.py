@@ -7,7 +7,7 @@ from simcomm import UserError
 from simcomm.backends import available_backends, get_backend
 from simcomm.compress import QSGD, Identity, RandK, TopK
 from simcomm.models import heterogeneous_least_squares
-from simcomm.optim import choco_delta, choco_gamma, choco_init, choco_update, run_choco_gossip, run_choco_sgd
+from simcomm.optim import ChocoState, choco_delta, choco_gamma, choco_init, choco_update, run_choco_gossip, run_choco_sgd
 from simcomm.topology import build
 from tests.naive_decentralized import choco_naive, dense_W, top_k_naive
 
@@ -67,6 +67,75 @@ def test_choco_shift_kernel_matches_numpy(backend):
     get_backend(backend).choco_shift_step(Xh, hat, Q, 0.3, shifts, weights, out)
     np.testing.assert_array_equal(hat, ref_hat)  # an elementwise add: the same bits
     np.testing.assert_array_equal(out, out_ref)  # same terms, same order, no FMA
+
+
+@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("with_grads", [True, False])
+def test_choco_sparse_kernel_matches_dense_reference(backend, with_grads):
+    # the sparse-message kernel against a straightforward dense numpy step (dense Q, dense W): same values
+    rng = np.random.default_rng(5)
+    n, d, k = 16, 70001 if backend == "numba" else 33, 7  # numba: above the threaded-kernel threshold too
+    X, G, Xhat = (rng.standard_normal((n, d)) for _ in range(3))
+    Xhat[0, :5] = -0.0  # signed zeros off the message become +0.0, as xhat + a dense Q's +0.0 does
+    idx = np.sort(np.stack([rng.choice(d, k, replace=False) for _ in range(n)]), axis=1)
+    vals = rng.standard_normal((n, k))
+    shifts, weights = np.array([0, 1, -1, 3]), np.array([0.4, 0.2, 0.2, 0.2])
+    Q = np.zeros((n, d))
+    for i in range(n):
+        Q[i, idx[i]] = vals[i]
+    hat_ref = Xhat + Q
+    W = np.zeros((n, n))
+    for h, w in zip(shifts, weights):
+        W[np.arange(n), (np.arange(n) + h) % n] += w
+    Xh = X - 0.1 * G if with_grads else X
+    x_ref = Xh + 0.3 * (W @ hat_ref - hat_ref)
+    hat, out = np.empty((n, d)), np.empty((n, d))
+    got = get_backend(backend).choco_sparse_step(X, G if with_grads else None, 0.1, Xhat, idx, vals, 0.3, shifts,
+                                                 weights, hat, out)
+    assert got[0] is out and got[1] is hat
+    np.testing.assert_array_equal(hat, hat_ref)
+    np.testing.assert_array_equal(np.signbit(hat), np.signbit(hat_ref))
+    np.testing.assert_allclose(out, x_ref, rtol=1e-12, atol=1e-13)  # W @ sums in another order
+    dense_hat, dense_out = Xhat.copy(), np.empty((n, d))  # the dense kernel: the same bits
+    get_backend("numpy").choco_shift_step(Xh, dense_hat, Q, 0.3, shifts, weights, dense_out)
+    np.testing.assert_array_equal(out, dense_out)
+
+
+@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("grads", [True, False])
+def test_choco_update_top_k_sparse_path_equals_dense_step(backend, grads):
+    # choco_update sends top-k sparsely on a shift-mixed ring; the dense step (top_k, then choco_shift_step)
+    rng = np.random.default_rng(6)
+    n, d, k = 12, 30001, 40  # several rows per selection chunk, and a last partial chunk
+    X, Xhat, G = (rng.standard_normal((n, d)) for _ in range(3))
+    X0, Xhat0 = X.copy(), Xhat.copy()
+    s = choco_update(ChocoState(X, Xhat, 3), G if grads else None, "ring", TopK(k), lr=0.05, gamma=0.4, rng=0,
+                     backend=backend)
+    from simcomm.compress import top_k
+    from simcomm.topology import ring
+
+    Xh = X - 0.05 * G if grads else X
+    Q = top_k(Xh - Xhat, k)
+    layer = ring(n).layer(0)
+    hat, out = Xhat.copy(), np.empty((n, d))
+    get_backend("numpy").choco_shift_step(Xh, hat, Q, 0.4, layer.offsets[:, 0], layer.weights, out)
+    np.testing.assert_array_equal(s.x_hat, hat)
+    np.testing.assert_array_equal(s.x, out)
+    assert s.k == 4
+    np.testing.assert_array_equal(X, X0)  # a pure step: the state's arrays are not modified
+    np.testing.assert_array_equal(Xhat, Xhat0)
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_choco_update_sparse_path_non_finite_is_top_k_error(backend):
+    X, G = np.random.default_rng(7).standard_normal((2, 8, 5000))
+    G[3, 17] = np.inf  # a gradient blew up: the difference the selection reads is not finite
+    with pytest.raises(UserError) as dense:
+        TopK(5).apply(X - 0.1 * G, rng=0)
+    with pytest.raises(UserError) as fused:
+        choco_update(choco_init(X), G, "ring", TopK(5), lr=0.1, gamma=0.2, rng=0, backend=backend)
+    assert str(fused.value) == str(dense.value)
+    assert "\n" not in str(fused.value)
 
 
 def test_choco_lossless_full_step_is_plain_gossip():

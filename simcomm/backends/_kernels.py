@@ -36,6 +36,9 @@ class Kernels(Protocol):
     def gt_shift_step(self, X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
         r"""One ATC gradient-tracking step with a 1-D circulant ``W`` (:func:`simcomm.optim.gt_update`)."""
 
+    def choco_sparse_step(self, X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
+        r"""CHOCO's step from a sparse message (``vals`` at ``idx`` per row) with a 1-D circulant ``W``."""
+
     # --- error feedback (fused accumulate, select and send) (simcomm.backends._numpy.ef)
 
     def ef_accumulate_topr(self, G, M, r, out=None):

@@ -118,6 +118,9 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its CSR mix elsewhere.
     """
     backend = get_backend()
+    fused = _sparse_plan(state, grads, topology, compressor, lr, scale)
+    if fused is not None:
+        return _choco_sparse(backend, state, fused, compressor.k, lr=lr, gamma=gamma)
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
@@ -141,6 +144,70 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
         M *= gamma
         np.add(Xh, M, out=out)
     return ChocoState(out, Xhat, state.k + 1)
+
+
+#: rows of the differences selected per call on the sparse path: a (rows, d) float64 buffer of about 4 MiB,
+#: so the difference is written to and read back from cache, never to memory
+_DIFF_CHUNK_FLOATS = 1 << 19
+
+
+def _sparse_plan(state, grads, topology, compressor, lr, scale):
+    """``(G or None, shifts, weights)`` when the step can send top-k messages sparsely, else ``None``.
+
+    The sparse path needs exact top-k with ``1 <= k < d`` (other ``k`` take the compressor's own path and
+    errors), no rescaling, float64 C-contiguous arrays and a fused shift layer.
+    """
+    from simcomm.compress import TopK
+
+    if topology == "parallel" or type(compressor) is not TopK or scale != 1.0:
+        return None
+    n, d = state.x.shape
+    k = compressor.k
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < d:
+        return None
+    G = grads if grads is not None and lr > 0 else None
+    arrays = (state.x, state.x_hat) if G is None else (state.x, state.x_hat, G)
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous and a.shape == (n, d)
+               for a in arrays):
+        return None
+    layer = topology.layer(state.k)
+    if not (layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.offsets) <= _FFT_OFFSETS):
+        return None
+    return G, np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights)
+
+
+def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma: float) -> ChocoState:
+    """:func:`choco_step` with top-k sent as ``(idx, vals)``: the same values, no dense difference or ``Q``.
+
+    The differences ``(x - lr g) - xhat`` are made a few rows at a time in a cache-sized buffer, where the
+    selection (which checks finiteness in its pass) reads them; the backend's ``choco_sparse_step`` then
+    adds the messages to the copies and takes the consensus step in one pass over the columns.
+    """
+    from simcomm.compress._sparsify import _nonfinite
+
+    G, shifts, weights = plan
+    X, Xhat = state.x, state.x_hat
+    n, d = X.shape
+    rows = max(1, min(n, _DIFF_CHUNK_FLOATS // d))
+    buf = np.empty((rows, d))
+    idx, vals = np.empty((n, k), dtype=np.int64), np.empty((n, k))
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        D = buf[: r1 - r0]
+        if G is None:
+            np.subtract(X[r0:r1], Xhat[r0:r1], out=D)
+        else:
+            np.multiply(G[r0:r1], lr, out=D)  # xh = x - lr g, then xh - xhat: numpy's order on the dense path
+            np.subtract(X[r0:r1], D, out=D)
+            np.subtract(D, Xhat[r0:r1], out=D)
+        sel, finite = backend.topk_select(D, k, None)
+        if not finite:
+            _nonfinite("top_k")
+        idx[r0:r1] = sel
+        vals[r0:r1] = np.take_along_axis(D, sel, axis=1)
+    hat, out = np.empty_like(Xhat), np.empty_like(X)
+    backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, out)
+    return ChocoState(out, hat, state.k + 1)
 
 
 class ChocoPlan(NamedTuple):

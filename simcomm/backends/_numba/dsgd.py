@@ -14,7 +14,8 @@ from numba import njit, prange
 
 from simcomm.backends._numba.gossip import _axpy_row, _col_block
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
+           "choco_sparse_step"]
 
 def _scratch(n: int, block: int, dtype) -> np.ndarray:
     # one (n, block) slab per thread; get_thread_id() is 0 in the serial build
@@ -334,3 +335,73 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     g = np.empty((0, d), X.dtype) if gout is None else gout
     kernel(X, Y, G, Gp, X.dtype.type(lr), sh, w, xout, yout, g, blk, _scratch(n, blk, X.dtype))
     return xout, yout
+
+
+# CHOCO from a sparse message: per column slab, the new public copies (xhat + 0.0, then xhat + v on the sent
+# coordinates of the slab: the dense top-k's sum, +0.0 off the message), their mix from the cache-resident
+# slab, then (x - lr g) + gamma (mix - xhat'): X, G, Xhat read once, the two outputs written once.
+@njit(cache=True, inline="always")
+def _choco_sparse_block(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out, block, b):
+    n = X.shape[0]
+    c0 = b * block
+    c1 = min(X.shape[1], c0 + block)
+    for i in range(n):
+        hi, ho = Xhat[i, c0:c1], hat_out[i, c0:c1]
+        for c in range(c1 - c0):
+            ho[c] = hi[c] + 0.0
+        ri, vi = idx[i], vals[i]
+        p = np.searchsorted(ri, c0)
+        while p < ri.shape[0] and ri[p] < c1:
+            ho[ri[p] - c0] = hi[ri[p] - c0] + vi[p]
+            p += 1
+    _shift_slab(hat_out, c0, shifts, weights, out, c0, c1)
+    has_g = G.shape[0] > 0
+    for i in range(n):
+        oi, xi, ho = out[i, c0:c1], X[i, c0:c1], hat_out[i, c0:c1]
+        if has_g:
+            gi = G[i, c0:c1]
+            for c in range(c1 - c0):
+                oi[c] = (xi[c] - lr * gi[c]) + gamma * (oi[c] - ho[c])
+        else:
+            for c in range(c1 - c0):
+                oi[c] = xi[c] + gamma * (oi[c] - ho[c])
+
+
+@njit(cache=True, parallel=True)
+def _choco_sparse_par(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out, block):
+    for b in prange((X.shape[1] + block - 1) // block):
+        _choco_sparse_block(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out, block, b)
+    return out
+
+
+@njit(cache=True)
+def _choco_sparse_ser(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out, block):
+    for b in range((X.shape[1] + block - 1) // block):
+        _choco_sparse_block(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out, block, b)
+    return out
+
+
+def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
+    r"""CHOCO's step from a sparse message with a 1-D circulant ``W``, column slabs; see the numpy backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x, h = choco_sparse_step(np.array([[0.0, 1.0], [4.0, 0.0]]), None, 0.0, np.zeros((2, 2)),
+    ...                          np.array([[1], [0]]), np.array([[1.0], [4.0]]), 0.5, np.array([0, 1]),
+    ...                          np.array([0.5, 0.5]), np.empty((2, 2)), np.empty((2, 2)))
+    >>> x.tolist(), h.tolist()
+    ([[1.0, 0.75], [3.0, 0.25]], [[0.0, 1.0], [4.0, 0.0]])
+    """
+    from simcomm.backends._numpy.dsgd import choco_sparse_step as reference
+
+    n, d = X.shape
+    sh = np.mod(np.asarray(shifts, dtype=np.int64), n)
+    if sh.size == 0:
+        return reference(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out)
+    w = np.asarray(weights, dtype=np.float64).astype(X.dtype)
+    g = np.empty((0, d), X.dtype) if G is None else G
+    kernel = _choco_sparse_par if n * d >= _PARALLEL_MIN else _choco_sparse_ser
+    kernel(X, g, X.dtype.type(lr), Xhat, np.asarray(idx, dtype=np.int64), np.asarray(vals, dtype=X.dtype),
+           X.dtype.type(gamma), sh, w, hat_out, out, _col_block(n, d))
+    return out, hat_out

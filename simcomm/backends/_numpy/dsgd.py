@@ -18,7 +18,8 @@ import numpy as np
 
 from simcomm.backends._numpy.gossip import csr_mix, shift_mix
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
+           "choco_sparse_step"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -213,3 +214,58 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     if gout is not None:
         gout[...] = G
     return xout, yout
+
+
+def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
+    r"""CHOCO's step from a sparse message with a 1-D circulant ``W``: :func:`choco_shift_step` without a dense ``Q``.
+
+    ::
+
+        xhat'_i = xhat_i + q_i            # q_i: vals[i] at idx[i], +0.0 elsewhere (as a dense top-k)
+        x_i    <- (x_i - lr g_i) + gamma * (sum_t w_t xhat'_{i+h_t} - xhat'_i)
+
+    the same operations in the same order as ``xh = x - lr g``, a dense ``Q`` and :func:`choco_shift_step`,
+    so the same values bit for bit.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Iterates.
+    G : ndarray, shape (n, d), or None
+        Gradients at ``X`` (``None``: CHOCO-Gossip, ``xh = x``).
+    lr : float
+    Xhat : ndarray, shape (n, d)
+        Public copies (read only).
+    idx : ndarray of int64, shape (n, k)
+        Every row's sent coordinates, ascending, distinct.
+    vals : ndarray, shape (n, k)
+        The sent values.
+    gamma : float
+    shifts : ndarray of int64, shape (m,)
+    weights : ndarray of float64, shape (m,)
+    hat_out, out : ndarray, shape (n, d)
+        Receive the new public copies and the new iterates (must not alias the inputs or each other).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``out, hat_out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x, h = choco_sparse_step(np.array([[0.0, 1.0], [4.0, 0.0]]), None, 0.0, np.zeros((2, 2)),
+    ...                          np.array([[1], [0]]), np.array([[1.0], [4.0]]), 0.5, np.array([0, 1]),
+    ...                          np.array([0.5, 0.5]), np.empty((2, 2)), np.empty((2, 2)))
+    >>> x.tolist(), h.tolist()
+    ([[1.0, 0.75], [3.0, 0.25]], [[0.0, 1.0], [4.0, 0.0]])
+    """
+    Q = np.zeros_like(Xhat)
+    np.put_along_axis(Q, idx, vals, axis=1)
+    np.add(Xhat, Q, out=hat_out)
+    M = shift_mix(hat_out, shifts, weights)
+    M -= hat_out
+    M *= gamma
+    Xh = X if G is None else X - lr * G
+    np.add(Xh, M, out=out)
+    return out, hat_out
