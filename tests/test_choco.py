@@ -127,6 +127,18 @@ def test_choco_update_top_k_sparse_path_equals_dense_step(backend, grads):
 
 
 @pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("with_grads", [True, False])
+def test_choco_diff_rows_equal_the_dense_difference(backend, with_grads):
+    rng = np.random.default_rng(9)
+    X, G, Xhat = rng.standard_normal((3, 12, 30001))
+    ref = (X - 0.05 * G if with_grads else X) - Xhat
+    out = np.full((5, 30001), np.nan)
+    got = get_backend(backend).choco_diff(X, G if with_grads else None, 0.05, Xhat, 6, out)
+    assert got is out
+    np.testing.assert_array_equal(out, ref[6:11])
+
+
+@pytest.mark.parametrize("backend", available_backends())
 def test_choco_update_sparse_path_non_finite_is_top_k_error(backend):
     X, G = np.random.default_rng(7).standard_normal((2, 8, 5000))
     G[3, 17] = np.inf  # a gradient blew up: the difference the selection reads is not finite

@@ -39,6 +39,9 @@ class Kernels(Protocol):
     def choco_sparse_step(self, X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
         r"""CHOCO's step from a sparse message (``vals`` at ``idx`` per row) with a 1-D circulant ``W``."""
 
+    def choco_diff(self, X, G, lr, Xhat, r0, out):
+        r"""Rows ``r0:r0 + len(out)`` of CHOCO's difference ``(x - lr g) - xhat`` (``G`` ``None``: ``x - xhat``)."""
+
     # --- error feedback (fused accumulate, select and send) (simcomm.backends._numpy.ef)
 
     def ef_accumulate_topr(self, G, M, r, out=None):

@@ -146,9 +146,9 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     return ChocoState(out, Xhat, state.k + 1)
 
 
-#: rows of the differences selected per call on the sparse path: a (rows, d) float64 buffer of about 4 MiB,
-#: so the difference is written to and read back from cache, never to memory
-_DIFF_CHUNK_FLOATS = 1 << 19
+#: rows of the differences selected per call on the sparse path: a (rows, d) float64 buffer of about 8 MiB
+#: (in the last-level cache), so the difference is written and read back there, never in memory
+_DIFF_CHUNK_FLOATS = 1 << 20
 
 
 def _sparse_plan(state, grads, topology, compressor, lr, scale):
@@ -193,13 +193,7 @@ def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma:
     idx, vals = np.empty((n, k), dtype=np.int64), np.empty((n, k))
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        D = buf[: r1 - r0]
-        if G is None:
-            np.subtract(X[r0:r1], Xhat[r0:r1], out=D)
-        else:
-            np.multiply(G[r0:r1], lr, out=D)  # xh = x - lr g, then xh - xhat: numpy's order on the dense path
-            np.subtract(X[r0:r1], D, out=D)
-            np.subtract(D, Xhat[r0:r1], out=D)
+        D = backend.choco_diff(X, G, float(lr), Xhat, r0, buf[: r1 - r0])
         sel, finite = backend.topk_select(D, k, None)
         if not finite:
             _nonfinite("top_k")

@@ -17,7 +17,7 @@ from simcomm.backends._cupy._src import kernel
 from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 
 __all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
-           "choco_sparse_step"]
+           "choco_sparse_step", "choco_diff"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -111,3 +111,11 @@ def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out
     _store(Hn, hat_out)
     _store(Xh + M, out)
     return out, hat_out
+
+
+def choco_diff(X, G, lr, Xhat, r0, out):
+    r"""Rows ``r0:r0 + m`` of CHOCO's difference ``(x - lr g) - xhat``; see the numpy backend (same order)."""
+    r1 = r0 + out.shape[0]
+    Xd = cp.asarray(X[r0:r1])
+    Xh = Xd if G is None else Xd - cp.asarray(G[r0:r1], dtype=Xd.dtype) * Xd.dtype.type(lr)
+    return _store(Xh - cp.asarray(Xhat[r0:r1], dtype=Xd.dtype), out)

@@ -15,7 +15,7 @@ from numba import njit, prange
 from simcomm.backends._numba.gossip import _axpy_row, _col_block
 
 __all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
-           "choco_sparse_step"]
+           "choco_sparse_step", "choco_diff"]
 
 def _scratch(n: int, block: int, dtype) -> np.ndarray:
     # one (n, block) slab per thread; get_thread_id() is 0 in the serial build
@@ -405,3 +405,44 @@ def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out
     kernel(X, g, X.dtype.type(lr), Xhat, np.asarray(idx, dtype=np.int64), np.asarray(vals, dtype=X.dtype),
            X.dtype.type(gamma), sh, w, hat_out, out, _col_block(n, d))
     return out, hat_out
+
+
+
+@njit(cache=True, inline="always")
+def _choco_diff_row(X, G, lr, Xhat, r0, out, i):
+    oi, xi, hi = out[i], X[r0 + i], Xhat[r0 + i]
+    if G.shape[0] > 0:
+        gi = G[r0 + i]
+        for c in range(oi.shape[0]):
+            oi[c] = (xi[c] - lr * gi[c]) - hi[c]
+    else:
+        for c in range(oi.shape[0]):
+            oi[c] = xi[c] - hi[c]
+
+
+@njit(cache=True, parallel=True)
+def _choco_diff_par(X, G, lr, Xhat, r0, out):
+    for i in prange(out.shape[0]):
+        _choco_diff_row(X, G, lr, Xhat, r0, out, i)
+    return out
+
+
+@njit(cache=True)
+def _choco_diff_ser(X, G, lr, Xhat, r0, out):
+    for i in range(out.shape[0]):
+        _choco_diff_row(X, G, lr, Xhat, r0, out, i)
+    return out
+
+
+def choco_diff(X, G, lr, Xhat, r0, out):
+    r"""Rows ``r0:r0 + m`` of CHOCO's difference ``(x - lr g) - xhat`` in one pass; see the numpy backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> choco_diff(np.ones((3, 2)), np.ones((3, 2)), 0.5, np.zeros((3, 2)), 1, np.empty((2, 2))).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    g = np.empty((0, X.shape[1]), X.dtype) if G is None else G
+    kernel = _choco_diff_par if out.size >= _PARALLEL_MIN and out.shape[0] > 1 else _choco_diff_ser
+    return kernel(X, g, X.dtype.type(lr), Xhat, int(r0), out)

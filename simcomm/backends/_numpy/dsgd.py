@@ -19,7 +19,7 @@ import numpy as np
 from simcomm.backends._numpy.gossip import csr_mix, shift_mix
 
 __all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
-           "choco_sparse_step"]
+           "choco_sparse_step", "choco_diff"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -269,3 +269,23 @@ def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out
     Xh = X if G is None else X - lr * G
     np.add(Xh, M, out=out)
     return out, hat_out
+
+
+def choco_diff(X, G, lr, Xhat, r0, out):
+    r"""Rows ``r0:r0 + m`` of CHOCO's difference :math:`(x - lr\,g) - \hat x` into ``out`` (shape ``(m, d)``).
+
+    ``G`` ``None``: :math:`x - \hat x`. The operations of the dense step (``xh = x - lr g``, then
+    ``xh - xhat``), so the same bits. Returns ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> choco_diff(np.ones((3, 2)), np.ones((3, 2)), 0.5, np.zeros((3, 2)), 1, np.empty((2, 2))).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    r1 = r0 + out.shape[0]
+    if G is None:
+        return np.subtract(X[r0:r1], Xhat[r0:r1], out=out)
+    np.multiply(G[r0:r1], lr, out=out)
+    np.subtract(X[r0:r1], out, out=out)
+    return np.subtract(out, Xhat[r0:r1], out=out)
