@@ -7,7 +7,15 @@ from simcomm import UserError
 from simcomm.backends import available_backends, get_backend
 from simcomm.compress import QSGD, Identity, RandK, TopK
 from simcomm.models import heterogeneous_least_squares
-from simcomm.optim import ChocoState, choco_delta, choco_gamma, choco_init, choco_update, run_choco_gossip, run_choco_sgd
+from simcomm.optim import (
+    ChocoState,
+    choco_delta,
+    choco_gamma,
+    choco_init,
+    choco_update,
+    run_choco_gossip,
+    run_choco_sgd,
+)
 from simcomm.topology import build
 from tests.naive_decentralized import choco_naive, dense_W, top_k_naive
 
