@@ -115,7 +115,8 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
 
     ``grads`` (or ``None``) at ``state.x``; ``topology`` resolved (:func:`choco_topology`); ``scale``
     :func:`choco_scale`'s. The copies' update and the consensus step are fused in the active backend's
-    ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its CSR mix elsewhere.
+    ``choco_shift_step`` on 1-D circulant layers with few offsets (top-k there: sent sparsely,
+    :func:`_choco_sparse`), and use its CSR mix elsewhere.
     """
     backend = get_backend()
     fused = _sparse_plan(state, grads, topology, compressor, lr, scale)
