@@ -8,8 +8,8 @@ bandwidth of :func:`tests.benchmarks._timing.copy_bandwidth` measured in the sam
 ``test_bench_gradient_tracking_step``: one ATC step, :func:`simcomm.optim.gt_update` on the
 exponential graph (the fused ``gt_shift_step``: both shift mixes and the elementwise updates per column
 slab, the kept copy of g written in the same pass): the floor is 7 arrays (x, y, g, g_prev read; x, y
-written; g kept as the next g_prev). ``kernel_floor_ratio``: the kernel alone with reused outputs (the
-pure step also pays for three fresh (n, d) arrays).
+written; g kept as the next g_prev). ``out_floor_ratio``: the same step with ``out=`` (a loop that
+alternates two states; the pure step also pays for three fresh (n, d) arrays).
 
 ``test_bench_choco_step``: one CHOCO-SGD step, :func:`simcomm.optim.choco_update` with top-k (k = 1%
 of d) on the ring (the differences made a few rows at a time in a cached buffer and selected there, the
@@ -80,16 +80,14 @@ def test_bench_gradient_tracking_step(benchmark):
     np.testing.assert_allclose(got.x, x_ref, rtol=1e-10, atol=1e-12)
     del got, x_ref, y_ref
     t_fast = _time_fast(benchmark, fast)
-    layer = topo.layer(1)
-    outs = [np.empty_like(X) for _ in range(3)]
-    kernel = lambda: get_backend("numba").gt_shift_step(X, Y, G, G0, LR, layer.offsets[:, 0], layer.weights,  # noqa: E731
-                                                        *outs)
-    kernel()
-    t_kernel, _ = best_time(kernel, 3)
+    outs = GTState(*(np.empty_like(X) for _ in range(3)), 0)
+    reuse = lambda: gt_update(state, G, topo, lr=LR, out=outs, backend="numba")  # noqa: E731
+    reuse()
+    t_reuse, _ = best_time(reuse, 3)
     floor = 7 * X.nbytes / copy_bandwidth(X)
     _report(benchmark, "gradient tracking", t_fast, t_dense, floor,
             "numpy dense gradient-tracking step: W @ (y + g - g_prev), W @ (x - lr y) (BLAS gemm)",
-            ("kernel_floor_ratio", "kernel with reused outputs", t_kernel))
+            ("out_floor_ratio", "the step with out= (outputs reused)", t_reuse))
 
 
 def test_bench_choco_step(benchmark):
