@@ -205,3 +205,29 @@ def test_unbiased_compressor_is_scaled_into_a_contraction():
     np.testing.assert_allclose(s.x_hat, raw / (1 + beta), rtol=1e-15, atol=0)
     tr = run_choco_gossip(X0, "ring", comp, gamma=0.1, steps=3000, rng=2, record_every=3000)
     assert tr.consensus_ratio[-1] < 1e-3
+
+
+@pytest.mark.parametrize("compressor", [TopK(30), RandK(30, scale=False)])  # the sparse path, the dense one
+def test_choco_update_out_equals_the_pure_step_and_refuses_bad_buffers(compressor):
+    rng = np.random.default_rng(12)
+    n, d = 12, 3000
+    s = ChocoState(rng.standard_normal((n, d)), rng.standard_normal((n, d)), 1)
+    G = rng.standard_normal((n, d))
+    kw = dict(lr=0.05, gamma=0.3, backend="numba")
+    ref = choco_update(s, G, "ring", compressor, rng=5, **kw)
+    out = ChocoState(np.full((n, d), np.nan), np.full((n, d), np.nan), 0)
+    got = choco_update(s, G, "ring", compressor, rng=5, out=out, **kw)
+    assert got.x is out.x and got.x_hat is out.x_hat and got.k == 2
+    np.testing.assert_array_equal(got.x, ref.x)
+    np.testing.assert_array_equal(got.x_hat, ref.x_hat)
+    bad = {
+        "shape": ChocoState(np.empty((n, d - 1)), out.x_hat, 0),
+        "dtype": ChocoState(out.x.astype(np.float32), out.x_hat, 0),
+        "state": ChocoState(out.x, s.x_hat, 0),
+        "grads": ChocoState(G, out.x_hat, 0),
+        "itself": ChocoState(out.x, out.x, 0),
+    }
+    for name, o in bad.items():
+        with pytest.raises(UserError) as err:
+            choco_update(s, G, "ring", compressor, rng=5, out=o, **kw)
+        assert "\n" not in str(err.value) and "out" in str(err.value), name

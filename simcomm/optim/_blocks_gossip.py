@@ -110,8 +110,10 @@ def choco_topology(topology, n: int):
 
 
 def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gamma: float, scale: float,
-               rng) -> ChocoState:
+               rng, out: ChocoState | None = None) -> ChocoState:
     r"""One CHOCO step (:mod:`simcomm.optim._choco`) on checked arguments; ``state`` is not modified.
+
+    ``out`` (checked by the caller) receives the next iterates and copies (:func:`simcomm.optim.choco_update`).
 
     ``grads`` (or ``None``) at ``state.x``; ``topology`` resolved (:func:`choco_topology`); ``scale``
     :func:`choco_scale`'s. The copies' update and the consensus step are fused in the active backend's
@@ -121,7 +123,12 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     backend = get_backend()
     fused = _sparse_plan(state, grads, topology, compressor, lr, scale)
     if fused is not None:
-        return _choco_sparse(backend, state, fused, compressor.k, lr=lr, gamma=gamma)
+        return _choco_sparse(backend, state, fused, compressor.k, lr=lr, gamma=gamma, out=out)
+    if out is not None:
+        nxt = choco_step(state, grads, topology, compressor, lr=lr, gamma=gamma, scale=scale, rng=rng)
+        np.copyto(out.x, nxt.x)
+        np.copyto(out.x_hat, nxt.x_hat)
+        return ChocoState(out.x, out.x_hat, nxt.k)
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
@@ -177,7 +184,8 @@ def _sparse_plan(state, grads, topology, compressor, lr, scale):
     return G, np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights)
 
 
-def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma: float) -> ChocoState:
+def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma: float,
+                  out: ChocoState | None = None) -> ChocoState:
     """:func:`choco_step` with top-k sent as ``(idx, vals)``: the same values, no dense difference or ``Q``.
 
     The differences ``(x - lr g) - xhat`` are made a few rows at a time in a cache-sized buffer, where the
@@ -200,9 +208,9 @@ def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma:
             _nonfinite("top_k")
         idx[r0:r1] = sel
         vals[r0:r1] = np.take_along_axis(D, sel, axis=1)
-    hat, out = np.empty_like(Xhat), np.empty_like(X)
-    backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, out)
-    return ChocoState(out, hat, state.k + 1)
+    x, hat = (np.empty_like(X), np.empty_like(Xhat)) if out is None else (out.x, out.x_hat)
+    backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, x)
+    return ChocoState(x, hat, state.k + 1)
 
 
 class ChocoPlan(NamedTuple):
