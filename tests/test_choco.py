@@ -114,7 +114,7 @@ def test_choco_sparse_kernel_matches_dense_reference(backend, with_grads):
 def test_choco_update_top_k_sparse_path_equals_dense_step(backend, grads):
     # choco_update sends top-k sparsely on a shift-mixed ring; the dense step (top_k, then choco_shift_step)
     rng = np.random.default_rng(6)
-    n, d, k = 12, 30001, 40  # several rows per selection chunk, and a last partial chunk
+    n, d, k = 12, 30001, 40  # numba: past the threaded-kernel thresholds
     X, Xhat, G = (rng.standard_normal((n, d)) for _ in range(3))
     X0, Xhat0 = X.copy(), Xhat.copy()
     s = choco_update(ChocoState(X, Xhat, 3), G if grads else None, "ring", TopK(k), lr=0.05, gamma=0.4, rng=0,

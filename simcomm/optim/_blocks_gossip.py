@@ -154,11 +154,6 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     return ChocoState(out, Xhat, state.k + 1)
 
 
-#: rows of the differences selected per call on the sparse path: a (rows, d) float64 buffer of about 8 MiB
-#: (in the last-level cache), so the difference is written and read back there, never in memory
-_DIFF_CHUNK_FLOATS = 1 << 20
-
-
 def _sparse_plan(state, grads, topology, compressor, lr, scale):
     """``(G or None, shifts, weights)`` when the step can send top-k messages sparsely, else ``None``.
 
@@ -186,29 +181,23 @@ def _sparse_plan(state, grads, topology, compressor, lr, scale):
 
 def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma: float,
                   out: ChocoState | None = None) -> ChocoState:
-    """:func:`choco_step` with top-k sent as ``(idx, vals)``: the same values, no dense difference or ``Q``.
+    """:func:`choco_step` with top-k sent as ``(idx, vals)``: the same values, no dense ``Q``.
 
-    The differences ``(x - lr g) - xhat`` are made a few rows at a time in a cache-sized buffer, where the
-    selection (which checks finiteness in its pass) reads them; the backend's ``choco_sparse_step`` then
-    adds the messages to the copies and takes the consensus step in one pass over the columns.
+    The differences ``(x - lr g) - xhat`` are written (one pass, ``choco_diff``) into the array that then
+    receives the new iterates, so they cost no allocation; one selection reads them (checking finiteness in
+    its pass) and the backend's ``choco_sparse_step`` adds the messages to the copies and takes the consensus
+    step in one pass over the columns. Three kernel calls a step (each starts the threads once).
     """
     from simcomm.compress._sparsify import _nonfinite
 
     G, shifts, weights = plan
     X, Xhat = state.x, state.x_hat
-    n, d = X.shape
-    rows = max(1, min(n, _DIFF_CHUNK_FLOATS // d))
-    buf = np.empty((rows, d))
-    idx, vals = np.empty((n, k), dtype=np.int64), np.empty((n, k))
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        D = backend.choco_diff(X, G, float(lr), Xhat, r0, buf[: r1 - r0])
-        sel, finite = backend.topk_select(D, k, None)
-        if not finite:
-            _nonfinite("top_k")
-        idx[r0:r1] = sel
-        vals[r0:r1] = np.take_along_axis(D, sel, axis=1)
     x, hat = (np.empty_like(X), np.empty_like(Xhat)) if out is None else (out.x, out.x_hat)
+    D = backend.choco_diff(X, G, float(lr), Xhat, 0, x)
+    idx, finite = backend.topk_select(D, k, None)
+    if not finite:
+        _nonfinite("top_k")
+    vals = np.take_along_axis(D, idx, axis=1)
     backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, x)
     return ChocoState(x, hat, state.k + 1)
 

@@ -21,9 +21,10 @@ and on 1-D circulant graphs with few offsets (ring, complete up to 64 nodes: whe
 :func:`simcomm.topology.mix` shifts too) the public-copy update and the consensus step fused in the
 backend's ``choco_shift_step`` (numba: column slabs, one pass); other graphs use the backend's CSR mix.
 Top-k (no rescaling, ``k < d``) on those graphs is sent as indices and values, never as a dense ``Q``:
-the differences are made and selected a few rows at a time in a cached buffer (``choco_diff``, the
-selection checking finiteness in its pass) and ``choco_sparse_step`` adds the messages to the copies
-and takes the consensus step in one pass; the values are the dense step's, bit for bit.
+the differences are written in one pass (``choco_diff``) into the array that then receives the new
+iterates, selected there (the selection checks finiteness in its pass), and ``choco_sparse_step`` adds
+the messages to the copies and takes the consensus step in one pass; the values are the dense step's,
+bit for bit.
 
 The step is :func:`simcomm.optim._blocks_gossip.choco_step`, the one implementation of the named methods
 ``"choco_gossip"`` and ``"choco_sgd"`` (:mod:`simcomm.optim.methods`) and of :func:`choco_update`;

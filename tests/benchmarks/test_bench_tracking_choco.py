@@ -12,12 +12,13 @@ written; g kept as the next g_prev). ``out_floor_ratio``: the same step with ``o
 alternates two states; the pure step also pays for three fresh (n, d) arrays).
 
 ``test_bench_choco_step``: one CHOCO-SGD step, :func:`simcomm.optim.choco_update` with top-k (k = 1%
-of d) on the ring (the differences made a few rows at a time in a cached buffer and selected there, the
-message sent as indices and values, then ``choco_sparse_step``: the copies' update and the consensus step
-in one pass over column slabs) against numpy ``argpartition`` top-k and a dense ``W @ xhat``; the floor
-is 7 arrays (x, g, xhat read for the difference; the message written and read; xhat updated; x written;
-the sparse path moves 8: x, g, xhat twice, xhat' and x' once). ``select_floor_ratio``: the top-k
-selection alone (``topk_select`` on the (n, d) difference), which bounds the step from below.
+of d) on the ring (the difference written in one pass into the array that then receives x, selected
+there, the message sent as indices and values, then ``choco_sparse_step``: the copies' update and the
+consensus step in one pass over column slabs) against numpy ``argpartition`` top-k and a dense
+``W @ xhat``; the floor is 7 arrays (x, g, xhat read for the difference; the message written and read;
+xhat updated; x written; the sparse path moves 10: x, g, xhat read twice, the difference written and
+read, xhat' and x' written). ``select_floor_ratio``: the top-k selection alone (``topk_select`` on the
+(n, d) difference), which bounds the step from below.
 
 ``test_bench_link_drop_step``: one gossip step on the 16 x 16 torus with Bernoulli(0.3) link failures
 drawn from the stream (:class:`simcomm.topology.LinkFailures`, then ``unreliable_mix``: O(E) draws and
