@@ -313,6 +313,11 @@ def test_gt_shift_kernel_matches_numpy_and_the_unfused_step(backend):
     get_backend(backend).gt_shift_step(X, Y, G, Gp, 0.3, sh, w, x, y)
     np.testing.assert_array_equal(y, yr)
     np.testing.assert_array_equal(x, xr)
+    x2, y2, g2 = np.empty((n, d)), np.empty((n, d)), np.full((n, d), np.nan)
+    get_backend(backend).gt_shift_step(X, Y, G, Gp, 0.3, sh, w, x2, y2, g2)  # the copy of G in the same pass
+    np.testing.assert_array_equal(g2, G)
+    np.testing.assert_array_equal(y2, yr)
+    np.testing.assert_array_equal(x2, xr)
     with use("numpy"):
         y2 = mix(layer, Y + G - Gp)
         np.testing.assert_array_equal(yr, y2)

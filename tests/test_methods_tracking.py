@@ -138,3 +138,31 @@ def test_public_pure_steps_are_the_methods_steps(backend):
                 ref = pure(ref, grads(ref))
             for a, b in zip(s, ref):
                 np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("topology", ["ring", "torus"])  # the fused shift kernel, and the mix of a 2-D torus
+def test_gt_update_out_equals_the_pure_step_and_refuses_bad_buffers(topology):
+    from simcomm import UserError
+    from simcomm.optim import GTState, gt_update
+
+    rng = np.random.default_rng(11)
+    n, d = 16, 300
+    s = GTState(*(rng.standard_normal((n, d)) for _ in range(3)), 2)
+    G = rng.standard_normal((n, d))
+    ref = gt_update(s, G, topology, lr=0.1, backend="numba")
+    out = GTState(*(np.full((n, d), np.nan) for _ in range(3)), 0)
+    got = gt_update(s, G, topology, lr=0.1, out=out, backend="numba")
+    assert got.x is out.x and got.y is out.y and got.g is out.g and got.k == 3
+    for a, b in zip(got[:3], ref[:3]):
+        np.testing.assert_array_equal(a, b)
+    bad = {
+        "shape": GTState(np.empty((n, d + 1)), out.y, out.g, 0),
+        "dtype": GTState(out.x.astype(np.float32), out.y, out.g, 0),
+        "state": GTState(s.x, out.y, out.g, 0),
+        "grads": GTState(out.x, out.y, G, 0),
+        "itself": GTState(out.x, out.x, out.g, 0),
+    }
+    for name, o in bad.items():
+        with pytest.raises(UserError) as err:
+            gt_update(s, G, topology, lr=0.1, out=o)
+        assert "\n" not in str(err.value) and "out" in str(err.value), name

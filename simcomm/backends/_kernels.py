@@ -34,8 +34,14 @@ class Kernels(Protocol):
     def choco_shift_step(self, Xh, Xhat, Q, gamma, shifts, weights, out):
         r"""CHOCO's public-copy update and consensus step with a 1-D circulant ``W`` (Koloskova et al. 2019)."""
 
-    def gt_shift_step(self, X, Y, G, Gp, lr, shifts, weights, xout, yout):
+    def gt_shift_step(self, X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
         r"""One ATC gradient-tracking step with a 1-D circulant ``W`` (:func:`simcomm.optim.gt_update`)."""
+
+    def choco_sparse_step(self, X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
+        r"""CHOCO's step from a sparse message (``vals`` at ``idx`` per row) with a 1-D circulant ``W``."""
+
+    def choco_diff(self, X, G, lr, Xhat, r0, out):
+        r"""Rows ``r0:r0 + len(out)`` of CHOCO's difference ``(x - lr g) - xhat`` (``G`` ``None``: ``x - xhat``)."""
 
     # --- error feedback (fused accumulate, select and send) (simcomm.backends._numpy.ef)
 

@@ -110,14 +110,25 @@ def choco_topology(topology, n: int):
 
 
 def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gamma: float, scale: float,
-               rng) -> ChocoState:
+               rng, out: ChocoState | None = None) -> ChocoState:
     r"""One CHOCO step (:mod:`simcomm.optim._choco`) on checked arguments; ``state`` is not modified.
+
+    ``out`` (checked by the caller) receives the next iterates and copies (:func:`simcomm.optim.choco_update`).
 
     ``grads`` (or ``None``) at ``state.x``; ``topology`` resolved (:func:`choco_topology`); ``scale``
     :func:`choco_scale`'s. The copies' update and the consensus step are fused in the active backend's
-    ``choco_shift_step`` on 1-D circulant layers with few offsets, and use its CSR mix elsewhere.
+    ``choco_shift_step`` on 1-D circulant layers with few offsets (top-k there: sent sparsely,
+    :func:`_choco_sparse`), and use its CSR mix elsewhere.
     """
     backend = get_backend()
+    fused = _sparse_plan(state, grads, topology, compressor, lr, scale)
+    if fused is not None:
+        return _choco_sparse(backend, state, fused, compressor.k, lr=lr, gamma=gamma, out=out)
+    if out is not None:
+        nxt = choco_step(state, grads, topology, compressor, lr=lr, gamma=gamma, scale=scale, rng=rng)
+        np.copyto(out.x, nxt.x)
+        np.copyto(out.x_hat, nxt.x_hat)
+        return ChocoState(out.x, out.x_hat, nxt.k)
     Xh = state.x
     if grads is not None and lr > 0:
         Xh = state.x - lr * grads
@@ -141,6 +152,54 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
         M *= gamma
         np.add(Xh, M, out=out)
     return ChocoState(out, Xhat, state.k + 1)
+
+
+def _sparse_plan(state, grads, topology, compressor, lr, scale):
+    """``(G or None, shifts, weights)`` when the step can send top-k messages sparsely, else ``None``.
+
+    The sparse path needs exact top-k with ``1 <= k < d`` (other ``k`` take the compressor's own path and
+    errors), no rescaling, float64 C-contiguous arrays and a fused shift layer.
+    """
+    from simcomm.compress import TopK
+
+    if topology == "parallel" or type(compressor) is not TopK or scale != 1.0:
+        return None
+    n, d = state.x.shape
+    k = compressor.k
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < d:
+        return None
+    G = grads if grads is not None and lr > 0 else None
+    arrays = (state.x, state.x_hat) if G is None else (state.x, state.x_hat, G)
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous and a.shape == (n, d)
+               for a in arrays):
+        return None
+    layer = topology.layer(state.k)
+    if not (layer.kind == "circulant" and len(layer.shape) == 1 and len(layer.offsets) <= _FFT_OFFSETS):
+        return None
+    return G, np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights)
+
+
+def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma: float,
+                  out: ChocoState | None = None) -> ChocoState:
+    """:func:`choco_step` with top-k sent as ``(idx, vals)``: the same values, no dense ``Q``.
+
+    The differences ``(x - lr g) - xhat`` are written (one pass, ``choco_diff``) into the array that then
+    receives the new iterates, so they cost no allocation; one selection reads them (checking finiteness in
+    its pass) and the backend's ``choco_sparse_step`` adds the messages to the copies and takes the consensus
+    step in one pass over the columns. Three kernel calls a step (each starts the threads once).
+    """
+    from simcomm.compress._sparsify import _nonfinite
+
+    G, shifts, weights = plan
+    X, Xhat = state.x, state.x_hat
+    x, hat = (np.empty_like(X), np.empty_like(Xhat)) if out is None else (out.x, out.x_hat)
+    D = backend.choco_diff(X, G, float(lr), Xhat, 0, x)
+    idx, finite = backend.topk_select(D, k, None)
+    if not finite:
+        _nonfinite("top_k")
+    vals = np.take_along_axis(D, idx, axis=1)
+    backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, x)
+    return ChocoState(x, hat, state.k + 1)
 
 
 class ChocoPlan(NamedTuple):

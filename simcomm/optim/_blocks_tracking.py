@@ -31,7 +31,7 @@ from simcomm.optim._algebra import Transform
 from simcomm.optim._blocks_dsgd import require_stochasticity, resolve_topology
 from simcomm.topology import FFT_OFFSETS as _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
-__all__ = ["GTState", "EDState", "PushSumState", "tracking", "exact_diffusion", "push_sum", "drawn",
+__all__ = ["GTState", "EDState", "PushSumState", "tracking", "tracking_step", "exact_diffusion", "push_sum", "drawn",
            "check_symmetric"]
 
 
@@ -126,24 +126,37 @@ def tracking(topology, *, lr: float, tracker_start: str = "gradient") -> Transfo
         return require_stochasticity(resolve_topology(topology, s.x.shape[0]), ("doubly",), "gradient tracking")
 
     def update(G, topo, s, ctx):
-        g_prev = G if (s.k == 0 and tracker_start == "zero") else s.g
-        layer = None if topo == "parallel" else topo.layer(s.k)
-        shifted = layer is not None and layer.kind == "circulant" and len(layer.shape) == 1
-        if shifted and len(layer.offsets) <= _FFT_OFFSETS:
-            # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
-            from simcomm.backends import get_backend
-
-            x, y = np.empty_like(s.x), np.empty_like(s.y)
-            get_backend().gt_shift_step(np.ascontiguousarray(s.x), np.ascontiguousarray(s.y), np.ascontiguousarray(G),
-                                        np.ascontiguousarray(g_prev), float(lr),
-                                        np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights),
-                                        x, y)
-            return GTState(x, y, G.copy(), s.k + 1), topo
-        y = _mix(topo, s.y + G - g_prev, s.k)
-        x = _mix(topo, s.x - lr * y, s.k)
-        return GTState(x, y, G.copy(), s.k + 1), topo
+        return tracking_step(G, topo, s, lr=lr, tracker_start=tracker_start), topo
 
     return Transform(init, update)
+
+
+def tracking_step(G, topo, s: GTState, *, lr: float, tracker_start: str = "gradient", out: GTState | None = None):
+    """:func:`tracking`'s step on a resolved ``topo``: the next :class:`GTState`, written into ``out`` if given.
+
+    ``out`` (checked by the caller: float64, C-contiguous, the shape of ``s.x``, no overlap with the
+    inputs) saves the three fresh ``(n, d)`` arrays of a pure step; the fused kernel writes into it.
+    """
+    g_prev = G if (s.k == 0 and tracker_start == "zero") else s.g
+    layer = None if topo == "parallel" else topo.layer(s.k)
+    shifted = layer is not None and layer.kind == "circulant" and len(layer.shape) == 1
+    if shifted and len(layer.offsets) <= _FFT_OFFSETS:
+        # fused: one pass over x, y, g, g_prev per column slab (the backend's gt_shift_step)
+        from simcomm.backends import get_backend
+
+        x, y, g = (np.empty_like(s.x), np.empty_like(s.y), np.empty_like(G)) if out is None else out[:3]
+        get_backend().gt_shift_step(np.ascontiguousarray(s.x), np.ascontiguousarray(s.y), np.ascontiguousarray(G),
+                                    np.ascontiguousarray(g_prev), float(lr),
+                                    np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights),
+                                    x, y, g)  # g: the copy of G the next step reads, in the same pass
+        return GTState(x, y, g, s.k + 1)
+    y = _mix(topo, s.y + G - g_prev, s.k)
+    x = _mix(topo, s.x - lr * y, s.k)
+    if out is None:
+        return GTState(x, y, G.copy(), s.k + 1)
+    for dst, src in zip(out[:3], (x, y, G)):
+        np.copyto(dst, src)
+    return GTState(out.x, out.y, out.g, s.k + 1)
 
 
 def exact_diffusion(topology, *, lr: float, correction: bool = True) -> Transform:

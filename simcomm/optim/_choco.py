@@ -20,6 +20,11 @@ Vectorised over nodes: one ``(n, d)`` array per quantity, the compressor applied
 and on 1-D circulant graphs with few offsets (ring, complete up to 64 nodes: where
 :func:`simcomm.topology.mix` shifts too) the public-copy update and the consensus step fused in the
 backend's ``choco_shift_step`` (numba: column slabs, one pass); other graphs use the backend's CSR mix.
+Top-k (no rescaling, ``k < d``) on those graphs is sent as indices and values, never as a dense ``Q``:
+the differences are written in one pass (``choco_diff``) into the array that then receives the new
+iterates, selected there (the selection checks finiteness in its pass), and ``choco_sparse_step`` adds
+the messages to the copies and takes the consensus step in one pass; the values are the dense step's,
+bit for bit.
 
 The step is :func:`simcomm.optim._blocks_gossip.choco_step`, the one implementation of the named methods
 ``"choco_gossip"`` and ``"choco_sgd"`` (:mod:`simcomm.optim.methods`) and of :func:`choco_update`;
@@ -97,7 +102,7 @@ def choco_gamma(gap: float, beta: float, delta: float) -> float:
 
 @entry_point
 def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 0.0, gamma: float, rng,
-                 backend=None) -> ChocoState:
+                 out=None, backend=None) -> ChocoState:
     r"""One CHOCO-SGD step (module doc); ``grads=None`` (or ``lr = 0``) is a CHOCO-Gossip step.
 
     The returned state holds new arrays; ``state`` is not modified.
@@ -115,6 +120,11 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
         Consensus step, ``> 0``.
     rng : numpy.random.Generator
         The compressor's randomness.
+    out : ChocoState, optional
+        Buffers for the result (its ``x`` and ``x_hat``: writeable C-contiguous float64 arrays of shape
+        ``(n, d)``, overlapping neither ``state``'s arrays, ``grads`` nor each other; ``out.k`` is
+        ignored). A loop that alternates two states saves the two fresh arrays of every step (top-k on
+        a shift-mixed circulant writes there directly; other steps copy their result in).
     backend : str or module, optional
 
     Examples
@@ -134,7 +144,22 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
         G = np.asarray(grads, dtype=np.float64)
         if G.shape != (n, d):
             raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
-    return choco_step(state, G, topo, compressor, lr=lr, gamma=gamma, scale=choco_scale(compressor, d), rng=rng)
+    if out is not None:
+        _check_out(out, (state.x, state.x_hat) + (() if grads is None else (np.asarray(grads),)), (n, d))
+    return choco_step(state, G, topo, compressor, lr=lr, gamma=gamma, scale=choco_scale(compressor, d), rng=rng,
+                      out=out)
+
+
+def _check_out(out, inputs, shape) -> None:
+    """A one-line error unless ``out`` holds two separate float64 buffers of ``shape`` apart from ``inputs``."""
+    bufs = tuple(out)[:2] if isinstance(out, tuple) else ()
+    ok = len(bufs) == 2 and all(isinstance(b, np.ndarray) and b.shape == shape and b.dtype == np.float64
+                                and b.flags.c_contiguous and b.flags.writeable for b in bufs)
+    if not ok:
+        raise UserError(f"out must be a ChocoState of two writeable C-contiguous float64 arrays of shape {shape}")
+    if any(np.may_share_memory(b, a) for b in bufs for a in inputs) or np.may_share_memory(*bufs):
+        raise UserError("out overlaps the state, the gradients or itself; pass separate buffers (e.g. the state "
+                        "before the current one)")
 
 
 @entry_point

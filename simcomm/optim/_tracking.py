@@ -58,7 +58,7 @@ from simcomm.optim._blocks_tracking import (
     drawn,
     exact_diffusion,
     push_sum,
-    tracking,
+    tracking_step,
 )
 from simcomm.optim._decentralized import check_hyper, require_stochasticity, resolve_topology
 from simcomm.optim._loop import run
@@ -110,7 +110,7 @@ def gt_init(x0, n: int) -> GTState:
 
 
 @entry_point
-def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str = "gradient",
+def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str = "gradient", out=None,
               backend=None) -> GTState:
     r"""One ATC gradient-tracking step (pure): ``y <- W(y + g - g_prev)``, then ``x <- W(x - lr y)``.
 
@@ -124,6 +124,11 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     lr : float
     tracker_start : {"gradient", "zero"}
         At ``k = 0`` only: ``"zero"`` replaces the previous gradient by ``grads`` (module doc).
+    out : GTState, optional
+        Buffers for the result (its ``x``, ``y``, ``g``: writeable C-contiguous float64 arrays of shape
+        ``(n, d)``, none overlapping ``state``'s arrays, ``grads`` or each other; ``out.k`` is ignored).
+        A loop that alternates two states saves the three fresh arrays of every step; the returned
+        state holds ``out``'s arrays.
     backend : str or module, optional
 
     Examples
@@ -139,7 +144,22 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     n, d = state.x.shape
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "gradient tracking")
     G = _grads(grads, n, d)
-    return tracking(topo, lr=lr, tracker_start=tracker_start).update(G, topo, state, _ctx(state))[0]
+    if out is not None:
+        _check_out(out, (state.x, state.y, state.g, G), (n, d))
+    return tracking_step(G, topo, state, lr=lr, tracker_start=tracker_start, out=out)
+
+
+def _check_out(out, inputs, shape) -> None:
+    """A one-line error unless ``out`` holds three separate float64 buffers of ``shape`` apart from ``inputs``."""
+    bufs = tuple(out)[:3] if isinstance(out, tuple) else ()
+    ok = len(bufs) == 3 and all(isinstance(b, np.ndarray) and b.shape == shape and b.dtype == np.float64
+                                and b.flags.c_contiguous and b.flags.writeable for b in bufs)
+    if not ok:
+        raise UserError(f"out must be a GTState of three writeable C-contiguous float64 arrays of shape {shape}")
+    if any(np.may_share_memory(b, a) for b in bufs for a in inputs) or any(
+            np.may_share_memory(bufs[i], bufs[j]) for i in range(3) for j in range(i)):
+        raise UserError("out overlaps the state, the gradients or itself; pass separate buffers (e.g. the state "
+                        "before the current one)")
 
 
 def _check_tracker_start(tracker_start) -> None:

@@ -16,7 +16,8 @@ from simcomm.backends._cupy._host import grid_1d
 from simcomm.backends._cupy._src import kernel
 from simcomm.backends._cupy.gossip import csr_mix_into, shift_mix_into
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
+           "choco_sparse_step", "choco_diff"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -80,7 +81,7 @@ def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
     return _store(res, out)
 
 
-def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     r"""One ATC gradient-tracking step with a 1-D circulant ``W``; see the numpy backend (same order)."""
     Xd, Yd = cp.asarray(X), cp.asarray(Y)
     T = Yd + cp.asarray(G, dtype=Yd.dtype)
@@ -91,4 +92,30 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     xnew = shift_mix_into(cp.ascontiguousarray(S), shifts, weights, cp.empty_like(S))
     _store(ynew, yout)
     _store(xnew, xout)
+    if gout is not None:
+        _store(cp.asarray(G, dtype=Yd.dtype), gout)
     return xout, yout
+
+
+def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
+    r"""CHOCO's step from a sparse message with a 1-D circulant ``W``; see the numpy backend (same order)."""
+    Hd = cp.asarray(Xhat)
+    Q = cp.zeros_like(Hd)
+    Q[cp.arange(Q.shape[0])[:, None], cp.asarray(idx)] = cp.asarray(vals, dtype=Hd.dtype)
+    Hn = Hd + Q
+    M = shift_mix_into(Hn, shifts, weights, cp.empty_like(Hn))
+    M -= Hn
+    M *= Hd.dtype.type(gamma)
+    Xd = cp.asarray(X)
+    Xh = Xd if G is None else Xd - cp.asarray(G, dtype=Xd.dtype) * Xd.dtype.type(lr)
+    _store(Hn, hat_out)
+    _store(Xh + M, out)
+    return out, hat_out
+
+
+def choco_diff(X, G, lr, Xhat, r0, out):
+    r"""Rows ``r0:r0 + m`` of CHOCO's difference ``(x - lr g) - xhat``; see the numpy backend (same order)."""
+    r1 = r0 + out.shape[0]
+    Xd = cp.asarray(X[r0:r1])
+    Xh = Xd if G is None else Xd - cp.asarray(G[r0:r1], dtype=Xd.dtype) * Xd.dtype.type(lr)
+    return _store(Xh - cp.asarray(Xhat[r0:r1], dtype=Xd.dtype), out)

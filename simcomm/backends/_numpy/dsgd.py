@@ -18,7 +18,8 @@ import numpy as np
 
 from simcomm.backends._numpy.gossip import csr_mix, shift_mix
 
-__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step"]
+__all__ = ["atc_shift_step", "atc_csr_step", "pushsum_shift_step", "choco_shift_step", "gt_shift_step",
+           "choco_sparse_step", "choco_diff"]
 
 
 def _adapt(X, M, G, lr, beta):
@@ -168,7 +169,7 @@ def choco_shift_step(Xh, Xhat, Q, gamma, shifts, weights, out):
     return out
 
 
-def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
+def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout, gout=None):
     r"""One ATC gradient-tracking step with a 1-D circulant ``W`` (:func:`simcomm.optim.gt_update`).
 
     ::
@@ -187,6 +188,8 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     weights : ndarray of float64, shape (m,)
     xout, yout : ndarray, shape (n, d)
         Receive the new iterates and trackers (must not alias the inputs).
+    gout : ndarray, shape (n, d), optional
+        Receives a copy of ``G`` (the next step's ``Gp``; the numba kernel writes it in the same pass).
 
     Returns
     -------
@@ -208,4 +211,81 @@ def gt_shift_step(X, Y, G, Gp, lr, shifts, weights, xout, yout):
     S = np.multiply(yout, lr)
     np.subtract(X, S, out=S)
     xout[...] = shift_mix(S, shifts, weights)
+    if gout is not None:
+        gout[...] = G
     return xout, yout
+
+
+def choco_sparse_step(X, G, lr, Xhat, idx, vals, gamma, shifts, weights, hat_out, out):
+    r"""CHOCO's step from a sparse message with a 1-D circulant ``W``: :func:`choco_shift_step` without a dense ``Q``.
+
+    ::
+
+        xhat'_i = xhat_i + q_i            # q_i: vals[i] at idx[i], +0.0 elsewhere (as a dense top-k)
+        x_i    <- (x_i - lr g_i) + gamma * (sum_t w_t xhat'_{i+h_t} - xhat'_i)
+
+    the same operations in the same order as ``xh = x - lr g``, a dense ``Q`` and :func:`choco_shift_step`,
+    so the same values bit for bit.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Iterates.
+    G : ndarray, shape (n, d), or None
+        Gradients at ``X`` (``None``: CHOCO-Gossip, ``xh = x``).
+    lr : float
+    Xhat : ndarray, shape (n, d)
+        Public copies (read only).
+    idx : ndarray of int64, shape (n, k)
+        Every row's sent coordinates, ascending, distinct.
+    vals : ndarray, shape (n, k)
+        The sent values.
+    gamma : float
+    shifts : ndarray of int64, shape (m,)
+    weights : ndarray of float64, shape (m,)
+    hat_out, out : ndarray, shape (n, d)
+        Receive the new public copies and the new iterates (must not alias the inputs or each other).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``out, hat_out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x, h = choco_sparse_step(np.array([[0.0, 1.0], [4.0, 0.0]]), None, 0.0, np.zeros((2, 2)),
+    ...                          np.array([[1], [0]]), np.array([[1.0], [4.0]]), 0.5, np.array([0, 1]),
+    ...                          np.array([0.5, 0.5]), np.empty((2, 2)), np.empty((2, 2)))
+    >>> x.tolist(), h.tolist()
+    ([[1.0, 0.75], [3.0, 0.25]], [[0.0, 1.0], [4.0, 0.0]])
+    """
+    Q = np.zeros_like(Xhat)
+    np.put_along_axis(Q, idx, vals, axis=1)
+    np.add(Xhat, Q, out=hat_out)
+    M = shift_mix(hat_out, shifts, weights)
+    M -= hat_out
+    M *= gamma
+    Xh = X if G is None else X - lr * G
+    np.add(Xh, M, out=out)
+    return out, hat_out
+
+
+def choco_diff(X, G, lr, Xhat, r0, out):
+    r"""Rows ``r0:r0 + m`` of CHOCO's difference :math:`(x - lr\,g) - \hat x` into ``out`` (shape ``(m, d)``).
+
+    ``G`` ``None``: :math:`x - \hat x`. The operations of the dense step (``xh = x - lr g``, then
+    ``xh - xhat``), so the same bits. Returns ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> choco_diff(np.ones((3, 2)), np.ones((3, 2)), 0.5, np.zeros((3, 2)), 1, np.empty((2, 2))).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    r1 = r0 + out.shape[0]
+    if G is None:
+        return np.subtract(X[r0:r1], Xhat[r0:r1], out=out)
+    np.multiply(G[r0:r1], lr, out=out)
+    np.subtract(X[r0:r1], out, out=out)
+    return np.subtract(out, Xhat[r0:r1], out=out)
