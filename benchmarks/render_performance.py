@@ -110,6 +110,7 @@ def replace_block(text: str, block: str) -> str:
 
 
 def main(argv=None) -> int:
+    """Render the table at ``argv[0]`` (default: the committed one) into both pages."""
     path = Path(argv[0]) if argv else TABLE
     table = json.loads(path.read_text())
     for target, render in ((ROOT / "docs" / "performance.md", render_full), (ROOT / "README.md", render_headline)):

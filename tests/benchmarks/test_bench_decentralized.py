@@ -67,7 +67,8 @@ def test_bench_dmsgd_step(benchmark, name):
     benchmark.extra_info["memory_bytes"] = 4 * X.nbytes + 8 * 32768 * 2
     benchmark.extra_info["n_d"] = [N, D]
     want = 20 if name == "one_peer_exponential" else 5
-    benchmark.extra_info["target"] = (f">= {want}x; time/bandwidth floor = {t_fast / floor:.2f} (target <= 4); "
+    benchmark.extra_info["target"] = (f">= {want}x; time/bandwidth floor = {t_fast / floor:.2f} "
+                                      "(issue 40 target <= 1.3); "
                                       f"no step can beat dense/floor = {t_dense / floor:.1f}x here")
     print(f"\n{name}: fast {t_fast * 1e3:.1f} ms, dense {t_dense * 1e3:.1f} ms, ratio {t_dense / t_fast:.1f}x, "
           f"floor {floor * 1e3:.1f} ms (fast/floor {t_fast / floor:.2f})")

@@ -79,5 +79,5 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
     benchmark.extra_info["ratio_with_monitor"] = t_base / t_mon
     benchmark.extra_info["ceiling"] = t_base / t_grads
     benchmark.extra_info["seconds"] = {"ef_sgd": t_fast, "baseline": t_base, "gradients_only": t_grads}
-    benchmark.extra_info["target"] = (f">= 5x; ceiling here {t_base / t_grads:.1f}x (baseline / the batched "
+    benchmark.extra_info["target"] = (f">= 4x (issue 40); ceiling here {t_base / t_grads:.1f}x (baseline / the batched "
                                       f"gradients alone); {t_base / t_mon:.1f}x with ef_sgd's two loss evaluations")

@@ -88,6 +88,7 @@ def test_bench_elementwise_vs_numpy(benchmark, batch, name):
     benchmark.extra_info["baseline"] = f"straightforward numpy {name}"
     benchmark.extra_info["ratio"] = t_base / t_fast
     benchmark.extra_info["floor_ratio"] = t_floor / t_copy
-    floor = (f"time/bandwidth floor {t_floor / t_copy:.1f} with out= ({t_fast / t_copy:.1f} allocating) (target <= 3)"
+    floor = (f"time/bandwidth floor {t_floor / t_copy:.1f} with out= ({t_fast / t_copy:.1f} allocating) "
+             "(issue 40 target <= 3)"
              if name in OUT_TARGET else f"time/bandwidth floor {t_fast / t_copy:.1f}")
     benchmark.extra_info["target"] = f"ratio vs numpy {t_base / t_fast:.2f}; {floor}"

@@ -51,7 +51,7 @@ def _report(benchmark, name, t_fast, t_dense, floor, baseline, part=None):
     benchmark.extra_info["baseline"] = baseline
     benchmark.extra_info["floor_ratio"] = t_fast / floor
     benchmark.extra_info["n_d"] = [N, D]
-    target = f"time/bandwidth floor = {t_fast / floor:.2f} (issue target <= 2)"
+    target = f"time/bandwidth floor = {t_fast / floor:.2f} (issue 40 target <= 2)"
     if part is not None:
         benchmark.extra_info[part[0]] = part[2] / floor
         target += f"; {part[1]} alone = {part[2] / floor:.2f}"
