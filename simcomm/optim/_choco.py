@@ -41,7 +41,7 @@ from simcomm._errors import UserError
 from simcomm._validate import real
 from simcomm.backends import entry_point
 from simcomm.optim._blocks_gossip import ChocoState, choco_delta, choco_scale, choco_step, choco_topology
-from simcomm.optim._decentralized import check_hyper
+from simcomm.optim._decentralized import check_hyper, check_state_out
 from simcomm.optim._loop import run
 from simcomm.optim._trace import Trace
 from simcomm.optim._watch_nodes import check_schedule, choco_sgd_watch, consensus_watch
@@ -145,21 +145,10 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
         if G.shape != (n, d):
             raise UserError(f"grads must have shape {(n, d)}, got {G.shape}")
     if out is not None:
-        _check_out(out, (state.x, state.x_hat) + (() if grads is None else (np.asarray(grads),)), (n, d))
+        inputs = (state.x, state.x_hat) + (() if grads is None else (np.asarray(grads),))
+        check_state_out(out, inputs, (n, d), "ChocoState", 2)
     return choco_step(state, G, topo, compressor, lr=lr, gamma=gamma, scale=choco_scale(compressor, d), rng=rng,
                       out=out)
-
-
-def _check_out(out, inputs, shape) -> None:
-    """A one-line error unless ``out`` holds two separate float64 buffers of ``shape`` apart from ``inputs``."""
-    bufs = tuple(out)[:2] if isinstance(out, tuple) else ()
-    ok = len(bufs) == 2 and all(isinstance(b, np.ndarray) and b.shape == shape and b.dtype == np.float64
-                                and b.flags.c_contiguous and b.flags.writeable for b in bufs)
-    if not ok:
-        raise UserError(f"out must be a ChocoState of two writeable C-contiguous float64 arrays of shape {shape}")
-    if any(np.may_share_memory(b, a) for b in bufs for a in inputs) or np.may_share_memory(*bufs):
-        raise UserError("out overlaps the state, the gradients or itself; pass separate buffers (e.g. the state "
-                        "before the current one)")
 
 
 @entry_point

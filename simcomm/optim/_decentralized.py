@@ -127,6 +127,23 @@ def _bytes_per_message(topo, n: int, d: int) -> float:
 # --------------------------------------------------------------------------- init / update
 
 
+def check_state_out(out, inputs, shape, state_name: str, count: int) -> None:
+    """A one-line error unless ``out`` is a ``state_name`` of ``count`` separate float64 buffers of ``shape``.
+
+    The buffers must be writeable and C-contiguous and share memory with none of ``inputs`` and with
+    none of each other: the step writes them while it still reads the inputs.
+    """
+    bufs = tuple(out)[:count] if isinstance(out, tuple) else ()
+    ok = len(bufs) == count and all(isinstance(b, np.ndarray) and b.shape == shape and b.dtype == np.float64
+                           and b.flags.c_contiguous and b.flags.writeable for b in bufs)
+    if not ok:
+        raise UserError(f"out must be a {state_name} of writeable C-contiguous float64 arrays of shape {shape}")
+    if any(np.may_share_memory(b, a) for b in bufs for a in inputs) or any(
+            np.may_share_memory(bufs[i], bufs[j]) for i in range(len(bufs)) for j in range(i)):
+        raise UserError("out overlaps the state, the gradients or itself; pass separate buffers (e.g. the state "
+                        "before the current one)")
+
+
 def check_hyper(lr, beta) -> None:
     """Raise a one-line :class:`~simcomm.UserError` unless ``lr > 0`` is finite and ``0 <= beta < 1``."""
     step_size_check(lr)

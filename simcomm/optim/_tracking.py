@@ -60,7 +60,7 @@ from simcomm.optim._blocks_tracking import (
     push_sum,
     tracking_step,
 )
-from simcomm.optim._decentralized import check_hyper, require_stochasticity, resolve_topology
+from simcomm.optim._decentralized import check_hyper, check_state_out, require_stochasticity, resolve_topology
 from simcomm.optim._loop import run
 from simcomm.optim._registry import build_method
 from simcomm.optim._trace import Trace
@@ -145,21 +145,8 @@ def gt_update(state: GTState, grads, topology, *, lr: float, tracker_start: str 
     topo = require_stochasticity(resolve_topology(topology, n), ("doubly",), "gradient tracking")
     G = _grads(grads, n, d)
     if out is not None:
-        _check_out(out, (state.x, state.y, state.g, G), (n, d))
+        check_state_out(out, (state.x, state.y, state.g, G), (n, d), "GTState", 3)
     return tracking_step(G, topo, state, lr=lr, tracker_start=tracker_start, out=out)
-
-
-def _check_out(out, inputs, shape) -> None:
-    """A one-line error unless ``out`` holds three separate float64 buffers of ``shape`` apart from ``inputs``."""
-    bufs = tuple(out)[:3] if isinstance(out, tuple) else ()
-    ok = len(bufs) == 3 and all(isinstance(b, np.ndarray) and b.shape == shape and b.dtype == np.float64
-                                and b.flags.c_contiguous and b.flags.writeable for b in bufs)
-    if not ok:
-        raise UserError(f"out must be a GTState of three writeable C-contiguous float64 arrays of shape {shape}")
-    if any(np.may_share_memory(b, a) for b in bufs for a in inputs) or any(
-            np.may_share_memory(bufs[i], bufs[j]) for i in range(3) for j in range(i)):
-        raise UserError("out overlaps the state, the gradients or itself; pass separate buffers (e.g. the state "
-                        "before the current one)")
 
 
 def _check_tracker_start(tracker_start) -> None:
