@@ -123,7 +123,7 @@ def choco_step(state: ChocoState, grads, topology, compressor, *, lr: float, gam
     backend = get_backend()
     fused = _sparse_plan(state, grads, topology, compressor, lr, scale)
     if fused is not None:
-        return _choco_sparse(backend, state, fused, compressor.k, lr=lr, gamma=gamma, out=out)
+        return _choco_sparse(state, fused, compressor.k, lr=lr, gamma=gamma, out=out)
     if out is not None:
         nxt = choco_step(state, grads, topology, compressor, lr=lr, gamma=gamma, scale=scale, rng=rng)
         np.copyto(out.x, nxt.x)
@@ -179,24 +179,24 @@ def _sparse_plan(state, grads, topology, compressor, lr, scale):
     return G, np.asarray(layer.offsets[:, 0], dtype=np.int64), np.asarray(layer.weights)
 
 
-def _choco_sparse(backend, state: ChocoState, plan, k: int, *, lr: float, gamma: float,
+def _choco_sparse(state: ChocoState, plan, k: int, *, lr: float, gamma: float,
                   out: ChocoState | None = None) -> ChocoState:
     """:func:`choco_step` with top-k sent as ``(idx, vals)``: the same values, no dense ``Q``.
 
     The differences ``(x - lr g) - xhat`` are written (one pass, ``choco_diff``) into the array that then
     receives the new iterates, so they cost no allocation; one selection reads them (checking finiteness in
     its pass) and the backend's ``choco_sparse_step`` adds the messages to the copies and takes the consensus
-    step in one pass over the columns. Three kernel calls a step (each starts the threads once).
+    step in one pass over the columns. Three kernel calls a step (each starts the threads once), on the
+    active backend.
     """
-    from simcomm.compress._sparsify import _nonfinite
-
+    backend = get_backend()
     G, shifts, weights = plan
     X, Xhat = state.x, state.x_hat
     x, hat = (np.empty_like(X), np.empty_like(Xhat)) if out is None else (out.x, out.x_hat)
     D = backend.choco_diff(X, G, float(lr), Xhat, 0, x)
     idx, finite = backend.topk_select(D, k, None)
-    if not finite:
-        _nonfinite("top_k")
+    if not finite:  # the message top_k itself gives for non-finite input
+        raise UserError("top_k: x contains NaN or inf; pass finite values")
     vals = np.take_along_axis(D, idx, axis=1)
     backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, x)
     return ChocoState(x, hat, state.k + 1)
