@@ -67,8 +67,9 @@ def pytest_terminal_summary(terminalreporter):
     path = os.environ.get("SIMCOMM_BENCH_TABLE")
     if path and path.endswith(".json"):
         rows = [{"name": n, "baseline": b, "ratio": r, "target": t} for n, b, r, t in _RATIOS]
+        measured_at = _measured_at()  # before the file is opened: it may be the tracked table itself
         with open(path, "w") as fh:
-            json.dump({"measured_at": _measured_at(), "rows": rows}, fh, indent=1)
+            json.dump({"measured_at": measured_at, "rows": rows}, fh, indent=1)
             fh.write("\n")
     elif path:
         with open(path, "w") as fh:
