@@ -447,6 +447,17 @@ def _peek(words, p):
     return (words[q] >> s) | ((words[q + np.uint64(1)] << np.uint64(1)) << (np.uint64(63) - s))
 
 
+@njit(inline="always")
+def _emit(out, i, g, prev, delta):
+    # decoded value i: the gap g itself, or (delta) the running sum of the gaps; returns that sum
+    if delta:
+        prev += g
+        out[np.uint64(i)] = prev
+    else:
+        out[np.uint64(i)] = g
+    return prev
+
+
 @njit(cache=True)
 def _gamma_read(words, nbits, n, delta, out):
     # Where code i + 1 starts is known only after code i is read, so the loop is one chain. Codes are
@@ -469,11 +480,7 @@ def _gamma_read(words, nbits, n, delta, out):
             pk = (pk >> np.uint64(z)) >> np.uint64(z + 1)
             avail -= length
             p += length
-            if delta:
-                prev += g
-                out[np.uint64(i)] = prev
-            else:
-                out[np.uint64(i)] = g
+            prev = _emit(out, i, g, prev, delta)
             i += 1
             if i == n:
                 break
@@ -483,11 +490,7 @@ def _gamma_read(words, nbits, n, delta, out):
             p += z + 1
             g = np.int64((one << np.uint64(z)) | (_peek(words, p) & ((one << np.uint64(z)) - one)))
             p += z
-            if delta:
-                prev += g
-                out[np.uint64(i)] = prev
-            else:
-                out[np.uint64(i)] = g
+            prev = _emit(out, i, g, prev, delta)
             i += 1
     return 0 if p <= nbits else -1
 
