@@ -495,6 +495,23 @@ def test_fused_kernel_paths_and_out_alias(threads, monkeypatch):
             np.testing.assert_allclose(sq, sq_ref, rtol=1e-13)
 
 
+def test_fused_kernel_row_blocks_equal_the_serial_rows():
+    # the threaded driver splits the rows into nblk contiguous blocks (uneven when nblk does not divide n):
+    # every split gives the serial loop's P, top-r sets and norms
+    from simcomm.backends._numba import ef as nef
+
+    rng = np.random.default_rng(5)
+    n, D, r = 5, 1003, 17
+    G, M = rng.standard_normal((n, D)), rng.standard_normal((n, D))
+    want = [np.empty((n, D)), np.empty((n, r), np.int64), np.empty(n)]
+    nef._rows_serial(G, M, *want[:1], r, *want[1:])
+    for nblk in (1, 2, 3, n):
+        got = [np.full((n, D), np.nan), np.full((n, r), -1, np.int64), np.full(n, np.nan)]
+        nef._rows_parallel(G, M, got[0], r, got[1], got[2], nblk)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_fused_kernel_nonfinite_rows_report_a_nonfinite_norm():
     # a NaN or inf in p: the kernel does not fail, and the row's norm says so (the step is then skipped)
     from simcomm.backends._numba import ef as nef

@@ -21,6 +21,7 @@ KERNEL_TESTS = [
     "tests/test_quantize.py::test_kernels_agree_bitwise_given_norms",
     "tests/test_ef_sgd.py::test_send_kernel_parity",
     "tests/test_ef_sgd.py::test_fused_kernel_parity_with_top_k",
+    "tests/test_ef_sgd.py::test_fused_kernel_row_blocks_equal_the_serial_rows",
     "tests/test_decentralized.py::test_numba_matches_numpy_on_shared_noise",
     "tests/test_dsgd_counter.py::test_counter_normals_numba_matches_numpy",
     "tests/test_topology.py::test_numpy_numba_parity",

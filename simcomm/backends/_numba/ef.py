@@ -14,6 +14,7 @@ every index), so the answer never depends on the sample.
 from __future__ import annotations
 
 import numpy as np
+import numba
 from numba import njit, prange
 
 __all__ = ["ef_accumulate_topr", "ef_send"]
@@ -263,11 +264,13 @@ def _scratch(d, s):
 
 
 @njit(cache=True, parallel=True)
-def _rows_parallel(G, M, P, r, top, sq):
+def _rows_parallel(G, M, P, r, top, sq, nblk):
+    """Rows in ``nblk`` contiguous blocks, one per thread, each with its own scratch (allocated once)."""
     n, d = G.shape
-    for i in prange(n):
+    for b in prange(nblk):
         cand, samp, best, mags, work, counts = _scratch(d, min(d, _SAMPLE))
-        _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts)
+        for i in range(b * n // nblk, (b + 1) * n // nblk):
+            _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts)
 
 
 @njit(cache=True)
@@ -278,11 +281,10 @@ def _rows_serial(G, M, P, r, top, sq):
         _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts)
 
 
-#: Below this many entries (n * D) the rows run on one thread. On this 2-core machine the serial call
-#: takes 16 x 101,770 in 1.7-2.3 ms (its fused pass 1.4 ms; ``np.add(G, M, out=P)`` alone 0.7-1.0 ms),
-#: while the threaded call waits for a second core that a concurrent process may hold: measured under
-#: a load average of 4-9, 16 x 101,770 took 5-16 ms threaded and 16 x 4,810 6-16 ms (0.07 ms serial).
-PARALLEL_MIN = 1 << 22
+#: From this many entries (n * D) the rows run on the threads numba is given (the runner gives each cell
+#: its share of the cores). Idle 2-core machine, numba's OpenMP layer: 16 x 101,770 takes 2.0-2.3 ms on
+#: one thread and 1.6-1.7 ms on two; 16 x 4,810 0.07 ms on one and 0.04-0.06 ms on two.
+PARALLEL_MIN = 1 << 20
 
 
 def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | None = None):
@@ -302,7 +304,11 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | N
     P = np.empty((n, d)) if out is None else out
     top = np.empty((n, int(r)), np.int64)
     sq = np.empty(n)
-    (_rows_parallel if n * d >= PARALLEL_MIN else _rows_serial)(G, M, P, int(r), top, sq)
+    threads = min(n, numba.get_num_threads())
+    if threads > 1 and n * d >= PARALLEL_MIN:
+        _rows_parallel(G, M, P, int(r), top, sq, threads)
+    else:
+        _rows_serial(G, M, P, int(r), top, sq)
     return P, top, sq
 
 
