@@ -2,7 +2,7 @@
 
 Jitted code is invisible to coverage, and a kernel body can only be debugged as Python; this runs a small
 subset of the kernel tests (selection, Floyd sampling, rTop-k, the quantizers, the EF send and fused kernels,
-DSGD, counter noise and gossip parity) with the JIT off, in a subprocess so the rest of the suite stays
+DSGD, counter noise, gossip parity and the elementwise compressors) with the JIT off, in a subprocess so the rest of the suite stays
 jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
 """
 
@@ -27,6 +27,9 @@ KERNEL_TESTS = [
     "tests/test_topology.py::test_numpy_numba_parity",
     "tests/test_topology.py::test_mix_kernels_bitwise_with_empty_rows",
     "tests/test_minmax_fused.py::test_minmax_kernel_is_bitwise_the_old_one",
+    "tests/test_elementwise_kernels.py::test_elementwise_kernels_equal_numpy",
+    "tests/test_elementwise_kernels.py::test_bf16_round_is_nearest_even_with_overflow",
+    "tests/test_compress_lowrank_dither.py::test_natural_dithering_kernels_agree_across_backends",
 ]
 # numpy-only parametrisations add nothing here; the long rows take minutes without the JIT
 DESELECT = "not 50000 and not wide and not 20000 and not numpy-"
