@@ -69,3 +69,28 @@ def test_replace_block_keeps_the_rest_and_refuses_a_missing_block():
     assert render.replace_block(text, "new") == "a\n<!-- bench:start -->\nnew\n<!-- bench:end -->\nb\n"
     with pytest.raises(ValueError, match="bench:start"):
         render.replace_block("no markers", "x")
+
+
+def _run(commit, ratios, dirty=False):
+    return {"measured_at": {"commit": commit, "dirty": dirty, "load_before": 0.1, "load_after": 0.4, "date": "d",
+                            "cpus": 2, "numpy": "x", "numba": "y"},
+            "rows": [{"name": "speedup", "ratio": ratios[0], "baseline": "b", "target": ">= 5x"},
+                     {"name": "floor", "ratio": ratios[1], "baseline": "b",
+                      "target": f"time/bandwidth floor = {ratios[2]:.2f} (target <= 2)"}]}
+
+
+def test_median_takes_each_rows_middle_run_whole():
+    merged = render.merge_median([_run("c", (4.0, 9.0, 2.5)), _run("c", (7.0, 8.0, 1.5)), _run("c", (5.0, 1.0, 1.9))])
+    assert [r["ratio"] for r in merged["rows"]] == [5.0, 1.0]  # the floor row: median by the floor (1.9), its ratio too
+    assert "floor = 1.90" in merged["rows"][1]["target"]
+    assert merged["measured_at"]["runs"] == 3 and "median of 3 runs" in render.provenance(merged)
+
+
+@pytest.mark.parametrize("runs, why", [
+    ([_run("c", (1, 1, 1)), _run("d", (1, 1, 1)), _run("c", (1, 1, 1))], "one clean commit"),
+    ([_run("c", (1, 1, 1)), _run("c", (1, 1, 1), dirty=True), _run("c", (1, 1, 1))], "one clean commit"),
+    ([_run("c", (1, 1, 1)), _run("c", (1, 1, 1))], "odd number"),
+])
+def test_median_refuses_runs_it_cannot_merge(runs, why):
+    with pytest.raises(ValueError, match=why):
+        render.merge_median(runs)
