@@ -13,8 +13,9 @@ run to the next, so the committed table is the per-row median of several runs at
     for i in 1 2 3; do SIMCOMM_BENCH_TABLE=/tmp/bench$i.json python -m pytest tests/benchmarks -p no:randomly; done
     python benchmarks/render_performance.py --median /tmp/bench1.json /tmp/bench2.json /tmp/bench3.json
 
-``--median`` writes the merged table to benchmarks/bench_table.json, then renders it. ``tests/test_bench_table.py`` fails when either file
-drifts from the table, or when a kernel's source changed after the commit the table was measured at.
+``--median`` writes the merged table to benchmarks/bench_table.json, then renders it.
+``tests/test_bench_table.py`` fails when either file drifts from the table, or when a kernel's source
+changed after the commit the table was measured at.
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ def judged_value(row: dict) -> float:
 
 
 def merge_median(tables: list[dict]) -> dict:
-    """One table from runs at the same clean commit: per row, the whole row of the run whose judged value
-    (:func:`judged_value`) is the median (an odd number of runs: the middle one), so a row's ratio and its
-    target string come from the same run.
+    """One table from runs at the same clean commit, each row taken whole from one run.
+
+    Per row, the run whose judged value (:func:`judged_value`) is the median (an odd number of runs: the
+    middle one) gives the whole row, so a row's ratio and its target string come from the same run.
 
     >>> t = lambda r, c="c0": {"measured_at": {"commit": c, "dirty": False, "load_before": 0.1,
     ...     "load_after": 0.5, "date": "d"}, "rows": [{"name": "a", "ratio": r, "target": ">= 5x"}]}
@@ -151,8 +153,10 @@ def replace_block(text: str, block: str) -> str:
 
 
 def main(argv=None) -> int:
-    """Render the table at ``argv[0]`` (default: the committed one) into both pages; with ``--median A B C``
-    first merge those runs (:func:`merge_median`) into the committed table."""
+    """Render the table at ``argv[0]`` (default: the committed one) into both pages.
+
+    With ``--median A B C``, first merge those runs (:func:`merge_median`) into the committed table.
+    """
     argv = list(argv or [])
     if argv[:1] == ["--median"]:
         try:

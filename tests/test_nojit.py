@@ -2,8 +2,8 @@
 
 Jitted code is invisible to coverage, and a kernel body can only be debugged as Python; this runs a small
 subset of the kernel tests (selection, Floyd sampling, rTop-k, the quantizers, the EF send and fused kernels,
-DSGD, counter noise, gossip parity and the elementwise compressors) with the JIT off, in a subprocess so the rest of the suite stays
-jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
+DSGD, counter noise, gossip parity and the elementwise compressors) with the JIT off, in a subprocess so the
+rest of the suite stays jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
 """
 
 import os

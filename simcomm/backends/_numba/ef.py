@@ -13,8 +13,8 @@ every index), so the answer never depends on the sample.
 
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
 from numba import njit, prange
 
 __all__ = ["ef_accumulate_topr", "ef_send"]
