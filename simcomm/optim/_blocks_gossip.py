@@ -199,7 +199,8 @@ def _choco_sparse(state: ChocoState, plan, k: int, *, lr: float, gamma: float,
     idx, finite = backend.topk_select(D, k, None)
     if not finite:  # the message top_k itself gives for non-finite input
         raise UserError("top_k: x contains NaN or inf; pass finite values")
-    vals = np.take_along_axis(D, idx, axis=1)
+    # the sent values, gathered through the flat index (take_along_axis builds a broadcast index per axis: 3x slower)
+    vals = np.take(D.reshape(-1), idx + np.arange(0, D.size, D.shape[1], dtype=np.int64)[:, None])
     backend.choco_sparse_step(X, G, float(lr), Xhat, idx, vals, float(gamma), shifts, weights, hat, x)
     return ChocoState(x, hat, state.k + 1)
 
