@@ -2,7 +2,7 @@
 
 Jitted code is invisible to coverage, and a kernel body can only be debugged as Python; this runs a small
 subset of the kernel tests (selection, Floyd sampling, rTop-k, the quantizers, the EF send and fused kernels,
-DSGD, counter noise and gossip parity) with the JIT off, in a subprocess so the rest of the suite stays
+DSGD, the tracking, push-sum and CHOCO steps, counter noise and gossip parity) with the JIT off, in a subprocess so the rest of the suite stays
 jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
 """
 
@@ -26,6 +26,7 @@ KERNEL_TESTS = [
     "tests/test_topology.py::test_numpy_numba_parity",
     "tests/test_topology.py::test_mix_kernels_bitwise_with_empty_rows",
     "tests/test_minmax_fused.py::test_minmax_kernel_is_bitwise_the_old_one",
+    "tests/test_run_buffers.py::test_fused_kernels_numba_equal_numpy",
 ]
 # numpy-only parametrisations add nothing here; the long rows take minutes without the JIT
 DESELECT = "not 50000 and not wide and not 20000 and not numpy-"

@@ -160,3 +160,35 @@ def test_out_must_be_apart():
         pushsum_update(s, None, directed_exponential(N), out=PushSumState(s.x, np.empty(N), 0))
     with pytest.raises(UserError, match="overlaps X"):
         unreliable_mix(edge_list(ring(N)), X0, np.ones(N, dtype=bool), out=X0)
+
+
+@pytest.mark.parametrize("terms", [1, 2, 3, 4, 5, 9])
+def test_fused_kernels_numba_equal_numpy(terms):
+    """The fused decentralized kernels (four shift terms per pass in numba) give the numpy reference's bits."""
+    from simcomm.backends import get_backend
+
+    nb, ref = get_backend("numba"), get_backend("numpy")
+    rng = np.random.default_rng(terms)
+    n, d = 11, 37
+    X, Y, G, Gp, Xh, Q = (rng.standard_normal((n, d)) for _ in range(6))
+    shifts, w = rng.choice(n, terms, replace=False), rng.uniform(0.0, 1.0, terms)
+    got, want = ([np.empty((n, d)) for _ in range(3)] for _ in range(2))
+    nb.gt_shift_step(X, Y, G, Gp, 0.03, shifts, w, *got)
+    ref.gt_shift_step(X, Y, G, Gp, 0.03, shifts, w, *want)
+    for a, b in zip(got, want):
+        _same(a, b)
+    W2, wt = rng.uniform(0.0, 1.0, (terms, n)), rng.uniform(0.5, 2.0, n)
+    a, b = (be.pushsum_shift_step(X, wt, G, 0.03, shifts, W2, np.empty((n, d)), np.empty(n)) for be in (nb, ref))
+    _same(a[0], b[0])
+    _same(a[1], b[1])
+    idx = np.sort(np.argsort(-np.abs(X), axis=1)[:, :4], axis=1)
+    vals = np.take_along_axis(X, idx, axis=1)
+    for g in (G, None):
+        a, b = (be.choco_sparse_step(X, g, 0.03, Xh, idx, vals, 0.2, shifts, w, np.empty((n, d)), np.empty((n, d)))
+                for be in (nb, ref))
+        _same(a[0], b[0])
+        _same(a[1], b[1])
+    h1, h2 = Xh.copy(), Xh.copy()
+    _same(nb.choco_shift_step(X, h1, Q, 0.2, shifts, w, np.empty((n, d))),
+          ref.choco_shift_step(X, h2, Q, 0.2, shifts, w, np.empty((n, d))))
+    _same(h1, h2)
