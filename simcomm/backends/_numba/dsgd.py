@@ -273,7 +273,9 @@ def pushsum_shift_step(X, w, G, lr, shifts, weights, out, wout):
         wout[...] = 0.0
         return out, wout
     kernel = _pushsum_par if n * d >= _PARALLEL_MIN else _pushsum_ser
-    blk = _col_block(n, d)
+    # 1 MiB slabs, at least 8 of them: longer runs of each row (512 columns measured 0.83x the time of 128
+    # at n = 256, d = 10^5); the sums are the same
+    blk = max(_col_block(n, d), min((_SPARSE_SLAB_FLOATS // 2) // max(n, 1), d // 8))
     kernel(X, G, X.dtype.type(lr), sh, W2, out, blk, _scratch(n, blk, X.dtype))
     wout[...] = node_shift_mix(np.asarray(w, dtype=X.dtype), sh, W2)
     return out, wout
