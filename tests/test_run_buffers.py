@@ -18,6 +18,8 @@ from simcomm.optim import (
     build_method,
     choco_init,
     choco_update,
+    ed_init,
+    ed_update,
     gt_init,
     gt_update,
     pushsum_init,
@@ -52,6 +54,26 @@ def test_run_tracking_equals_pure_steps(backend, topo):
     s = gt_init(PROB.x0, N)
     for _ in range(STEPS):
         s = gt_update(s, node_gradients(PROB, s.x), topo, lr=lr, backend=backend)
+    _same(tr.x, s.x)
+
+
+@pytest.mark.parametrize("correction", [True, False])
+@pytest.mark.parametrize("topo", ["ring", "torus"])
+def test_run_exact_diffusion_equals_pure_steps(topo, correction):
+    lr = 0.1 / PROB.L
+    tr = run_tracking(PROB, topo, method="exact_diffusion", steps=STEPS, lr=lr, sigma=0.2, seed=3,
+                      correction=correction)
+    tr0 = run_tracking(PROB, topo, method="exact_diffusion", steps=0, lr=lr)
+    s = ed_init(PROB.x0, N)
+    _same(tr0.x, s.x)
+    from simcomm.optim._blocks_dsgd import gradient_at_nodes
+    from simcomm.optim import Ctx
+
+    oracle = gradient_at_nodes(0.2, 3, at="x")
+    g = oracle.init(s, Ctx(PROB, 0, STEPS, None))
+    for k in range(STEPS):
+        G, g = oracle.update(None, g, s, Ctx(PROB, k, STEPS, None))
+        s = ed_update(s, G.copy(), topo, lr=lr, correction=correction)
     _same(tr.x, s.x)
 
 

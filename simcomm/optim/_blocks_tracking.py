@@ -37,7 +37,7 @@ from simcomm.optim._blocks_dsgd import require_stochasticity, resolve_topology
 from simcomm.topology import FFT_OFFSETS as _FFT_OFFSETS  # the shift kernels serve the circulants mix() shifts
 
 __all__ = ["GTState", "EDState", "PushSumState", "Spare", "spare_for", "tracking", "tracking_step", "exact_diffusion",
-           "push_sum", "pushsum_step", "drawn", "check_symmetric"]
+           "ed_step", "push_sum", "pushsum_step", "drawn", "check_symmetric"]
 
 
 class GTState(NamedTuple):
@@ -205,20 +205,48 @@ def exact_diffusion(topology, *, lr: float, correction: bool = True) -> Transfor
     .. math:: \psi' = x - \gamma g, \quad \phi = \psi' + x - \psi, \quad x' = \tfrac12(\phi + W\phi)
 
     ``correction=False`` drops :math:`x - \psi` (DSGD with :math:`\bar W`: the negative control).
-    ``topology`` must be symmetric and doubly stochastic (checked when the state is made).
+    ``topology`` must be symmetric and doubly stochastic (checked when the state is made). The next
+    state goes into the block's :class:`Spare` (module doc), the intermediates into two arrays it keeps
+    (:func:`ed_step`).
     """
 
     def init(s, ctx):
         topo = require_stochasticity(resolve_topology(topology, s.x.shape[0]), ("doubly",), "exact diffusion")
-        return check_symmetric(topo)
+        return check_symmetric(topo), Spare(), None
 
-    def update(G, topo, s, ctx):
+    def update(G, state, s, ctx):
+        topo, spare, scratch = state
+        out, spare = spare_for(spare, s, lambda: EDState(np.empty_like(s.x), np.empty_like(s.x), 0))
+        if scratch is None:
+            scratch = (np.empty_like(s.x), np.empty_like(s.x) if correction else None)
+        return ed_step(G, topo, s, lr=lr, correction=correction, out=out, scratch=scratch), (topo, spare, scratch)
+
+    return Transform(init, update)
+
+
+def ed_step(G, topo, s: EDState, *, lr: float, correction: bool = True, out: EDState | None = None,
+            scratch=None) -> EDState:
+    """:func:`exact_diffusion`'s step on a resolved ``topo``; into ``out`` (and two ``scratch`` arrays) if given.
+
+    The same operations in the same order either way (``lr g``, ``x - lr g``, ``(psi + x) - psi_prev``,
+    ``(phi + W phi) * 0.5``); with buffers only the mix makes a fresh array.
+    """
+    if out is None:
         psi = s.x - lr * G
         phi = psi + s.x - s.psi if correction else psi
         x = 0.5 * (phi + _mix(topo, phi, s.k))
-        return EDState(x, psi, s.k + 1), topo
-
-    return Transform(init, update)
+        return EDState(x, psi, s.k + 1)
+    tmp, phi = scratch
+    np.multiply(G, lr, out=tmp)
+    psi = np.subtract(s.x, tmp, out=out.psi)
+    if correction:
+        np.add(psi, s.x, out=phi)
+        np.subtract(phi, s.psi, out=phi)
+    else:
+        phi = psi
+    x = np.add(phi, _mix(topo, phi, s.k), out=out.x)
+    np.multiply(x, 0.5, out=x)
+    return EDState(out.x, out.psi, s.k + 1)
 
 
 def push_sum(topology, *, lr: float = 0.0) -> Transform:

@@ -49,14 +49,13 @@ import numpy as np
 from simcomm._errors import UserError, closest
 from simcomm._validate import one_of, real
 from simcomm.backends import entry_point
-from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_tracking import (
     EDState,
     GTState,
     PushSumState,
     check_symmetric,
     drawn,
-    exact_diffusion,
+    ed_step,
     pushsum_step,
     tracking_step,
 )
@@ -162,11 +161,6 @@ def _grads(grads, n: int, d: int) -> np.ndarray:
     return G
 
 
-def _ctx(state) -> Ctx:
-    """The context of one pure step outside a run: its step counter (the backend is the active one)."""
-    return Ctx(None, state.k, None, None)
-
-
 # --------------------------------------------------------------------------- exact diffusion
 
 
@@ -201,7 +195,7 @@ def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = 
     n, d = state.x.shape
     topo = check_symmetric(require_stochasticity(resolve_topology(topology, n), ("doubly",), "exact diffusion"))
     G = _grads(grads, n, d)
-    return exact_diffusion(topo, lr=lr, correction=correction).update(G, topo, state, _ctx(state))[0]
+    return ed_step(G, topo, state, lr=lr, correction=correction)
 
 
 # --------------------------------------------------------------------------- push-sum
