@@ -2,8 +2,9 @@
 
 Jitted code is invisible to coverage, and a kernel body can only be debugged as Python; this runs a small
 subset of the kernel tests (selection, Floyd sampling, rTop-k, the quantizers, the EF send and fused kernels,
-DSGD, the tracking, push-sum and CHOCO steps, counter noise and gossip parity) with the JIT off, in a subprocess so the rest of the suite stays
-jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
+DSGD, the tracking, push-sum and CHOCO steps, counter noise and gossip parity) with the JIT off, in a
+subprocess so the rest of the suite stays jitted. Sizes that would take long as pure Python (the wide-row
+cases) are deselected.
 """
 
 import os

@@ -66,8 +66,8 @@ def test_run_exact_diffusion_equals_pure_steps(topo, correction):
     tr0 = run_tracking(PROB, topo, method="exact_diffusion", steps=0, lr=lr)
     s = ed_init(PROB.x0, N)
     _same(tr0.x, s.x)
-    from simcomm.optim._blocks_dsgd import gradient_at_nodes
     from simcomm.optim import Ctx
+    from simcomm.optim._blocks_dsgd import gradient_at_nodes
 
     oracle = gradient_at_nodes(0.2, 3, at="x")
     g = oracle.init(s, Ctx(PROB, 0, STEPS, None))
