@@ -2,13 +2,13 @@
 
 (The push-sum step at the same size is ``test_bench_pushsum.py``.) The judged number is the step as a
 run makes it: with ``out=`` into the buffers of the state before the current one (a run alternates two
-preallocated states and allocates nothing per step). Reported in ``extra_info``: ``floor_ratio`` (that
-step's time / the memory-bandwidth floor: the arrays a step must touch, divided by the copy bandwidth
-of :func:`tests.benchmarks._timing.copy_bandwidth` measured in the same run), ``alloc_floor_ratio``
-(the allocating pure call over the same floor: it also pays the first touch of its fresh outputs,
-which the kernel zeroes page by page: about one more write pass per array) and ``ratio`` (dense step
-time / the allocating pure call, both measured in this run). Ratios only; the two simcomm calls are
-timed interleaved.
+preallocated states and allocates nothing per step). Reported in ``extra_info``: ``floor_ratio``
+(that step's time / the memory-bandwidth floor: the arrays a step must touch, divided by the bandwidth
+of a copy, as :func:`tests.benchmarks._timing.copy_bandwidth` measures it, timed interleaved with the
+steps), ``alloc_floor_ratio`` (the allocating pure call over the same floor: it also pays the first
+touch of its fresh outputs, which the kernel zeroes page by page: about one more write pass per
+array) and ``ratio`` (dense step time / the allocating pure call, both measured in this run). Ratios
+only.
 
 ``test_bench_gradient_tracking_step``: one ATC step, :func:`simcomm.optim.gt_update` on the
 exponential graph (the fused ``gt_shift_step``: both shift mixes and the elementwise updates per column
@@ -37,17 +37,23 @@ from simcomm.backends import get_backend
 from simcomm.compress import TopK
 from simcomm.optim import ChocoState, GTState, choco_update, gt_update
 from simcomm.topology import LinkFailures, edge_list, exponential, mixing_matrix, ring, torus, unreliable_mix
-from tests.benchmarks._timing import best_interleaved, best_time, copy_bandwidth
+from tests.benchmarks._timing import best_interleaved, best_time
 
 N, D = 256, 100_000
 LR, GAMMA, K = 0.01, 0.2, 1000
 
 
-def _time_steps(benchmark, run_step, pure_step, rounds=3):
-    """Best times of the step as a run makes it (``out=``) and of the allocating pure call, interleaved."""
-    (t_run, t_pure), _ = best_interleaved([run_step, pure_step], rounds)
+def _time_steps(benchmark, run_step, pure_step, X, arrays, rounds=3):
+    """``(t_run, t_pure, floor)``: the step as a run makes it (``out=``), the allocating pure call, the floor.
+
+    The floor is ``arrays`` array passes at the bandwidth of a copy of ``X`` (one read, one write: the
+    bandwidth of :func:`tests.benchmarks._timing.copy_bandwidth`), timed interleaved with the two steps so
+    that a burst of load from another process weighs on all three alike.
+    """
+    dst = np.empty_like(X)
+    (t_copy, t_run, t_pure), _ = best_interleaved([lambda: np.copyto(dst, X), run_step, pure_step], rounds)
     benchmark.pedantic(run_step, rounds=1, iterations=1)
-    return t_run, t_pure
+    return t_run, t_pure, arrays * t_copy / 2
 
 
 def _report(benchmark, name, t_run, t_pure, t_dense, floor, baseline, parts=()):
@@ -90,8 +96,7 @@ def test_bench_gradient_tracking_step(benchmark):
     outs = GTState(*(np.empty_like(X) for _ in range(3)), 0)
     reuse = lambda: gt_update(state, G, topo, lr=LR, out=outs, backend="numba")  # noqa: E731
     reuse()
-    t_run, t_pure = _time_steps(benchmark, reuse, fast)
-    floor = 7 * X.nbytes / copy_bandwidth(X)
+    t_run, t_pure, floor = _time_steps(benchmark, reuse, fast, X, 7)
     _report(benchmark, "gradient tracking", t_run, t_pure, t_dense, floor,
             "numpy dense gradient-tracking step: W @ (y + g - g_prev), W @ (x - lr y) (BLAS gemm)")
 
@@ -126,7 +131,7 @@ def test_bench_choco_step(benchmark):
     outs = ChocoState(np.empty_like(X), np.empty_like(X), 0)
     reuse = lambda: choco_update(state, G, topo, comp, lr=LR, gamma=GAMMA, rng=0, out=outs, backend="numba")  # noqa: E731
     reuse()
-    t_run, t_pure = _time_steps(benchmark, reuse, fast)
+    t_run, t_pure, floor = _time_steps(benchmark, reuse, fast, X, 7)
     # the three passes of the sparse path, each alone, into the same kind of reused buffers
     be, lay = get_backend("numba"), topo.layer(0)
     shifts, weights = np.asarray(lay.offsets[:, 0], dtype=np.int64), np.asarray(lay.weights)
@@ -138,7 +143,6 @@ def test_bench_choco_step(benchmark):
         lambda: be.choco_diff(X, G, LR, Xhat, 0, diff),
         lambda: be.topk_select(diff, K, None),
         lambda: be.choco_sparse_step(X, G, LR, Xhat, idx, vals, GAMMA, shifts, weights, hat, x)], 3)
-    floor = 7 * X.nbytes / copy_bandwidth(X)
     _report(benchmark, "CHOCO top-k", t_run, t_pure, t_dense, floor,
             "numpy argpartition top-k of x - lr g - xhat, then dense xh + gamma (W @ xhat - xhat) (BLAS gemm)",
             [("ceiling_floor_ratio", "ceiling (difference + selection + sparse step, each alone)",
@@ -179,7 +183,6 @@ def test_bench_link_drop_step(benchmark):
         kept, _ = fail.draw(edges, None, rng)
         return unreliable_mix(edges, X, kept, out=buf)
 
-    t_run, t_pure = _time_steps(benchmark, reuse, fast)
-    floor = 2 * X.nbytes / copy_bandwidth(X)
+    t_run, t_pure, floor = _time_steps(benchmark, reuse, fast, X, 2)
     _report(benchmark, "Bernoulli link drops", t_run, t_pure, t_dense, floor,
             "dense realised W_t of the drawn failures, then W_t @ X (BLAS gemm)")
