@@ -2,8 +2,9 @@
 
 Jitted code is invisible to coverage, and a kernel body can only be debugged as Python; this runs a small
 subset of the kernel tests (selection, Floyd sampling, rTop-k, the quantizers, the EF send and fused kernels,
-DSGD, counter noise, gossip parity and the elementwise compressors) with the JIT off, in a subprocess so the
-rest of the suite stays jitted. Sizes that would take long as pure Python (the wide-row cases) are deselected.
+DSGD, the tracking, push-sum and CHOCO steps, counter noise, gossip parity and the elementwise compressors)
+with the JIT off, in a subprocess so the rest of the suite stays jitted. Sizes that would take long as pure
+Python (the wide-row cases) are deselected.
 """
 
 import os
@@ -30,6 +31,7 @@ KERNEL_TESTS = [
     "tests/test_elementwise_kernels.py::test_elementwise_kernels_equal_numpy",
     "tests/test_elementwise_kernels.py::test_bf16_round_is_nearest_even_with_overflow",
     "tests/test_compress_lowrank_dither.py::test_natural_dithering_kernels_agree_across_backends",
+    "tests/test_run_buffers.py::test_fused_kernels_numba_equal_numpy",
 ]
 # numpy-only parametrisations add nothing here; the long rows take minutes without the JIT
 DESELECT = "not 50000 and not wide and not 20000 and not numpy-"

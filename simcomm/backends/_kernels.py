@@ -85,7 +85,7 @@ class Kernels(Protocol):
     def node_shift_mix(self, X, shifts, weights):
         r"""Shift-pattern mixing with per-node weights, :math:`Y_i = \sum_t w_{t,i} X_{(i + h_t) \bmod n}`."""
 
-    def edge_mix(self, indptr, indices, eid, data, kept, X):
+    def edge_mix(self, indptr, indices, eid, data, kept, X, out=None):
         r"""Gossip over the kept edges only: :math:`Y_i = x_i + \sum_{p:\ \mathrm{kept}[e_p]} w_p (x_{j_p} - x_i)`."""
 
     # --- counter-based gradient noise (simcomm.backends._numpy.noise)

@@ -123,8 +123,8 @@ def choco_update(state: ChocoState, grads, topology, compressor, *, lr: float = 
     out : ChocoState, optional
         Buffers for the result (its ``x`` and ``x_hat``: writeable C-contiguous float64 arrays of shape
         ``(n, d)``, overlapping neither ``state``'s arrays, ``grads`` nor each other; ``out.k`` is
-        ignored). A loop that alternates two states saves the two fresh arrays of every step (top-k on
-        a shift-mixed circulant writes there directly; other steps copy their result in).
+        ignored). A loop that alternates two states saves the two fresh arrays of every step (the
+        step writes there directly).
     backend : str or module, optional
 
     Examples

@@ -49,15 +49,14 @@ import numpy as np
 from simcomm._errors import UserError, closest
 from simcomm._validate import one_of, real
 from simcomm.backends import entry_point
-from simcomm.optim._algebra import Ctx
 from simcomm.optim._blocks_tracking import (
     EDState,
     GTState,
     PushSumState,
     check_symmetric,
     drawn,
-    exact_diffusion,
-    push_sum,
+    ed_step,
+    pushsum_step,
     tracking_step,
 )
 from simcomm.optim._decentralized import check_hyper, check_state_out, require_stochasticity, resolve_topology
@@ -162,11 +161,6 @@ def _grads(grads, n: int, d: int) -> np.ndarray:
     return G
 
 
-def _ctx(state) -> Ctx:
-    """The context of one pure step outside a run: its step counter (the backend is the active one)."""
-    return Ctx(None, state.k, None, None)
-
-
 # --------------------------------------------------------------------------- exact diffusion
 
 
@@ -201,7 +195,7 @@ def ed_update(state: EDState, grads, topology, *, lr: float, correction: bool = 
     n, d = state.x.shape
     topo = check_symmetric(require_stochasticity(resolve_topology(topology, n), ("doubly",), "exact diffusion"))
     G = _grads(grads, n, d)
-    return exact_diffusion(topo, lr=lr, correction=correction).update(G, topo, state, _ctx(state))[0]
+    return ed_step(G, topo, state, lr=lr, correction=correction)
 
 
 # --------------------------------------------------------------------------- push-sum
@@ -222,13 +216,18 @@ def pushsum_init(X0) -> PushSumState:
 
 
 @entry_point
-def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, backend=None) -> PushSumState:
+def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, out=None, backend=None) -> PushSumState:
     r"""One push-sum (SGP) step (pure): numerators ``W (x - lr g)``, weights ``W w``.
 
     ``topology`` must be column (or doubly) stochastic; a shift pattern with per-node weights
     (:func:`simcomm.topology.directed_exponential`) runs the fused ``pushsum_shift_step`` kernel.
     ``grads`` (shape ``(n, d)``, taken at :attr:`PushSumState.z`) may be ``None`` for plain
     averaging; ``lr = 0`` is allowed.
+
+    ``out`` (optional): a :class:`PushSumState` whose ``x`` (shape ``(n, d)``) and ``w`` (shape ``(n,)``)
+    are writeable C-contiguous float64 arrays overlapping neither ``state``'s arrays, ``grads`` nor each
+    other (``out.k`` is ignored); the result is written there. A loop that alternates two states
+    allocates nothing per step (the fused kernel writes into them; other layers copy their result in).
 
     Examples
     --------
@@ -247,8 +246,12 @@ def pushsum_update(state: PushSumState, grads, topology, *, lr: float = 0.0, bac
     n, d = state.x.shape
     topo = resolve_topology(topology, n)
     require_stochasticity(topo, ("column", "doubly"), "push-sum")
-    G = None if grads is None else _grads(grads, n, d)
-    return push_sum(topo, lr=lr).update(G, topo, state, _ctx(state))[0]
+    G = np.zeros((n, d)) if grads is None else _grads(grads, n, d)
+    if out is not None:
+        inputs = (state.x, state.w) + (() if grads is None else (G,))
+        check_state_out(out, inputs, (n, d), "PushSumState", 1)
+        check_state_out((out.w,), inputs + (out.x,), (n,), "PushSumState (its w)", 1)
+    return pushsum_step(G, topo, state, lr=lr, out=out)
 
 
 @entry_point

@@ -186,13 +186,15 @@ class LinkFailures:
         return kept, state
 
 
-def unreliable_mix(edges: EdgeList, X, kept, *, compensate: bool = True) -> np.ndarray:
+def unreliable_mix(edges: EdgeList, X, kept, *, compensate: bool = True, out=None) -> np.ndarray:
     r"""One gossip step over the kept edges: :math:`x_i + \sum_{\text{kept } (i,j)} w_{ij}(x_j - x_i)`.
 
     ``compensate=False``: the failed edges' weight is lost instead of kept by the endpoints
     (:math:`x_i \mathrel{-}= \sum_{\text{failed } (i,j)} w_{ij} x_i`): ``W_t`` is then substochastic and
     the average leaks away (the negative control). The kernels are the active backend's
-    (:func:`simcomm.backends.use`).
+    (:func:`simcomm.backends.use`). ``out`` (optional: a writeable C-contiguous array of ``X``'s shape
+    and dtype that does not overlap ``X``) receives the result, so a loop that alternates two buffers
+    allocates nothing per step.
 
     Examples
     --------
@@ -207,9 +209,21 @@ def unreliable_mix(edges: EdgeList, X, kept, *, compensate: bool = True) -> np.n
     be = get_backend()
     X = np.asarray(X, dtype=np.float64)
     kept = np.asarray(kept, dtype=bool)
-    out = be.edge_mix(edges.indptr, edges.indices, edges.eid, edges.data, kept, X)
+    if out is not None:
+        _check_out(out, X)
+    res = be.edge_mix(edges.indptr, edges.indices, edges.eid, edges.data, kept, X, out)
     if not compensate:
         lost = be.csr_mix(edges.indptr, edges.indices, np.where(kept[edges.eid], 0.0, edges.data),
                           np.ones((edges.n, 1)))
-        out = out - (lost[:, 0] * X if X.ndim == 1 else lost * X)
-    return out
+        loss = lost[:, 0] * X if X.ndim == 1 else lost * X
+        res = res - loss if out is None else np.subtract(res, loss, out=out)
+    return res
+
+
+def _check_out(out, X) -> None:
+    """A one-line error unless ``out`` can receive the mix of ``X`` (same shape, float64, C-contiguous, apart)."""
+    if not (isinstance(out, np.ndarray) and out.shape == X.shape and out.dtype == np.float64
+            and out.flags.c_contiguous and out.flags.writeable):
+        raise UserError(f"out must be a writeable C-contiguous float64 array of shape {X.shape}")
+    if np.may_share_memory(out, X):
+        raise UserError("out overlaps X; pass a separate buffer (e.g. the iterate before the current one)")

@@ -73,7 +73,7 @@ def node_shift_mix(X, shifts, weights):
     return like_input(out.reshape(Xd.shape), X)
 
 
-def edge_mix(indptr, indices, eid, data, kept, X):
+def edge_mix(indptr, indices, eid, data, kept, X, out=None):
     r"""Gossip over the kept edges only, :math:`X + (A_t X - \deg_t X)` (see the numpy backend, same order)."""
     Xd = as_rows(X)
     d_t = cp.where(cp.asarray(kept, dtype=cp.bool_)[cp.asarray(eid)], cp.asarray(data, dtype=Xd.dtype), 0.0)
@@ -81,4 +81,6 @@ def edge_mix(indptr, indices, eid, data, kept, X):
     M = csr_mix_into(indptr, indices, d_t, Xd, cp.empty_like(Xd))
     deg = csr_mix_into(indptr, indices, d_t, cp.ones((n, 1), dtype=Xd.dtype), cp.empty((n, 1), dtype=Xd.dtype))
     M -= deg * Xd
+    if out is not None:
+        return cp.add(Xd, M, out=out)
     return like_input(Xd + M, X)

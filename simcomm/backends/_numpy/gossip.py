@@ -107,7 +107,7 @@ def node_shift_mix(X: np.ndarray, shifts: np.ndarray, weights: np.ndarray) -> np
     return out.reshape(X.shape)
 
 
-def edge_mix(indptr, indices, eid, data, kept, X):
+def edge_mix(indptr, indices, eid, data, kept, X, out=None):
     r"""Gossip over the kept edges only: :math:`Y_i = x_i + \sum_{p:\ \mathrm{kept}[e_p]} w_p (x_{j_p} - x_i)`.
 
     A dropped edge's weight stays with both endpoints (their self-weights grow), so every realised
@@ -122,10 +122,13 @@ def edge_mix(indptr, indices, eid, data, kept, X):
     data : ndarray of float64
     kept : ndarray of bool, shape (E,)
     X : ndarray, shape (n, d)
+    out : ndarray, optional
+        Receives the result (``X``'s shape and dtype, C-contiguous, not overlapping ``X``).
 
     Returns
     -------
     ndarray, shape (n, d)
+        ``out`` if given.
 
     Examples
     --------
@@ -139,4 +142,4 @@ def edge_mix(indptr, indices, eid, data, kept, X):
     M = csr_mix(indptr, indices, d_t, X)
     deg = csr_mix(indptr, indices, d_t, np.ones((X.shape[0], 1), dtype=X.dtype))
     M -= deg * X
-    return X + M
+    return X + M if out is None else np.add(X, M, out=out)
