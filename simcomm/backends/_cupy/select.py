@@ -113,8 +113,11 @@ def _keyed_subset(key: int, m: int, r: int, k: int):
 
 
 def rtopk_indices(x, k: int, r: int, u, dense=None):
-    """``(idx, finite)``: a uniform k-subset of the top-r indices of each row (``u``: Floyd uniforms or a key;
-    module doc) and whether ``x`` is finite; the dense result (``x`` on ``idx``, 0 elsewhere) into ``dense`` if given."""
+    """``(idx, finite)``: a uniform k-subset of the top-r indices of each row and whether ``x`` is finite.
+
+    ``u``: Floyd uniforms or a key (module doc); the dense result (``x`` on ``idx``, 0 elsewhere) goes into
+    ``dense`` if given.
+    """
     xd = as_rows(x)
     if xd.size and not bool(cp.isfinite(xd).all()):
         return None, False

@@ -301,11 +301,12 @@ def _row_top(row, mask):
 
 @njit(cache=True)
 def _topk_row(row, k, mask, nbits, out, dense, hist, gm, hit, cidx, ckey):
-    """Top-k of one row into ``out`` (ascending): sampled one-pass path, exact three-pass path if the sample misled it.
+    """Top-k of one row into ``out`` (ascending): sampled one-pass path, exact three-pass path if the sample fails.
 
     ``hist`` is the zeroed ``2**16`` scratch of :func:`_bracket`; ``gm``/``hit``/``cidx``/``ckey`` the
-    scan's scratch, ``cidx``/``ckey`` replaced by larger ones when the bracket needs more. Returns ``(top, cidx, ckey)``:
-    the largest masked key of the row (the caller's finiteness check) and the scratch. A non-empty
+    scan's scratch, ``cidx``/``ckey`` replaced by larger ones when the bracket needs more. Returns
+    ``(top, cidx, ckey)``: the largest masked key of the row (the caller's finiteness check) and the
+    scratch. A non-empty
     ``dense`` is zeroed (by one fill, a memset: cheaper than zeroing inside the scan, whose stores would
     first read every line of ``dense``); :func:`_pick` writes the kept values into it.
     """
@@ -615,7 +616,7 @@ def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
 
 @njit(cache=True)
 def _put_rows(keys, mask, idx, dense):
-    """The largest masked key of ``keys`` (the finiteness check); a non-empty ``dense`` gets ``keys`` on ``idx``, 0 elsewhere."""
+    """The largest masked key of ``keys`` (the finiteness check); a non-empty ``dense``: ``keys`` on ``idx``, 0 else."""
     top = np.uint64(0)
     for i in range(keys.shape[0]):
         top = max(top, _row_top(keys[i], mask))
@@ -627,7 +628,7 @@ def _put_rows(keys, mask, idx, dense):
 
 
 def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray, dense=None):
-    """``(idx, finite)``: rTop-k, a uniform k-subset (Floyd on ``u``) of the top-r indices of each row, and whether ``x`` is finite.
+    """``(idx, finite)``: rTop-k, a uniform k-subset (Floyd on ``u``) of each row's top-r indices; ``x`` finite or not.
 
     One kernel per row: the top-r selection (which reads the finiteness flag in its pass), Floyd's draw of
     the k positions in the ascending top-r list, and, with ``dense`` (a C-contiguous array of ``x``'s dtype

@@ -119,7 +119,7 @@ def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
 
 
 def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray, dense=None):
-    """``(idx, finite)``: rTop-k, a uniform k-subset (Floyd on ``u``) of the top-r indices of each row, and whether ``x`` is finite.
+    """``(idx, finite)``: rTop-k, a uniform k-subset (Floyd on ``u``) of each row's top-r indices; ``x`` finite or not.
 
     Parameters
     ----------
