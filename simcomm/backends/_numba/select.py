@@ -33,11 +33,14 @@ _DENSE_SCAN = 0.015  # share of listed keys above which the scan takes blocks of
 
 
 @njit(cache=True)
-def _kth_key(row, k, mask, nbits):
-    """Return (T, take): the k-th largest masked key T, and how many keys equal to T are kept."""
+def _kth_key(row, k, mask, nbits, hist, cand):
+    """Return (T, take): the k-th largest masked key T, and how many keys equal to T are kept.
+
+    ``hist`` is a zeroed scratch of at least ``2**11`` counts (left zeroed); ``cand`` a uint64 scratch for
+    the keys of the k-th largest's top bin (a larger one is allocated when it is too small).
+    """
     # All key arithmetic in uint64: mixing signed and unsigned 64-bit ints would promote to float.
     d = row.shape[0]
-    hist = np.zeros(_NBINS, np.int64)
     low = np.uint64(_NBINS - 1)
     shift = np.uint64(nbits - _RADIX)
     for j in range(d):
@@ -49,7 +52,8 @@ def _kth_key(row, k, mask, nbits):
         kk -= hist[b]
         b -= 1
     prefix = np.uint64(b)
-    cand = np.empty(hist[b], np.uint64)
+    if cand.shape[0] < hist[b]:
+        cand = np.empty(hist[b], np.uint64)
     c = 0
     for j in range(d):
         key = np.uint64(row[j] & mask)
@@ -78,13 +82,14 @@ def _kth_key(row, k, mask, nbits):
                 cand[c2] = cand[i]
                 c2 += 1
         c = c2
+    hist[:_NBINS] = 0
     return cand[0], kk
 
 
 @njit(cache=True)
-def _topk_row_exact(row, k, mask, nbits, out):
+def _topk_row_exact(row, k, mask, nbits, out, hist, cand):
     # Three passes over the row: histogram, candidate gather (inside _kth_key), output.
-    t, take = _kth_key(row, k, mask, nbits)
+    t, take = _kth_key(row, k, mask, nbits, hist, cand)
     c = 0
     for j in range(row.shape[0]):
         key = np.uint64(row[j] & mask)
@@ -220,74 +225,74 @@ def _scan(row, mask, lo_key, cidx, ckey, slices, gm, hit):
 
 
 @njit(cache=True)
-def _split(hi_key, k, out, cidx, ckey, n):
-    """Sure keeps (keys ``>= hi_key``) of the scan's list to ``out``, the rest compacted in place.
+def _cands(lo_key, hi_key, ckey, n, cand, c):
+    """Append ``key - lo_key`` for the listed keys ``ckey[:n]`` below ``hi_key`` to ``cand`` from ``c``.
 
-    Returns ``(nw, nc)``, the counts (both lists stay ascending), or ``(-1, -1)`` when there are more
-    than ``k`` sure keeps (the bracket was wrong).
+    Branch-free (every key is written, the count advances for the candidates): ``cand`` holds at least
+    ``c + n + 1`` entries. Returns ``(c, nw)``: the new count and how many keys were ``>= hi_key``
+    (sure keeps).
     """
-    nw = 0
-    nc = 0
+    lo = ckey.dtype.type(lo_key)
+    hi = ckey.dtype.type(hi_key)
+    c0 = c
     for i in range(n):
         key = ckey[i]
-        if np.uint64(key) >= hi_key:
-            if nw == k:
-                return -1, -1
-            out[nw] = cidx[i]
-            nw += 1
-        else:
-            cidx[nc] = cidx[i]
-            ckey[nc] = key
-            nc += 1
-    return nw, nc
+        cand[c] = key - lo
+        c += key < hi
+    return c, n - (c - c0)
 
 
 @njit(cache=True)
-def _finish(k, nbits, out, nw, cidx, ckey, nc):
-    """Complete ``out`` (sure keeps in ``out[:nw]``) with the best candidates; False if impossible."""
+def _emit(t, take, k, cidx, ckey, n, base, out, c):
+    """Append ``cidx + base`` of the listed keys above ``t`` and of the first ``take`` equal to it to ``out[c:]``.
+
+    The list is ascending, so ``out`` is too and ties go to the lower index. Branch-free but for the stop
+    at ``k``. Returns ``(c, take)``, both updated.
+    """
+    tt = ckey.dtype.type(t)
+    i = 0
+    while i < n and c < k:
+        key = ckey[i]
+        eq = key == tt
+        keep = (key > tt) | (eq & (take > 0))
+        out[c] = cidx[i] + base
+        c += keep
+        take -= eq & keep
+        i += 1
+    return c, take
+
+
+@njit(cache=True)
+def _threshold(k, nbits, lo_key, hi_key, nw, cand, nc, hist, work):
+    """``(t, take, ok)``: the k-th largest listed key and how many keys equal to it are kept.
+
+    ``nw`` keys are ``>= hi_key`` (sure keeps); ``cand[:nc]`` the offsets from ``lo_key`` of the others (the
+    candidates, all in ``[lo_key, hi_key)``), so the radix select runs on offsets narrower than the keys (two
+    digits instead of three). ``ok`` is False when the bracket was wrong (more than ``k`` sure keeps, or too
+    few keys listed). ``hist`` (zeroed, left zeroed) and ``work`` are :func:`_kth_key`'s scratch.
+    """
     need = k - nw
     if need < 0 or need > nc:
-        return False
-    if need == 0:
-        return True
-    # The radix select runs on the keys' offsets from the smallest candidate: the candidates lie in the
-    # sample's narrow bracket, so the offsets need fewer digits than the keys (two instead of three).
-    lo = np.uint64(ckey[0])
-    hi = np.uint64(ckey[0])
-    for i in range(nc):
-        lo = min(lo, np.uint64(ckey[i]))
-        hi = max(hi, np.uint64(ckey[i]))
-    rel = np.empty(nc, np.uint64)
-    for i in range(nc):
-        rel[i] = np.uint64(ckey[i]) - lo
+        return np.uint64(0), 0, False
+    if need == 0:  # exactly the sure keeps: every key above hi_key - 1, no tie taken
+        return np.uint64(hi_key) - np.uint64(1), 0, True
+    span = np.uint64(hi_key) - np.uint64(lo_key)
     rbits = _RADIX
-    while rbits < nbits and (hi - lo) >> np.uint64(rbits) > 0:
+    while rbits < nbits and (span - np.uint64(1)) >> np.uint64(rbits) > 0:
         rbits += 1
-    t_rel, take = _kth_key(rel, need, np.uint64(0xFFFFFFFFFFFFFFFF), rbits)
-    t = t_rel + lo
-    sel = np.empty(need, np.int64)
-    c = 0
-    for i in range(nc):  # candidates are in index order, so ties go to the lower index
-        if ckey[i] > t:
-            sel[c] = cidx[i]
-            c += 1
-        elif ckey[i] == t and take > 0:
-            sel[c] = cidx[i]
-            c += 1
-            take -= 1
-    # Merge the two ascending lists (sure keeps in out[:nw], selected candidates) from the back.
-    i = nw - 1
-    c -= 1
-    w = k - 1
-    while c >= 0:
-        if i >= 0 and out[i] > sel[c]:
-            out[w] = out[i]
-            i -= 1
-        else:
-            out[w] = sel[c]
-            c -= 1
-        w -= 1
-    return True
+    t_rel, take = _kth_key(cand[:nc], need, np.uint64(0xFFFFFFFFFFFFFFFF), rbits, hist, work)
+    return t_rel + np.uint64(lo_key), take, True
+
+
+@njit(cache=True)
+def _finish(k, nbits, lo_key, hi_key, out, cidx, ckey, n, cand, hist, work):
+    """The top-k of a row from its scan's list (keys ``>= lo_key``, ascending) into ``out``; False if impossible."""
+    nc, nw = _cands(lo_key, hi_key, ckey, n, cand, 0)
+    t, take, ok = _threshold(k, nbits, lo_key, hi_key, nw, cand, nc, hist, work)
+    if not ok:
+        return False
+    c, _ = _emit(t, take, k, cidx, ckey, n, 0, out, 0)
+    return c == k
 
 
 @njit(cache=True)
@@ -300,13 +305,13 @@ def _row_top(row, mask):
 
 
 @njit(cache=True)
-def _topk_row(row, k, mask, nbits, out, dense, hist, gm, hit, cidx, ckey):
+def _topk_row(row, k, mask, nbits, out, dense, hist, gm, hit, cidx, ckey, cand, work):
     """Top-k of one row into ``out`` (ascending): sampled one-pass path, exact three-pass path if the sample fails.
 
-    ``hist`` is the zeroed ``2**16`` scratch of :func:`_bracket`; ``gm``/``hit``/``cidx``/``ckey`` the
-    scan's scratch, ``cidx``/``ckey`` replaced by larger ones when the bracket needs more. Returns
-    ``(top, cidx, ckey)``: the largest masked key of the row (the caller's finiteness check) and the
-    scratch. A non-empty
+    ``hist`` is the zeroed ``2**16`` scratch of :func:`_bracket` (left zeroed); ``gm``/``hit``/``cidx``/
+    ``ckey`` the scan's scratch, ``cand``/``work`` the selection's, the last four replaced by larger ones
+    when the bracket needs more. Returns ``(top, cidx, ckey, cand, work)``: the largest masked key of the
+    row (the caller's finiteness check) and the scratch. A non-empty
     ``dense`` is zeroed (by one fill, a memset: cheaper than zeroing inside the scan, whose stores would
     first read every line of ``dense``); :func:`_pick` writes the kept values into it.
     """
@@ -319,13 +324,13 @@ def _topk_row(row, k, mask, nbits, out, dense, hist, gm, hit, cidx, ckey):
         if cidx.shape[0] < cap:
             cidx = np.empty(cap, np.int64)
             ckey = np.empty(cap, row.dtype)
+            cand = np.empty(cap + 1, row.dtype)
+            work = np.empty(cap, np.uint64)
         n, top = _scan(row, mask, lo_key, cidx, ckey, _slices(n_lo, d), gm, hit)
-        if n >= 0:
-            nw, nc = _split(hi_key, k, out, cidx, ckey, n)
-            if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
-                return top, cidx, ckey
-    _topk_row_exact(row, k, mask, nbits, out)
-    return _row_top(row, mask), cidx, ckey
+        if n >= 0 and _finish(k, nbits, lo_key, hi_key, out, cidx, ckey, n, cand, hist, work):
+            return top, cidx, ckey, cand, work
+    _topk_row_exact(row, k, mask, nbits, out, hist, work)
+    return _row_top(row, mask), cidx, ckey, cand, work
 
 
 @njit(cache=True)
@@ -350,21 +355,37 @@ def _floyd_row_bitmap(u, d, out, seen):
         out[i] = t
 
 
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_BIT = np.zeros(64, np.int64)  # the bit of a one-bit word b, by (b * _DEBRUIJN) >> 58
+for _i in range(64):
+    _DEBRUIJN_BIT[((1 << _i) * int(_DEBRUIJN) % 2**64) >> 58] = _i
+
+
 @njit(cache=True)
 def _pick(row, sel, u, out, dense, seen):
     """The kept indices of a row from its ascending top set ``sel``, and their values into ``dense``.
 
     With an empty ``u`` (top-k) they are ``sel`` itself (``out`` is ``sel``); else (rTop-k) the Floyd
     k-subset drawn by the uniforms ``u`` of the positions in ``sel``: ``out[i] = sel[pos_i]``, in draw
-    order. A non-empty ``dense`` (zeroed) gets the bits of ``row`` on the kept indices.
+    order. A non-empty ``dense`` (zeroed) gets the bits of ``row`` on the kept indices, in ascending
+    order (the set bits of Floyd's bitmap, one after the other: far fewer cache misses than draw order).
     """
-    if u.shape[0] > 0:
-        _floyd_row_bitmap(u, sel.shape[0], out, seen)
-        for i in range(out.shape[0]):
-            out[i] = sel[out[i]]
+    if u.shape[0] == 0:
+        if dense.shape[0] > 0:
+            for i in range(out.shape[0]):
+                dense[out[i]] = row[out[i]]
+        return
+    _floyd_row_bitmap(u, sel.shape[0], out, seen)
+    for i in range(out.shape[0]):
+        out[i] = sel[out[i]]
     if dense.shape[0] > 0:
-        for i in range(out.shape[0]):
-            dense[out[i]] = row[out[i]]
+        for w in range((sel.shape[0] + 63) >> 6):
+            bits = seen[w]
+            while bits:
+                low = bits & (~bits + np.uint64(1))
+                j = sel[(w << 6) + _DEBRUIJN_BIT[(low * _DEBRUIJN) >> np.uint64(58)]]
+                dense[j] = row[j]
+                bits ^= low
 
 
 @njit(cache=True)
@@ -374,17 +395,21 @@ def _topk_chunk(keys, r0, r1, k, mask, nbits, out, dense, top, u):
     ``u`` of shape ``(m, 0)``: the top-k of each row into ``out`` (m, k); else the rTop-k subsets
     (:func:`_pick`) into ``out`` (m, u.shape[1]), the top-k set a per-chunk scratch.
     """
+    d = keys.shape[1]
     hist = np.zeros(1 << 16, np.int64)
     gm = np.empty(_SCAN_GROUPS, keys.dtype)
     hit = np.empty(_SCAN_GROUPS, np.int64)
     cidx = np.empty(0, np.int64)
     ckey = np.empty(0, keys.dtype)
+    cand = np.empty(0, keys.dtype)
+    work = np.empty(d if d < _SAMPLED_MIN_D else 0, np.uint64)  # the exact path's candidates
     rtop = u.shape[1] > 0
     sel = np.empty(k if rtop else 0, np.int64)
     seen = np.empty((k + 63) >> 6 if rtop else 0, np.uint64)
     for i in range(r0, r1):
         s = sel if rtop else out[i]
-        top[i], cidx, ckey = _topk_row(keys[i], k, mask, nbits, s, dense[i], hist, gm, hit, cidx, ckey)
+        top[i], cidx, ckey, cand, work = _topk_row(keys[i], k, mask, nbits, s, dense[i], hist, gm, hit, cidx, ckey,
+                                                   cand, work)
         _pick(keys[i], s, u[i], out[i], dense[i], seen)
 
 
@@ -439,20 +464,22 @@ def _topk_long_row(row, k, mask, nbits, out, dense, nseg):
             break
         n += ns[s]
         top = max(top, tops[s])
-    if n >= 0:
-        cidx = np.empty(n, np.int64)
-        ckey = np.empty(n, row.dtype)
-        c = 0
+    if n >= 0:  # the segments' lists, one after the other, are the list of one scan
+        cand = np.empty(n + 1, row.dtype)
+        nc = 0
+        nw = 0
         for s in range(nseg):
-            a = s * d // nseg
-            for i in range(ns[s]):
-                cidx[c] = sidx[s, i] + a
-                ckey[c] = skey[s, i]
-                c += 1
-        nw, nc = _split(hi_key, k, out, cidx, ckey, n)
-        if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
-            return top
-    _topk_row_exact(row, k, mask, nbits, out)  # dense was zeroed by the segments' scans
+            nc, w = _cands(lo_key, hi_key, skey[s], ns[s], cand, nc)
+            nw += w
+        work = np.empty(nc, np.uint64)
+        t, take, ok = _threshold(k, nbits, lo_key, hi_key, nw, cand, nc, hist, work)
+        if ok:
+            c = 0
+            for s in range(nseg):
+                c, take = _emit(t, take, k, sidx[s], skey[s], ns[s], s * d // nseg, out, c)
+            if c == k:
+                return top
+    _topk_row_exact(row, k, mask, nbits, out, hist, np.empty(0, np.uint64))  # dense was zeroed by the scans
     return _row_top(row, mask)
 
 
