@@ -76,9 +76,20 @@ def test_rtopk_indices_match_oracle(backend, d, k, r):
     rng = np.random.default_rng(12345)
     x = _rows_with_ties(rng, 3, d, np.float64)
     u = rng.random((3, k))
-    got = backend.rtopk_indices(x, k, r, u)
+    got, finite = backend.rtopk_indices(x, k, r, u)
+    assert finite is True
     for row, urow, idx in zip(x, u, got):
         assert list(idx) == naive_rtopk_indices(row, k, r, urow)
+    dense = np.full_like(x, 7.0)  # stale contents must not leak through
+    again, finite = backend.rtopk_indices(x, k, r, u, dense)
+    np.testing.assert_array_equal(again, got)
+    ref = np.zeros_like(x)
+    np.put_along_axis(ref, got, np.take_along_axis(x, got, axis=1), axis=1)
+    assert finite is True and dense.tobytes() == ref.tobytes()
+    for bad in (np.nan, np.inf, -np.inf):  # the flag of the selection's pass (or of the r = d check)
+        y = x.copy()
+        y[2, d - 1] = bad
+        assert backend.rtopk_indices(y, k, r, u, np.empty_like(y))[1] is False
 
 
 # ---------------------------------------------------------------- public functions

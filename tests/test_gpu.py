@@ -87,7 +87,17 @@ def test_selection_parity(dtype):
     np.testing.assert_array_equal(npb.topk_indices(x, 41), cpb.topk_indices(x, 41))
     u = rng.random((16, 20))
     np.testing.assert_array_equal(npb.floyd_sample(u, 300), cpb.floyd_sample(u, 300))
-    np.testing.assert_array_equal(npb.rtopk_indices(x, 20, 300, u), cpb.rtopk_indices(x, 20, 300, u))
+    (a, fa), (b, fb) = npb.rtopk_indices(x, 20, 300, u), cpb.rtopk_indices(x, 20, 300, u)
+    np.testing.assert_array_equal(a, b)
+    assert fa is fb is True
+    cp = _cp()
+    da, db = np.empty_like(x), cp.empty(x.shape, x.dtype)  # the dense result on the device
+    npb.rtopk_indices(x, 20, 300, u, da)
+    cpb.rtopk_indices(cp.asarray(x), 20, 300, u, db)
+    assert da.tobytes() == cp.asnumpy(db).tobytes()
+    y = x.copy()
+    y[3, 5] = np.nan
+    assert cpb.rtopk_indices(y, 20, 300, u)[1] is False
 
 
 @gpu
@@ -100,7 +110,7 @@ def test_rtopk_device_subset_is_uniform():
     m, d, k, r = 20000, 64, 3, 12
     x = rng.standard_normal((m, d))
     top = npb.topk_indices(x, r)
-    got = cpb.rtopk_indices(cp.asarray(x), k, r, 987654321).get()
+    got = cpb.rtopk_indices(cp.asarray(x), k, r, 987654321)[0].get()
     assert got.shape == (m, k)
     assert np.all(np.diff(got, axis=1) > 0)
     pos = np.array([np.searchsorted(top[i], got[i]) for i in range(m)])
@@ -111,7 +121,7 @@ def test_rtopk_device_subset_is_uniform():
 
     counts = np.bincount(pos.ravel(), minlength=r)
     assert stats.chisquare(counts).pvalue > 1e-6, counts
-    again = cpb.rtopk_indices(cp.asarray(x), k, r, 987654321).get()
+    again = cpb.rtopk_indices(cp.asarray(x), k, r, 987654321)[0].get()
     np.testing.assert_array_equal(again, got)  # the same key, the same subset
 
 

@@ -92,6 +92,42 @@ def test_kernels_agree_bitwise_given_norms():
                                   nbb.counter_uniforms(42, 100, np.float32, 7))
 
 
+def test_row_absmax_backends_agree_exactly():
+    # one pass over the magnitude keys (numba) against numpy's abs().max(): the same float64, nan for NaN/inf
+    npb, nbb = get_backend("numpy"), get_backend("numba")
+    rng = np.random.default_rng(7)
+    for dtype in (np.float32, np.float64, np.float16):
+        x = rng.standard_normal((6, 301)).astype(dtype)
+        x[1, 3], x[2, 7], x[3] = np.nan, -np.inf, -0.0
+        x[4] = np.finfo(dtype).smallest_subnormal * np.arange(301)
+        x[5, 200] = -np.finfo(dtype).max
+        a, b = nbb.row_absmax(x), npb.row_absmax(x)
+        assert a.dtype == b.dtype == np.float64
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+    assert nbb.row_absmax(np.empty((3, 0), np.float32)).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("scale_kind", ["row_absmax", "float64_scale"])
+def test_ternary_float32_kernel_bitwise_on_edge_rows(scale_kind):
+    # float32 data with float32 scales take the division-free comparison u m < |x|: bit for bit the reference's
+    # u < |x| / m on rows with repeated maxima, subnormals, extreme ranges and zeros; other scales divide
+    npb, nbb = get_backend("numpy"), get_backend("numba")
+    rng = np.random.default_rng(11)
+    for t in range(40):
+        x = (rng.standard_normal((3, 2000)) * 10.0 ** rng.integers(-40, 38)).astype(np.float32)
+        x[:, ::3] = x[:, :1]
+        x[1] = 0.0
+        if t % 4 == 0:
+            x[2] = rng.integers(-5, 6, 2000).astype(np.float32) * np.float32(2.0**-149)
+        scales = npb.row_absmax(x)
+        if scale_kind == "float64_scale":
+            scales = scales * (1 + 2.0**-40)
+        key = int(rng.integers(0, 2**63))
+        a = nbb.ternary_quantize(x, scales, key, np.empty_like(x))
+        b = npb.ternary_quantize(x, scales, key, np.empty_like(x))
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
 def test_counter_uniforms_are_uniform():
     # mean of M uniforms: standard error sqrt(1/12/M)
     M = 200_000

@@ -120,9 +120,10 @@ def test_the_sorted_case_takes_the_exact_fallback():
     assert not hist.any()  # the scratch comes back zeroed
     cap = int(2.0 * n_lo) + 8 * sel._SCAN_GROUPS + 4096
     out, cidx, ckey = np.empty(2000, np.int64), np.empty(cap, np.int64), np.empty(cap, np.uint64)
-    n, _ = sel._scan(keys, mask, lo, cidx, ckey)
-    nw, nc = sel._split(hi, 2000, out, cidx, ckey, n) if n >= 0 else (-1, -1)
-    assert nw < 0 or not sel._finish(2000, 63, out, nw, cidx, ckey, nc)
+    gm, hit = np.empty(sel._SCAN_GROUPS, np.uint64), np.empty(sel._SCAN_GROUPS, np.int64)
+    n, _ = sel._scan(keys, mask, lo, cidx, ckey, sel._slices(n_lo, keys.shape[0]), gm, hit)
+    cand, work = np.empty(cap + 1, np.uint64), np.empty(cap, np.uint64)
+    assert n < 0 or not sel._finish(2000, 63, lo, hi, out, cidx, ckey, n, cand, hist, work)
 
 
 MSG = "top_k: x contains NaN or inf; pass finite values"

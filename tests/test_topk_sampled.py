@@ -106,6 +106,25 @@ def test_bracket_leaves_its_scratch_zeroed():
     assert 0.5 < (keys >= lo).sum() / n_lo < 2.0
 
 
+def test_finish_from_a_list_takes_sure_keeps_ties_and_candidates():
+    # the selection from a scan's list: keys >= hi are sure keeps, the k-th largest found among the others
+    # (its ties to the lower index); more sure keeps than k, or fewer keys than k, is a wrong bracket
+    from simcomm.backends._numba import select as sel
+
+    ckey = np.array([5, 9, 9, 3, 7, 7, 12], np.uint32)
+    cidx = np.arange(10, 17)
+    hist = np.zeros(1 << 16, np.int64)
+    cases = {3: [11, 12, 16], 4: [11, 12, 14, 16], 5: [11, 12, 14, 15, 16], 6: [10, 11, 12, 14, 15, 16],
+             7: list(range(10, 17)), 2: None, 8: None}
+    for k, want in cases.items():
+        out = np.full(k, -1, np.int64)
+        ok = sel._finish(k, 31, 3, 9, out, cidx, ckey, 7, np.empty(8, np.uint32), hist, np.empty(8, np.uint64))
+        assert ok == (want is not None), k
+        if ok:
+            assert out.tolist() == want, k
+        assert not hist.any()  # the scratch comes back zeroed
+
+
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 @pytest.mark.parametrize("shape,k,r", [((2**22 + 3,), 1000, 4000), ((64, 50_000), 500, 2000), ((5, 300), 3, 12),
                                        ((2, 1000), 7, 1000)])

@@ -127,8 +127,8 @@ class Kernels(Protocol):
     def floyd_sample(self, u, d):
         r"""Uniform k-subsets of ``range(d)`` by Floyd's algorithm, one per row of ``u``."""
 
-    def rtopk_indices(self, x, k, r, u):
-        r"""rTop-k: a uniform k-subset (Floyd on ``u``) of the top-r indices of each row."""
+    def rtopk_indices(self, x, k, r, u, dense=None):
+        r"""``(idx, finite)``: a uniform k-subset (Floyd on ``u``) of the top-r of each row, ``x`` finite; dense too."""
 
 
 #: the kernel names, in the table's order: what every backend module exports

@@ -60,7 +60,7 @@ from simcomm.compress._quantize import (
     stochastic_round,
     ternary,
 )
-from simcomm.compress._sparsify import _check_int, _check_k, message_bits, rand_k, rtop_k, top_k
+from simcomm.compress._sparsify import _check_int, _check_k, _nonfinite, message_bits, rand_k, rtop_k, top_k
 from simcomm.compress._wire import Message, to_bfloat16
 
 __all__ = [
@@ -483,7 +483,10 @@ class RTopK(Sparsifier):
         rng = np.random.default_rng(rng)
         u = rng.random((P.shape[0], self.k))  # the uniforms rtop_k draws
         if top is None:
-            return be.rtopk_indices(P, self.k, self.r, u)
+            idx, finite = be.rtopk_indices(P, self.k, self.r, u)
+            if not finite:
+                _nonfinite("rtop_k")
+            return idx
         xp = array_namespace(top)
         return xp.take_along_axis(top, xp.asarray(be.floyd_sample(u, self.r)), axis=1)  # a Floyd k-subset of the top r
 

@@ -286,28 +286,21 @@ def rtop_k(x, k: int, r: int, *, rng) -> np.ndarray:
     """
     rng = np.random.default_rng(_require_rng(rng, "rtop_k"))
     x = array_namespace(x).asarray(x)
-    host = array_namespace(x) is np
-    # on the host with r < d the top-r selection checks finiteness in its own pass (as top_k does)
+    # the selection checks finiteness in its own pass over x (as top_k's does)
     x2, d = _rows(x, k, "rtop_k", check=False)
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)):
         raise UserError(f"rtop_k: r must be an integer, got {r!r}")
     if not k <= r <= d:
         raise UserError(f"rtop_k: r = {r} is out of range; use k = {k} <= r <= d = {d}")
-    be = backend_for(None, x2)
-    if not host or r == d:
-        _rows(x2, k, "rtop_k")  # the finiteness check as a separate pass: no selection reads x here
-    if not host:  # on the device the k-subset is drawn there from one counter key
-        idx = be.rtopk_indices(x2, int(k), int(r), int(rng.integers(0, 2**64, dtype=np.uint64)))
-        return _scatter(x2, idx, x.shape)
-    u = rng.random((x2.shape[0], int(k)))
-    if r == d:
-        idx = be.floyd_sample(u, d)
-    else:  # what be.rtopk_indices computes, with the finiteness flag of the selection's pass
-        top, finite = be.topk_select(x2, int(r), None)
-        if not finite:
-            _nonfinite("rtop_k")
-        idx = np.take_along_axis(top, be.floyd_sample(u, int(r)), axis=1)
-    return _scatter(x2, idx, x.shape)
+    xp = array_namespace(x2)
+    # on the host Floyd's uniforms, on the device one counter key the k-subset is drawn from there
+    u = rng.random((x2.shape[0], int(k))) if xp is np else int(rng.integers(0, 2**64, dtype=np.uint64))
+    dense = xp.empty_like(x2)
+    # one kernel: the top-r selection with its finiteness flag, the k-subset and the dense result
+    _, finite = backend_for(None, x2).rtopk_indices(x2, int(k), int(r), u, dense)
+    if not finite:
+        _nonfinite("rtop_k")
+    return dense.reshape(x.shape)
 
 
 def index_bits(d: int) -> int:

@@ -5,11 +5,12 @@ bits of ``|x|`` (3 passes of 11 bits for float32, 6 for float64; only the first 
 with an atomic, later passes only the keys still matching the digits fixed so far), then a counting
 pass and a writing pass emit the indices in ascending order, ties to the lower index (:mod:`._src`).
 
-``rtopk_indices`` takes the top-r set, then a uniform k-subset of it. With the Floyd uniforms ``u`` of
-the numpy reference (an array) the subset is drawn by Floyd's algorithm on the host: the numpy
-reference's subset exactly. With an integer ``u`` (a counter key, what the compressors pass for device
-arrays) the subset is drawn on the device: every member of the top-r set gets a counter uniform and the
-k largest win. Both give every k-subset probability ``1 / C(r, k)``; they are different draws.
+``rtopk_indices`` takes the top-r set, then a uniform k-subset of it (and returns whether ``x`` is
+finite). With the Floyd uniforms ``u`` of the numpy reference (an array) the subset is drawn by Floyd's
+algorithm on the host: the numpy reference's subset exactly. With an integer ``u`` (a counter key, what
+the compressors pass for device arrays) the subset is drawn on the device: every member of the top-r
+set gets a counter uniform and the k largest win. Both give every k-subset probability ``1 / C(r, k)``;
+they are different draws.
 """
 
 from __future__ import annotations
@@ -111,16 +112,27 @@ def _keyed_subset(key: int, m: int, r: int, k: int):
     return _topk_device(u, k)
 
 
-def rtopk_indices(x, k: int, r: int, u):
-    """rTop-k: a uniform k-subset of the top-r indices of each row (``u``: Floyd uniforms or a key; module doc)."""
+def rtopk_indices(x, k: int, r: int, u, dense=None):
+    """``(idx, finite)``: a uniform k-subset of the top-r indices of each row and whether ``x`` is finite.
+
+    ``u``: Floyd uniforms or a key (module doc); the dense result (``x`` on ``idx``, 0 elsewhere) goes into
+    ``dense`` if given.
+    """
     xd = as_rows(x)
+    if xd.size and not bool(cp.isfinite(xd).all()):
+        return None, False
     m, d = xd.shape
     top = cp.broadcast_to(cp.arange(d, dtype=cp.int64), (m, d)) if r == d else _topk_device(xd, int(r))
     if isinstance(u, (int, np.integer)):
         pick = _keyed_subset(int(u), m, int(r), int(k))
     else:
         pick = cp.asarray(floyd_sample(cp.asnumpy(u) if isinstance(u, cp.ndarray) else u, r))
-    return like_input(cp.take_along_axis(top, pick, axis=1), x)
+    idx = cp.take_along_axis(top, pick, axis=1)
+    if dense is not None:
+        dense[...] = 0
+        rows = cp.arange(m)[:, None]
+        dense[rows, idx] = xd[rows, idx]
+    return like_input(idx, x), True
 
 
 def randk_indices(x, k: int, key: int):

@@ -34,15 +34,20 @@ _SERIAL_MAX = 1 << 17  # below this many elements the kernels run on one thread
 
 
 @njit(inline="always")
-def _uniform_at(z, shift, scale):
-    # SplitMix64's output for the state z = key + (i + 1) * GAMMA (wrapping uint64 arithmetic), keeping
-    # its top 64 - shift bits: shift 40 / scale 2**-24 for float32 data, 11 / 2**-53 for float64.
-    # shift and scale are loop invariants (no branch in the loop, so it vectorises). Loops advance z by
-    # GAMMA per element (a vector induction) rather than multiplying: one 64-bit multiply fewer.
+def _mixed(z):
+    # SplitMix64's output for the state z = key + (i + 1) * GAMMA (wrapping uint64 arithmetic)
     z = (z ^ (z >> _S30)) * _M1
     z = (z ^ (z >> _S27)) * _M2
-    z = z ^ (z >> _S31)
-    return np.float64(z >> shift) * scale
+    return z ^ (z >> _S31)
+
+
+@njit(inline="always")
+def _uniform_at(z, shift, scale):
+    # The uniform of the state z: SplitMix64's output keeping its top 64 - shift bits, shift 40 / scale
+    # 2**-24 for float32 data, 11 / 2**-53 for float64. shift and scale are loop invariants (no branch in
+    # the loop, so it vectorises). Loops advance z by GAMMA per element (a vector induction) rather than
+    # multiplying: one 64-bit multiply fewer.
+    return np.float64(_mixed(z) >> shift) * scale
 
 
 @njit(inline="always")
@@ -110,12 +115,37 @@ def row_norms(x: np.ndarray) -> np.ndarray:
     return _row_norms_serial(x)
 
 
+@njit(cache=True)
+def _row_max_keys(keys, mask):
+    # The largest magnitude key (bits & mask, an unsigned integer monotone in |x|) of each row: one
+    # vectorised integer max per row, one pass over x. A NaN or inf has a key >= the exponent mask.
+    rows, d = keys.shape
+    out = np.empty(rows, np.uint64)
+    for r in range(rows):
+        row = keys[r]
+        top = row[0] & mask
+        for j in range(d):
+            top = max(top, row[j] & mask)
+        out[r] = top
+    return out
+
+
 def row_absmax(x: np.ndarray) -> np.ndarray:
-    """Infinity norm of each row as float64 (exact); ``nan`` for a row holding NaN or inf."""
+    """Infinity norm of each row as float64 (exact); ``nan`` for a row holding NaN or inf.
+
+    One pass over ``x`` (one thread, like :func:`row_norms`): the largest key ``bits & ~sign`` of each row,
+    read back as the float it is; a key at or above the exponent mask (NaN or inf) gives ``nan``.
+    """
     if x.shape[1] == 0:
         return np.zeros(x.shape[0])
-    # numpy's SIMD max/min (NaN-propagating) beat a compiled loop here; max|x| = max(max x, -min x)
-    m = np.maximum(x.max(axis=1), -x.min(axis=1)).astype(np.float64)
+    if x.dtype == np.float32:
+        top = _row_max_keys(np.ascontiguousarray(x).view(np.uint32), np.uint32(0x7FFFFFFF))
+        m = top.astype(np.uint32).view(np.float32).astype(np.float64)
+        return np.where(top < 0x7F800000, m, np.nan)
+    if x.dtype == np.float64:
+        top = _row_max_keys(np.ascontiguousarray(x).view(np.uint64), np.uint64(0x7FFFFFFFFFFFFFFF))
+        return np.where(top < np.uint64(0x7FF0000000000000), top.view(np.float64), np.nan)
+    m = np.abs(x).max(axis=1).astype(np.float64)
     return np.where(np.isfinite(m), m, np.nan)
 
 
@@ -150,6 +180,18 @@ def _segment(xf, of, lo, hi, m, a, key, kind, shift, scale):
             v = np.float64(xf[j])
             w = safe * np.float64(_uniform_at(z, shift, scale) < abs(v) / safe)
             of[j] = w if v >= 0 else 0.0 - w  # "0.0 - w": a dropped entry is +0.0, as in numpy
+    elif kind == 4:
+        # ternary on float32 data with a float32 scale: u = n 2^-24 (n < 2^24) and m have 24-bit significands,
+        # so u m = n (m 2^-24) is exact in float64 and u < fl(|v| / m) holds exactly when u m < |v| (|v| is a
+        # float32 too: a nonzero |v| - u m is at least 2^-29 u m, more than the rounding of |v| / m can hide).
+        # The same draws as kind 1, without a division per element.
+        ms = safe * scale
+        for i in range(lo, hi):
+            j = np.uint64(i)
+            z += _GAMMA
+            v = np.float64(xf[j])
+            w = safe * np.float64(np.float64(_mixed(z) >> shift) * ms < abs(v))
+            of[j] = w if v >= 0 else 0.0 - w
     elif kind == 2:
         for i in range(lo, hi):
             j = np.uint64(i)
@@ -176,7 +218,7 @@ def _block(xf, of, scales, a, key, kind, shift, scale, b, d, n):
         lo = seg
 
 
-# kind: 0 qsgd (a = s), 1 ternary, 2 stochastic rounding (a = delta), 3 bernoulli (a = p)
+# kind: 0 qsgd (a = s), 1 ternary (4: its float32 form), 2 stochastic rounding (a = delta), 3 bernoulli (a = p)
 @njit(cache=True, parallel=True)
 def _quantize_parallel(x, scales, a, key, kind, shift, scale, out):
     rows, d = x.shape
@@ -216,8 +258,13 @@ def qsgd_quantize(x, norms, s, key, out):
 
 
 def ternary_quantize(x, scales, key, out):
-    """Ternary, inf-norm scaled (see the numpy backend)."""
-    return _quantize(x, scales, 1.0, np.uint64(key), 1, *_bits(x.dtype), out)
+    """Ternary, inf-norm scaled (see the numpy backend).
+
+    Float32 data with float32 scales (the row maxima :func:`row_absmax` returns) compare ``u m < |x|``
+    instead of ``u < |x| / m``: exact there, so the same result without a division per element.
+    """
+    exact = x.dtype == np.float32 and bool(np.all(scales.astype(np.float32) == scales))
+    return _quantize(x, scales, 1.0, np.uint64(key), 4 if exact else 1, *_bits(x.dtype), out)
 
 
 def stochastic_round_quantize(x, delta, key, out):

@@ -28,15 +28,19 @@ _STEP = 16  # ... one block in 16: the sample reads 1/16 of the row ...
 _STEP_BIG = 64  # ... or one in 64 from _BIG_D keys (10^5 sample keys and more: a histogram costs ~1 ns a key)
 _BIG_D = 1 << 22
 _SAMPLED_MIN_D = 1 << 15  # below this the exact three-pass path is as fast
-_SCAN_GROUPS = 128  # the one-pass scan takes blocks of 8 x 128 keys (4 or 8 KiB: in L1)
+_SCAN_GROUPS = 128  # the one-pass scan takes blocks of 8 (or 4) x 128 keys (at most 8 KiB: in L1)
+_DENSE_SCAN = 0.015  # share of listed keys above which the scan takes blocks of 4 x 128 keys
 
 
 @njit(cache=True)
-def _kth_key(row, k, mask, nbits):
-    """Return (T, take): the k-th largest masked key T, and how many keys equal to T are kept."""
+def _kth_key(row, k, mask, nbits, hist, cand):
+    """Return (T, take): the k-th largest masked key T, and how many keys equal to T are kept.
+
+    ``hist`` is a zeroed scratch of at least ``2**11`` counts (left zeroed); ``cand`` a uint64 scratch for
+    the keys of the k-th largest's top bin (a larger one is allocated when it is too small).
+    """
     # All key arithmetic in uint64: mixing signed and unsigned 64-bit ints would promote to float.
     d = row.shape[0]
-    hist = np.zeros(_NBINS, np.int64)
     low = np.uint64(_NBINS - 1)
     shift = np.uint64(nbits - _RADIX)
     for j in range(d):
@@ -48,7 +52,8 @@ def _kth_key(row, k, mask, nbits):
         kk -= hist[b]
         b -= 1
     prefix = np.uint64(b)
-    cand = np.empty(hist[b], np.uint64)
+    if cand.shape[0] < hist[b]:
+        cand = np.empty(hist[b], np.uint64)
     c = 0
     for j in range(d):
         key = np.uint64(row[j] & mask)
@@ -77,13 +82,14 @@ def _kth_key(row, k, mask, nbits):
                 cand[c2] = cand[i]
                 c2 += 1
         c = c2
+    hist[:_NBINS] = 0
     return cand[0], kk
 
 
 @njit(cache=True)
-def _topk_row_exact(row, k, mask, nbits, out):
+def _topk_row_exact(row, k, mask, nbits, out, hist, cand):
     # Three passes over the row: histogram, candidate gather (inside _kth_key), output.
-    t, take = _kth_key(row, k, mask, nbits)
+    t, take = _kth_key(row, k, mask, nbits, hist, cand)
     c = 0
     for j in range(row.shape[0]):
         key = np.uint64(row[j] & mask)
@@ -140,15 +146,15 @@ def _bracket(row, k, mask, nbits, hist):
 
 @njit(cache=True, inline="never")
 def _group_max(seg, mask, gm):
-    """``gm[g]`` = the largest masked key of group ``g`` = ``{g, g + G, ..., g + 7 G}`` of ``seg`` (``G = len(gm)``).
+    """``gm[g]`` = the largest masked key of group ``g`` = ``{g, g + G, g + 2 G, ...}`` of ``seg`` (``G = len(gm)``).
 
-    Eight vertical maxima over contiguous slices (one vectorised loop each, no horizontal reduction);
-    returns the largest masked key of the whole ``seg``.
+    ``len(seg) / G`` vertical maxima over contiguous slices (one vectorised loop each, no horizontal
+    reduction); returns the largest masked key of the whole ``seg``.
     """
     G = gm.shape[0]
     for g in range(G):
         gm[g] = seg[g] & mask
-    for r in range(1, 8):
+    for r in range(1, seg.shape[0] // G):
         sub = seg[r * G : (r + 1) * G]
         for g in range(G):
             gm[g] = max(gm[g], sub[g] & mask)
@@ -159,7 +165,13 @@ def _group_max(seg, mask, gm):
 
 
 @njit(cache=True)
-def _scan(row, mask, lo_key, cidx, ckey):
+def _slices(n_lo, d):
+    """Slices per scan block for about ``n_lo`` listed keys of ``d`` (see :func:`_scan`)."""
+    return 4 if n_lo > _DENSE_SCAN * d else 8
+
+
+@njit(cache=True)
+def _scan(row, mask, lo_key, cidx, ckey, slices, gm, hit):
     """One pass over ``row``: every key ``>= lo_key`` and its index, in ascending index order.
 
     Returns ``(n, top)``: how many keys went to ``cidx``/``ckey`` and the largest masked key of the
@@ -167,30 +179,32 @@ def _scan(row, mask, lo_key, cidx, ckey):
     check, read in the same pass), or ``(-1, top)`` when ``cidx`` could overflow (the bracket was
     wrong; ``top`` is then incomplete).
 
-    The row goes by in blocks of ``8 G`` keys (``G = _SCAN_GROUPS``), split into eight slices of ``G``:
-    group ``g`` is key ``g`` of every slice. A vectorised loop takes each group's largest key; only the
-    groups reaching ``lo_key`` (about 8% of them when 1% of the keys are kept) are visited, slice after
-    slice and group after group, which is ascending index order. Both the list of groups and the
-    visits are branch-free: every visited key is written and the count advances by ``key >= lo_key``.
+    The row goes by in blocks of ``S G`` keys (``G = len(gm)``, ``S = slices``), split into ``S`` slices
+    of ``G``: group ``g`` is key ``g`` of every slice. A vectorised loop takes each group's largest key;
+    only the groups reaching ``lo_key`` are visited, slice after slice and group after group, which is
+    ascending index order. Both the list of groups and the visits are branch-free: every visited key is
+    written and the count advances by ``key >= lo_key``. With 1% of the keys listed about 8% of the
+    groups of 8 are visited; with 4% (rTop-k's top-4k set) 30% of them, but 16% of the groups of 4, which
+    cost twice the group lists: :func:`_slices` takes 4 slices above 1.5% (the scan then runs 25% faster).
+    ``gm`` (the key dtype) and ``hit`` (int64) are scratch of ``G`` entries.
     """
     n = 0
     cap = cidx.shape[0]
     d = row.shape[0]
-    G = _SCAN_GROUPS
-    gm = np.empty(G, row.dtype)
-    hit = np.empty(G, np.int64)
+    G = gm.shape[0]
+    B = slices * G
     lo = row.dtype.type(lo_key)  # lo_key <= mask: it is a key's prefix, so it fits the key dtype
     top = row.dtype.type(0)
     j = 0
-    while j + 8 * G <= d:
-        if n + 8 * G > cap:
+    while j + B <= d:
+        if n + B > cap:
             return -1, np.uint64(top)
-        top = max(top, _group_max(row[j : j + 8 * G], mask, gm))
+        top = max(top, _group_max(row[j : j + B], mask, gm))
         nh = 0
         for g in range(G):
             hit[nh] = g
             nh += gm[g] >= lo
-        for r in range(8):
+        for r in range(slices):
             base = j + r * G
             for h in range(nh):
                 i = base + hit[h]
@@ -198,7 +212,7 @@ def _scan(row, mask, lo_key, cidx, ckey):
                 cidx[n] = i
                 ckey[n] = key
                 n += key >= lo
-        j += 8 * G
+        j += B
     if n + (d - j) > cap:
         return -1, np.uint64(top)
     for i in range(j, d):
@@ -211,74 +225,74 @@ def _scan(row, mask, lo_key, cidx, ckey):
 
 
 @njit(cache=True)
-def _split(hi_key, k, out, cidx, ckey, n):
-    """Sure keeps (keys ``>= hi_key``) of the scan's list to ``out``, the rest compacted in place.
+def _cands(lo_key, hi_key, ckey, n, cand, c):
+    """Append ``key - lo_key`` for the listed keys ``ckey[:n]`` below ``hi_key`` to ``cand`` from ``c``.
 
-    Returns ``(nw, nc)``, the counts (both lists stay ascending), or ``(-1, -1)`` when there are more
-    than ``k`` sure keeps (the bracket was wrong).
+    Branch-free (every key is written, the count advances for the candidates): ``cand`` holds at least
+    ``c + n + 1`` entries. Returns ``(c, nw)``: the new count and how many keys were ``>= hi_key``
+    (sure keeps).
     """
-    nw = 0
-    nc = 0
+    lo = ckey.dtype.type(lo_key)
+    hi = ckey.dtype.type(hi_key)
+    c0 = c
     for i in range(n):
         key = ckey[i]
-        if np.uint64(key) >= hi_key:
-            if nw == k:
-                return -1, -1
-            out[nw] = cidx[i]
-            nw += 1
-        else:
-            cidx[nc] = cidx[i]
-            ckey[nc] = key
-            nc += 1
-    return nw, nc
+        cand[c] = key - lo
+        c += key < hi
+    return c, n - (c - c0)
 
 
 @njit(cache=True)
-def _finish(k, nbits, out, nw, cidx, ckey, nc):
-    """Complete ``out`` (sure keeps in ``out[:nw]``) with the best candidates; False if impossible."""
+def _emit(t, take, k, cidx, ckey, n, base, out, c):
+    """Append ``cidx + base`` of the listed keys above ``t`` and of the first ``take`` equal to it to ``out[c:]``.
+
+    The list is ascending, so ``out`` is too and ties go to the lower index. Branch-free but for the stop
+    at ``k``. Returns ``(c, take)``, both updated.
+    """
+    tt = ckey.dtype.type(t)
+    i = 0
+    while i < n and c < k:
+        key = ckey[i]
+        eq = key == tt
+        keep = (key > tt) | (eq & (take > 0))
+        out[c] = cidx[i] + base
+        c += keep
+        take -= eq & keep
+        i += 1
+    return c, take
+
+
+@njit(cache=True)
+def _threshold(k, nbits, lo_key, hi_key, nw, cand, nc, hist, work):
+    """``(t, take, ok)``: the k-th largest listed key and how many keys equal to it are kept.
+
+    ``nw`` keys are ``>= hi_key`` (sure keeps); ``cand[:nc]`` the offsets from ``lo_key`` of the others (the
+    candidates, all in ``[lo_key, hi_key)``), so the radix select runs on offsets narrower than the keys (two
+    digits instead of three). ``ok`` is False when the bracket was wrong (more than ``k`` sure keeps, or too
+    few keys listed). ``hist`` (zeroed, left zeroed) and ``work`` are :func:`_kth_key`'s scratch.
+    """
     need = k - nw
     if need < 0 or need > nc:
-        return False
-    if need == 0:
-        return True
-    # The radix select runs on the keys' offsets from the smallest candidate: the candidates lie in the
-    # sample's narrow bracket, so the offsets need fewer digits than the keys (two instead of three).
-    lo = np.uint64(ckey[0])
-    hi = np.uint64(ckey[0])
-    for i in range(nc):
-        lo = min(lo, np.uint64(ckey[i]))
-        hi = max(hi, np.uint64(ckey[i]))
-    rel = np.empty(nc, np.uint64)
-    for i in range(nc):
-        rel[i] = np.uint64(ckey[i]) - lo
+        return np.uint64(0), 0, False
+    if need == 0:  # exactly the sure keeps: every key above hi_key - 1, no tie taken
+        return np.uint64(hi_key) - np.uint64(1), 0, True
+    span = np.uint64(hi_key) - np.uint64(lo_key)
     rbits = _RADIX
-    while rbits < nbits and (hi - lo) >> np.uint64(rbits) > 0:
+    while rbits < nbits and (span - np.uint64(1)) >> np.uint64(rbits) > 0:
         rbits += 1
-    t_rel, take = _kth_key(rel, need, np.uint64(0xFFFFFFFFFFFFFFFF), rbits)
-    t = t_rel + lo
-    sel = np.empty(need, np.int64)
-    c = 0
-    for i in range(nc):  # candidates are in index order, so ties go to the lower index
-        if ckey[i] > t:
-            sel[c] = cidx[i]
-            c += 1
-        elif ckey[i] == t and take > 0:
-            sel[c] = cidx[i]
-            c += 1
-            take -= 1
-    # Merge the two ascending lists (sure keeps in out[:nw], selected candidates) from the back.
-    i = nw - 1
-    c -= 1
-    w = k - 1
-    while c >= 0:
-        if i >= 0 and out[i] > sel[c]:
-            out[w] = out[i]
-            i -= 1
-        else:
-            out[w] = sel[c]
-            c -= 1
-        w -= 1
-    return True
+    t_rel, take = _kth_key(cand[:nc], need, np.uint64(0xFFFFFFFFFFFFFFFF), rbits, hist, work)
+    return t_rel + np.uint64(lo_key), take, True
+
+
+@njit(cache=True)
+def _finish(k, nbits, lo_key, hi_key, out, cidx, ckey, n, cand, hist, work):
+    """The top-k of a row from its scan's list (keys ``>= lo_key``, ascending) into ``out``; False if impossible."""
+    nc, nw = _cands(lo_key, hi_key, ckey, n, cand, 0)
+    t, take, ok = _threshold(k, nbits, lo_key, hi_key, nw, cand, nc, hist, work)
+    if not ok:
+        return False
+    c, _ = _emit(t, take, k, cidx, ckey, n, 0, out, 0)
+    return c == k
 
 
 @njit(cache=True)
@@ -291,65 +305,123 @@ def _row_top(row, mask):
 
 
 @njit(cache=True)
-def _dense_fill(row, out, dense):
-    """``dense`` = the bits of ``row`` on the indices ``out``, 0 (+0.0) elsewhere."""
-    dense[:] = 0
-    for i in range(out.shape[0]):
-        dense[out[i]] = row[out[i]]
+def _topk_row(row, k, mask, nbits, out, dense, hist, gm, hit, cidx, ckey, cand, work):
+    """Top-k of one row into ``out`` (ascending): sampled one-pass path, exact three-pass path if the sample fails.
 
-
-@njit(cache=True)
-def _topk_row(row, k, mask, nbits, out, dense, hist, cidx, ckey):
-    """Top-k of one row: sampled one-pass path, exact three-pass path if the sample misled it.
-
-    ``hist`` is the zeroed ``2**16`` scratch of :func:`_bracket`; ``cidx``/``ckey`` the scan's
-    scratch, replaced by larger ones when the bracket needs more. Returns ``(top, cidx, ckey)``:
-    the largest masked key of the row (the caller's finiteness check) and the scratch. With a
-    non-empty ``dense`` also writes the dense top-k of the row into it (bits: the kept values, +0.0
-    elsewhere): zeros by one fill (a memset: cheaper than zeroing inside the scan, whose stores would
-    first read every line of ``dense``), then the kept values.
+    ``hist`` is the zeroed ``2**16`` scratch of :func:`_bracket` (left zeroed); ``gm``/``hit``/``cidx``/
+    ``ckey`` the scan's scratch, ``cand``/``work`` the selection's, the last four replaced by larger ones
+    when the bracket needs more. Returns ``(top, cidx, ckey, cand, work)``: the largest masked key of the
+    row (the caller's finiteness check) and the scratch. A non-empty
+    ``dense`` is zeroed (by one fill, a memset: cheaper than zeroing inside the scan, whose stores would
+    first read every line of ``dense``); :func:`_pick` writes the kept values into it.
     """
     d = row.shape[0]
+    if dense.shape[0] > 0:
+        dense[:] = 0
     if d >= _SAMPLED_MIN_D:
         lo_key, hi_key, n_lo = _bracket(row, k, mask, nbits, hist)
         cap = int(2.0 * n_lo) + 8 * _SCAN_GROUPS + 4096
         if cidx.shape[0] < cap:
             cidx = np.empty(cap, np.int64)
             ckey = np.empty(cap, row.dtype)
-        n, top = _scan(row, mask, lo_key, cidx, ckey)
-        if n >= 0:
-            nw, nc = _split(hi_key, k, out, cidx, ckey, n)
-            if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
-                if dense.shape[0] > 0:
-                    dense[:] = 0
-                    for i in range(k):
-                        dense[out[i]] = row[out[i]]
-                return top, cidx, ckey
-    _topk_row_exact(row, k, mask, nbits, out)
-    if dense.shape[0] > 0:
-        _dense_fill(row, out, dense)
-    return _row_top(row, mask), cidx, ckey
+            cand = np.empty(cap + 1, row.dtype)
+            work = np.empty(cap, np.uint64)
+        n, top = _scan(row, mask, lo_key, cidx, ckey, _slices(n_lo, d), gm, hit)
+        if n >= 0 and _finish(k, nbits, lo_key, hi_key, out, cidx, ckey, n, cand, hist, work):
+            return top, cidx, ckey, cand, work
+    _topk_row_exact(row, k, mask, nbits, out, hist, work)
+    return _row_top(row, mask), cidx, ckey, cand, work
 
 
 @njit(cache=True)
-def _topk_chunk(keys, r0, r1, k, mask, nbits, out, dense, top):
-    """Rows ``r0:r1`` one after the other, sharing one set of scratch arrays."""
+def _floyd_row_bitmap(u, d, out, seen):
+    """:func:`_floyd_row` with a bitmap of ``d`` bits (``seen``, at least ``ceil(d / 64)`` words) as the set.
+
+    The same draws (Floyd's algorithm is the same; only the membership test differs): the set for a
+    ground set small enough that its bitmap (``d / 8`` bytes, in cache) beats hashing.
+    """
+    k = u.shape[0]
+    seen[: (d + 63) >> 6] = 0
+    for i in range(k):
+        j = d - k + i
+        t = np.int64(u[i] * (j + 1))
+        if t > j:
+            t = j
+        bit = np.uint64(1) << np.uint64(t & 63)
+        if seen[t >> 6] & bit:
+            t = j  # Floyd: t was taken, so take j (never taken before this step)
+            bit = np.uint64(1) << np.uint64(t & 63)
+        seen[t >> 6] |= bit
+        out[i] = t
+
+
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_BIT = np.zeros(64, np.int64)  # the bit of a one-bit word b, by (b * _DEBRUIJN) >> 58
+for _i in range(64):
+    _DEBRUIJN_BIT[((1 << _i) * int(_DEBRUIJN) % 2**64) >> 58] = _i
+
+
+@njit(cache=True)
+def _pick(row, sel, u, out, dense, seen):
+    """The kept indices of a row from its ascending top set ``sel``, and their values into ``dense``.
+
+    With an empty ``u`` (top-k) they are ``sel`` itself (``out`` is ``sel``); else (rTop-k) the Floyd
+    k-subset drawn by the uniforms ``u`` of the positions in ``sel``: ``out[i] = sel[pos_i]``, in draw
+    order. A non-empty ``dense`` (zeroed) gets the bits of ``row`` on the kept indices, in ascending
+    order (the set bits of Floyd's bitmap, one after the other: far fewer cache misses than draw order).
+    """
+    if u.shape[0] == 0:
+        if dense.shape[0] > 0:
+            for i in range(out.shape[0]):
+                dense[out[i]] = row[out[i]]
+        return
+    _floyd_row_bitmap(u, sel.shape[0], out, seen)
+    for i in range(out.shape[0]):
+        out[i] = sel[out[i]]
+    if dense.shape[0] > 0:
+        for w in range((sel.shape[0] + 63) >> 6):
+            bits = seen[w]
+            while bits:
+                low = bits & (~bits + np.uint64(1))
+                j = sel[(w << 6) + _DEBRUIJN_BIT[(low * _DEBRUIJN) >> np.uint64(58)]]
+                dense[j] = row[j]
+                bits ^= low
+
+
+@njit(cache=True)
+def _topk_chunk(keys, r0, r1, k, mask, nbits, out, dense, top, u):
+    """Rows ``r0:r1`` one after the other, sharing one set of scratch arrays.
+
+    ``u`` of shape ``(m, 0)``: the top-k of each row into ``out`` (m, k); else the rTop-k subsets
+    (:func:`_pick`) into ``out`` (m, u.shape[1]), the top-k set a per-chunk scratch.
+    """
+    d = keys.shape[1]
     hist = np.zeros(1 << 16, np.int64)
+    gm = np.empty(_SCAN_GROUPS, keys.dtype)
+    hit = np.empty(_SCAN_GROUPS, np.int64)
     cidx = np.empty(0, np.int64)
     ckey = np.empty(0, keys.dtype)
+    cand = np.empty(0, keys.dtype)
+    work = np.empty(d if d < _SAMPLED_MIN_D else 0, np.uint64)  # the exact path's candidates
+    rtop = u.shape[1] > 0
+    sel = np.empty(k if rtop else 0, np.int64)
+    seen = np.empty((k + 63) >> 6 if rtop else 0, np.uint64)
     for i in range(r0, r1):
-        top[i], cidx, ckey = _topk_row(keys[i], k, mask, nbits, out[i], dense[i], hist, cidx, ckey)
+        s = sel if rtop else out[i]
+        top[i], cidx, ckey, cand, work = _topk_row(keys[i], k, mask, nbits, s, dense[i], hist, gm, hit, cidx, ckey,
+                                                   cand, work)
+        _pick(keys[i], s, u[i], out[i], dense[i], seen)
 
 
 @njit(cache=True, parallel=True)
-def _topk_rows(keys, k, mask, nbits, out, dense, top, nchunks):
+def _topk_rows(keys, k, mask, nbits, out, dense, top, nchunks, u):
     m = keys.shape[0]
     for c in prange(nchunks):  # one contiguous chunk of rows per thread: scratch allocated once per chunk
-        _topk_chunk(keys, c * m // nchunks, (c + 1) * m // nchunks, k, mask, nbits, out, dense, top)
+        _topk_chunk(keys, c * m // nchunks, (c + 1) * m // nchunks, k, mask, nbits, out, dense, top, u)
 
 
 @njit(cache=True, parallel=True)
-def _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense):
+def _scan_segments(row, mask, lo_key, slices, sidx, skey, ns, tops, dense):
     """:func:`_scan` over ``len(ns)`` contiguous segments of ``row`` in parallel (indices relative to each).
 
     With a non-empty ``dense`` each segment of it is zeroed too.
@@ -359,7 +431,9 @@ def _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense):
     for s in prange(nseg):
         a = s * d // nseg
         b = (s + 1) * d // nseg
-        n, t = _scan(row[a:b], mask, lo_key, sidx[s], skey[s])
+        gm = np.empty(_SCAN_GROUPS, row.dtype)
+        hit = np.empty(_SCAN_GROUPS, np.int64)
+        n, t = _scan(row[a:b], mask, lo_key, sidx[s], skey[s], slices, gm, hit)
         ns[s] = n
         tops[s] = t
         if dense.shape[0] > 0:
@@ -368,7 +442,7 @@ def _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense):
 
 @njit(cache=True)
 def _topk_long_row(row, k, mask, nbits, out, dense, nseg):
-    """:func:`_topk_row` for one long row, its scan split into ``nseg`` segments run in parallel.
+    """:func:`_topk_row` for one long row, its scan split into ``nseg`` segments run in parallel (they zero ``dense``).
 
     Each segment lists its keys ``>= lo_key`` in ascending order; the lists, concatenated in segment
     order, are the list of one scan over the whole row, so the result is :func:`_topk_row`'s.
@@ -381,7 +455,7 @@ def _topk_long_row(row, k, mask, nbits, out, dense, nseg):
     skey = np.empty((nseg, cap), row.dtype)
     ns = np.empty(nseg, np.int64)
     tops = np.zeros(nseg, np.uint64)
-    _scan_segments(row, mask, lo_key, sidx, skey, ns, tops, dense)
+    _scan_segments(row, mask, lo_key, _slices(n_lo, d), sidx, skey, ns, tops, dense)
     n = 0
     top = np.uint64(0)
     for s in range(nseg):
@@ -390,33 +464,30 @@ def _topk_long_row(row, k, mask, nbits, out, dense, nseg):
             break
         n += ns[s]
         top = max(top, tops[s])
-    if n >= 0:
-        cidx = np.empty(n, np.int64)
-        ckey = np.empty(n, row.dtype)
-        c = 0
+    if n >= 0:  # the segments' lists, one after the other, are the list of one scan
+        cand = np.empty(n + 1, row.dtype)
+        nc = 0
+        nw = 0
         for s in range(nseg):
-            a = s * d // nseg
-            for i in range(ns[s]):
-                cidx[c] = sidx[s, i] + a
-                ckey[c] = skey[s, i]
-                c += 1
-        nw, nc = _split(hi_key, k, out, cidx, ckey, n)
-        if nw >= 0 and _finish(k, nbits, out, nw, cidx, ckey, nc):
-            if dense.shape[0] > 0:
-                for i in range(k):
-                    dense[out[i]] = row[out[i]]
-            return top
-    _topk_row_exact(row, k, mask, nbits, out)
-    if dense.shape[0] > 0:
-        _dense_fill(row, out, dense)
+            nc, w = _cands(lo_key, hi_key, skey[s], ns[s], cand, nc)
+            nw += w
+        work = np.empty(nc, np.uint64)
+        t, take, ok = _threshold(k, nbits, lo_key, hi_key, nw, cand, nc, hist, work)
+        if ok:
+            c = 0
+            for s in range(nseg):
+                c, take = _emit(t, take, k, sidx[s], skey[s], ns[s], s * d // nseg, out, c)
+            if c == k:
+                return top
+    _topk_row_exact(row, k, mask, nbits, out, hist, np.empty(0, np.uint64))  # dense was zeroed by the scans
     return _row_top(row, mask)
 
 
 # Small inputs (a simulation's (n, d) per step) run serially: waking the thread pool costs far more than
 # the work (13 ms against ~10 us for 16 x 8 on a loaded 2-core machine). Same per-row function: same result.
 @njit(cache=True)
-def _topk_rows_serial(keys, k, mask, nbits, out, dense, top):
-    _topk_chunk(keys, 0, keys.shape[0], k, mask, nbits, out, dense, top)
+def _topk_rows_serial(keys, k, mask, nbits, out, dense, top, u):
+    _topk_chunk(keys, 0, keys.shape[0], k, mask, nbits, out, dense, top, u)
 
 
 _TOPK_PARALLEL_MIN = 1 << 15  # entries m * d from which the threaded driver is used
@@ -430,21 +501,29 @@ def _keys(x):
     return x.view(np.uint64), np.uint64(0x7FFFFFFFFFFFFFFF), 63, np.uint64(0x7FF0000000000000)
 
 
-def _select(x, k, dense):
-    """Run the row kernels: ``(idx, finite)``; ``dense`` an (m, d) array of ``x``'s dtype or None."""
+def _select(x, k, dense, u=None):
+    """Run the row kernels: ``(idx, finite)``; ``dense`` an (m, d) array of ``x``'s dtype or None.
+
+    ``u`` None: ``idx`` is the top-k of each row; else (float64 (m, kk)) the rTop-k subsets of the top-k sets
+    drawn by ``u`` (:func:`_pick`).
+    """
     m, d = x.shape
     keys, mask, nbits, inf_key = _keys(x)
-    out = np.empty((m, k), dtype=np.int64)
+    u = np.empty((m, 0)) if u is None else np.ascontiguousarray(u, dtype=np.float64)
+    out = np.empty((m, u.shape[1] or k), dtype=np.int64)
     top = np.zeros(m, dtype=np.uint64)
     fused = dense is not None and dense.dtype.itemsize == keys.dtype.itemsize and dense.dtype == x.dtype
     dbits = dense.view(keys.dtype) if fused else np.empty((m, 0), keys.dtype)
     threads = numba.get_num_threads()
     if m == 1 and d >= _BIG_D and threads > 1:  # one long row: its scan in parallel segments
-        top[0] = _topk_long_row(keys[0], k, mask, nbits, out[0], dbits[0], threads)
+        rtop = u.shape[1] > 0
+        sel = np.empty(k, np.int64) if rtop else out[0]
+        top[0] = _topk_long_row(keys[0], k, mask, nbits, sel, dbits[0], threads)
+        _pick(keys[0], sel, u[0], out[0], dbits[0], np.empty((k + 63) >> 6 if rtop else 0, np.uint64))
     elif m * d >= _TOPK_PARALLEL_MIN and m > 1:
-        _topk_rows(keys, k, mask, nbits, out, dbits, top, min(m, threads))
+        _topk_rows(keys, k, mask, nbits, out, dbits, top, min(m, threads), u)
     else:
-        _topk_rows_serial(keys, k, mask, nbits, out, dbits, top)
+        _topk_rows_serial(keys, k, mask, nbits, out, dbits, top, u)
     if dense is not None and not fused:  # float16 / longdouble input: its keys are a float64 copy
         dense[...] = 0
         np.put_along_axis(dense, out, np.take_along_axis(x, out, axis=1), axis=1)
@@ -562,8 +641,26 @@ def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
     return out
 
 
-def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray) -> np.ndarray:
-    """rTop-k: a uniform k-subset (Floyd on ``u``) of the top-r indices of each row.
+@njit(cache=True)
+def _put_rows(keys, mask, idx, dense):
+    """The largest masked key of ``keys`` (the finiteness check); a non-empty ``dense``: ``keys`` on ``idx``, 0 else."""
+    top = np.uint64(0)
+    for i in range(keys.shape[0]):
+        top = max(top, _row_top(keys[i], mask))
+        if dense.shape[1] > 0:
+            dense[i, :] = 0
+            for j in range(idx.shape[1]):
+                dense[i, idx[i, j]] = keys[i, idx[i, j]]
+    return top
+
+
+def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray, dense=None):
+    """``(idx, finite)``: rTop-k, a uniform k-subset (Floyd on ``u``) of each row's top-r indices; ``x`` finite or not.
+
+    One kernel per row: the top-r selection (which reads the finiteness flag in its pass), Floyd's draw of
+    the k positions in the ascending top-r list, and, with ``dense`` (a C-contiguous array of ``x``'s dtype
+    and shape), the dense result: ``x`` on ``idx``, +0.0 elsewhere. When ``finite`` is False, ``idx`` and
+    ``dense`` hold unspecified values.
 
     Parameters
     ----------
@@ -572,19 +669,29 @@ def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray) -> np.ndarray:
         ``1 <= k <= r <= d``.
     u : numpy.ndarray of float64, shape (m, k)
         Uniforms in ``[0, 1)``.
+    dense : numpy.ndarray, shape (m, d), optional
 
     Returns
     -------
-    numpy.ndarray of int64, shape (m, k)
+    idx : numpy.ndarray of int64, shape (m, k)
+        In Floyd's draw order.
+    finite : bool
 
     Examples
     --------
     >>> x = np.array([[5.0, 0.1, 4.0, 0.2]])
-    >>> sorted(rtopk_indices(x, 2, 2, np.array([[0.3, 0.9]]))[0].tolist())
-    [0, 2]
+    >>> idx, ok = rtopk_indices(x, 2, 2, np.array([[0.3, 0.9]]))
+    >>> sorted(idx[0].tolist()), ok
+    ([0, 2], True)
     """
     m, d = x.shape
-    pos = floyd_sample(u, r)
-    if r == d:
-        return pos
-    return np.take_along_axis(topk_indices(x, r), pos, axis=1)
+    if r == d:  # every index is in the top set: the subset is Floyd's draw from range(d)
+        idx = floyd_sample(u, d)
+        keys, mask, _, inf_key = _keys(x)
+        fused = dense is not None and dense.dtype.itemsize == keys.dtype.itemsize and dense.dtype == x.dtype
+        top = _put_rows(keys, mask, idx, dense.view(keys.dtype) if fused else np.empty((m, 0), keys.dtype))
+        if dense is not None and not fused:
+            dense[...] = 0
+            np.put_along_axis(dense, idx, np.take_along_axis(x, idx, axis=1), axis=1)
+        return idx, bool(m == 0 or top < inf_key)
+    return _select(x, r, dense, u)

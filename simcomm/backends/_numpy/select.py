@@ -118,8 +118,8 @@ def floyd_sample(u: np.ndarray, d: int) -> np.ndarray:
     return out
 
 
-def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray) -> np.ndarray:
-    """rTop-k: a uniform k-subset (Floyd on ``u``) of the top-r indices of each row.
+def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray, dense=None):
+    """``(idx, finite)``: rTop-k, a uniform k-subset (Floyd on ``u``) of each row's top-r indices; ``x`` finite or not.
 
     Parameters
     ----------
@@ -128,17 +128,31 @@ def rtopk_indices(x: np.ndarray, k: int, r: int, u: np.ndarray) -> np.ndarray:
         ``1 <= k <= r <= d``.
     u : numpy.ndarray of float64, shape (m, k)
         Uniforms in ``[0, 1)``.
+    dense : numpy.ndarray, shape (m, d), optional
+        C-contiguous, ``x``'s dtype, not overlapping ``x``: receives the dense result, ``x`` on ``idx``
+        and +0.0 elsewhere.
 
     Returns
     -------
-    numpy.ndarray of int64, shape (m, k)
+    idx : numpy.ndarray of int64, shape (m, k)
+        ``top_r[floyd_sample(u, r)]`` with ``top_r`` the ascending top-r indices of the row (Floyd's
+        draw order). When ``finite`` is False, ``idx`` and ``dense`` hold unspecified values (here:
+        ``idx`` is None and ``dense`` is untouched, as in :func:`topk_select`); the caller raises.
+    finite : bool
 
     Examples
     --------
     >>> x = np.array([[5.0, 0.1, 4.0, 0.2]])
-    >>> sorted(rtopk_indices(x, 2, 2, np.array([[0.3, 0.9]]))[0].tolist())
-    [0, 2]
+    >>> idx, ok = rtopk_indices(x, 2, 2, np.array([[0.3, 0.9]]))
+    >>> sorted(idx[0].tolist()), ok
+    ([0, 2], True)
     """
+    if x.size and not bool(np.isfinite(x).all()):
+        return None, False
     m, d = x.shape
     top = np.broadcast_to(np.arange(d, dtype=np.int64), (m, d)) if r == d else topk_indices(x, r)
-    return np.take_along_axis(top, floyd_sample(u, r), axis=1)
+    idx = np.take_along_axis(top, floyd_sample(u, r), axis=1)
+    if dense is not None:
+        dense[...] = 0
+        np.put_along_axis(dense, idx, np.take_along_axis(x, idx, axis=1), axis=1)
+    return idx, True
