@@ -1,6 +1,6 @@
 """One epoch of 16-worker error-feedback SGD (top-k, k = 1% of D) on an MLP.
 
-Target (issue 5): at least 5x faster than a straightforward per-worker Python loop over numpy arrays
+Target (issue 40; issue 5 asked 5x): at least 4x faster than a straightforward per-worker Python loop over numpy arrays
 (``tests/naive_ef.py::numpy_loop_epoch``: per-worker minibatch gradient, ``np.argpartition`` top-k,
 dense message and residual). The simcomm side is :func:`simcomm.optim.ef_sgd` itself (one batched
 forward/backward for all workers, the fused accumulate + top-r kernel, one fused send kernel) with its
@@ -66,23 +66,19 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
                for _ in range(steps)]
     G = np.empty((N_WORKERS, D))
 
-    def gradients_only():  # the fast side's gradient calls alone: the floor of any EF step
-        for idx in batches:
-            worker_gradients(model, theta0, X[idx], y[idx], out=G)
-        return G
-
     M = np.zeros((N_WORKERS, D))
 
-    def gradients_and_pass():  # plus the one pass over (n, D) every EF step makes: p = g + m, in place
+    def gradients(add_pass):  # the fast side's gradient calls alone: the floor of any EF step
         for idx in batches:
             worker_gradients(model, theta0, X[idx], y[idx], out=G)
-            np.add(M, G, out=M)
-        return M
+            if add_pass:  # plus the one pass over (n, D) every EF step makes: p = g + m, in place
+                np.add(M, G, out=M)
+        return G
 
     with threadpool_limits(limits=1):  # one BLAS thread for both sides, as the runner uses per cell
         out = benchmark.pedantic(run, args=(0,), rounds=3, iterations=1, warmup_rounds=1)
         (t_fast, t_base, t_mon, t_grads, t_pass), (_, ref, with_monitor, _, _) = best_interleaved(
-            [lambda: run(0), baseline, lambda: run(steps), gradients_only, gradients_and_pass], ROUNDS)
+            [lambda: run(0), baseline, lambda: run(steps), lambda: gradients(False), lambda: gradients(True)], ROUNDS)
     np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(with_monitor, out)  # the monitor changes no parameter
     benchmark.extra_info["baseline"] = f"per-worker Python loop, np.argpartition top-k ({config}, {steps} steps)"
