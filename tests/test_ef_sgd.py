@@ -495,6 +495,38 @@ def test_fused_kernel_paths_and_out_alias(threads, monkeypatch):
             np.testing.assert_allclose(sq, sq_ref, rtol=1e-13)
 
 
+@pytest.mark.parametrize("d", [1, 7, 8, 9, 64, 1003])
+def test_vector_pass_equals_the_scalar_pass_bit_for_bit(d):
+    # the pass in vector instructions (simd.add_sumsq_collect) against the scalar loop: the same P, the same
+    # norm bit for bit (lane sums added in the same order) and the same candidates, also with NaN, inf,
+    # ties, every threshold kind (0, a sampled value, inf, NaN) and P written over M
+    from simcomm.backends._numba import ef as nef
+    from simcomm.backends._numba.simd import HAVE_COMPRESS
+
+    if not HAVE_COMPRESS:
+        pytest.skip("no vector compress here (LLVM < 19, or the JIT is off): the scalar pass is the only one")
+    rng = np.random.default_rng(d)
+    g, m = rng.standard_normal(d), rng.standard_normal(d)
+    g[::5] = np.round(g[::5])  # ties
+    if d > 8:
+        g[3], m[6], g[d - 1] = np.nan, np.inf, -np.inf
+    for t in (0.0, 0.7, 1.5, np.inf, np.nan):
+        for inplace in (False, True):
+            outs = []
+            for kernel in (nef._pass_scalar, nef._pass_simd):
+                mm = m.copy()
+                p = mm if inplace else np.full(d, -7.0)
+                cand, mags = np.full(d + 8, -1, np.int64), np.full(d + 8, -1.0)
+                nc, sq = kernel(g, mm, p, t, cand, mags)
+                outs.append((nc, sq, p.copy(), cand[:nc].copy(), mags[:nc].copy()))
+            (nc0, sq0, p0, c0, m0), (nc1, sq1, p1, c1, m1) = outs
+            assert nc0 == nc1
+            np.testing.assert_array_equal(np.array([sq1]), np.array([sq0]))  # NaN == NaN here
+            np.testing.assert_array_equal(p1, p0)
+            np.testing.assert_array_equal(c1, c0)
+            np.testing.assert_array_equal(m1, m0)
+
+
 def test_fused_kernel_row_blocks_equal_the_serial_rows():
     # the threaded driver splits the rows into nblk contiguous blocks (uneven when nblk does not divide n):
     # every split gives the serial loop's P, top-r sets and norms

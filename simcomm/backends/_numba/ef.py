@@ -4,7 +4,8 @@ Same name, signature and results as :mod:`simcomm.backends._numpy.ef`. Per row (
 for very large inputs, see ``PARALLEL_MIN``): a strided sample of ``|G + M|`` gives a threshold ``t``
 that about ``2r + 64`` entries exceed; one pass, eight entries at a time, writes ``P = G + M``,
 accumulates ``||P||^2`` (eight partial sums, so it equals numpy's to rounding, not bit for bit) and
-collects every index with ``|P| >= t`` (in ascending order); a quickselect finds the r-th largest
+collects every index with ``|P| >= t`` (in ascending order; with a vector compress and no branch where
+LLVM has one, :mod:`simcomm.backends._numba.simd`); a quickselect finds the r-th largest
 candidate magnitude and one scan keeps the ``r`` largest with ties to the lower index, exactly as
 :func:`simcomm.backends._numpy.select.topk_indices`. Since every entry ``>= t`` is a candidate, the
 result is exact whenever there are at least ``r`` candidates; otherwise ``t`` is lowered (ultimately to
@@ -16,6 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+
+from simcomm.backends._numba.simd import HAVE_COMPRESS, add_sumsq_collect
 
 __all__ = ["ef_accumulate_topr", "ef_send"]
 
@@ -175,13 +178,14 @@ def _select(cand, mags, nc, r, out, work, counts):
 
 
 @njit(cache=True)
-def _pass(g, m, p, t, cand, mags):
+def _pass_scalar(g, m, p, t, cand, mags):
     """One pass: ``p = g + m``, ``||p||^2`` and the indices with ``|p| >= t`` (ascending) and their ``|p|``.
 
     Returns ``(nc, sq)``: the candidates are ``cand[:nc]``, their magnitudes ``mags[:nc]``.
 
-    Eight entries at a time (SIMD): eight partial sums of squares (lane ``j mod 8``), added pairwise at
-    the end, and one compare of the eight against ``t``; only a group with a hit is scanned one by one.
+    Eight entries at a time: eight partial sums of squares (lane ``j mod 8``), added pairwise at the end,
+    and one compare of the eight against ``t``; only a group with a hit is scanned one by one. LLVM
+    emits scalar code for this loop; :func:`_pass_simd` is the same pass in vector instructions.
     """
     d = g.shape[0]
     d8 = d - d % 8
@@ -233,6 +237,33 @@ def _pass(g, m, p, t, cand, mags):
 
 
 @njit(cache=True)
+def _pass_simd(g, m, p, t, cand, mags):
+    """:func:`_pass_scalar` with the groups of eight in vector instructions (:mod:`.simd`).
+
+    The same ``p``, the same lane sums added in the same order (so the same ``sq``, bit for bit) and the
+    same candidates; ``cand`` and ``mags`` need 8 entries of room beyond the count.
+    """
+    lanes = np.empty(8)
+    nc = add_sumsq_collect(g, m, p, t, cand, mags, lanes)
+    d = g.shape[0]
+    tail = 0.0
+    for j in range(d - d % 8, d):
+        v = g[j] + m[j]
+        p[j] = v
+        tail += v * v
+        if abs(v) >= t:
+            cand[nc] = j
+            mags[nc] = abs(v)
+            nc += 1
+    s = lanes
+    return nc, ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail
+
+
+#: The pass the rows use: vector compress where LLVM has it (and the JIT is on), else the scalar loop.
+_pass = _pass_simd if HAVE_COMPRESS else _pass_scalar
+
+
+@njit(cache=True)
 def _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts):
     """Row ``i``: the sampled threshold, one fused pass, the fallback if too few qualify, the selection."""
     d = G.shape[1]
@@ -260,7 +291,12 @@ def _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts):
 
 @njit(cache=True)
 def _scratch(d, s):
-    return np.empty(d, np.int64), np.empty(s), np.empty(s), np.empty(d), np.empty(d), np.empty(_BUCKETS, np.int64)
+    """A row's scratch: candidates, the sample, its top, magnitudes, the selection's work and histogram.
+
+    The candidates and magnitudes have 8 spare entries for the vector pass's full-width stores.
+    """
+    return (np.empty(d + 8, np.int64), np.empty(s), np.empty(s), np.empty(d + 8), np.empty(d),
+            np.empty(_BUCKETS, np.int64))
 
 
 @njit(cache=True, parallel=True)
