@@ -525,6 +525,13 @@ def test_vector_pass_equals_the_scalar_pass_bit_for_bit(d):
             np.testing.assert_array_equal(p1, p0)
             np.testing.assert_array_equal(c1, c0)
             np.testing.assert_array_equal(m1, m0)
+            lists = []
+            for kernel in (nef._collect_scalar, nef._collect_simd):  # the fallback's read-only collect
+                cand, mags = np.full(d + 8, -1, np.int64), np.full(d + 8, -1.0)
+                nc = kernel(p1, t, cand, mags)
+                lists.append((cand[:nc].copy(), mags[:nc].copy()))
+            for a, b in zip(*lists):
+                np.testing.assert_array_equal(b, a)
 
 
 def test_fused_kernel_row_blocks_equal_the_serial_rows():

@@ -18,7 +18,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from simcomm.backends._numba.simd import HAVE_COMPRESS, add_sumsq_collect
+from simcomm.backends._numba.simd import HAVE_COMPRESS, add_sumsq_collect, collect
 
 __all__ = ["ef_accumulate_topr", "ef_send"]
 
@@ -26,27 +26,54 @@ _SAMPLE = 256
 
 
 @njit(cache=True)
-def _candidates(p, samp, q, r, cand):
-    """Indices with ``|p| >= t`` for thresholds lowered from ``samp[s - q]`` until ``r`` qualify."""
+def _collect_scalar(p, t, cand, mags):
+    """Append every ``j`` with ``|p[j]| >= t`` (ascending) to ``cand`` and its ``|p[j]|`` to ``mags``; the count."""
+    nc = 0
+    for j in range(p.shape[0]):
+        a = abs(p[j])
+        if a >= t:
+            cand[nc] = j
+            mags[nc] = a
+            nc += 1
+    return nc
+
+
+@njit(cache=True)
+def _collect_simd(p, t, cand, mags):
+    """:func:`_collect_scalar` in vector instructions (:func:`.simd.collect`); 8 entries of room needed."""
+    nc = collect(p, t, cand, mags)
     d = p.shape[0]
+    for j in range(d - d % 8, d):
+        a = abs(p[j])
+        if a >= t:
+            cand[nc] = j
+            mags[nc] = a
+            nc += 1
+    return nc
+
+
+_collect = _collect_simd if HAVE_COMPRESS else _collect_scalar
+
+
+@njit(cache=True)
+def _candidates(p, samp, q, r, cand, mags):
+    """Indices with ``|p| >= t`` and their magnitudes, ``t`` lowered from ``samp[s - q]`` until ``r`` qualify.
+
+    ``samp`` is ascending. Past the sample every index is a candidate, a NaN magnitude as ``+inf`` (NaN
+    compares false; such a row is one the caller skips).
+    """
     s = samp.shape[0]
-    while True:
-        t = samp[s - q] if q <= s else 0.0
-        nc = 0
-        if q > s:  # take every index (also guards rows with NaN, which compare false)
-            for j in range(d):
-                cand[nc] = j
-                nc += 1
-        else:
-            for j in range(d):
-                if abs(p[j]) >= t:
-                    cand[nc] = j
-                    nc += 1
+    while q <= s:
+        nc = _collect(p, samp[s - q], cand, mags)
         if nc >= r:
             return nc
-        q = 2 * q if q <= s else s + 1
-        if q > s:
-            q = s + 1
+        q = 2 * q
+    d = p.shape[0]
+    for j in range(d):
+        cand[j] = j
+        v = abs(p[j])
+        mags[j] = v if v == v else np.inf
+    return d
 
 
 @njit(cache=True)
@@ -281,11 +308,7 @@ def _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts):
             q = s + 1
         srt = samp.copy()
         srt.sort()  # ascending, as the fallback thresholds expect
-        nc = _candidates(P[i], srt, q, r, cand)
-        p = P[i]
-        for c in range(nc):
-            v = abs(p[cand[c]])
-            mags[c] = v if v == v else np.inf  # NaN (a row the caller skips: its norm is not finite) as +inf
+        nc = _candidates(P[i], srt, q, r, cand, mags)
     _select(cand, mags, nc, r, top[i], work, counts)
 
 

@@ -22,7 +22,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["HAVE_COMPRESS", "add_sumsq_collect"]
+__all__ = ["HAVE_COMPRESS", "add_sumsq_collect", "collect"]
 
 #: LLVM has the vector compress intrinsic since version 19; with the JIT off nothing is compiled.
 HAVE_COMPRESS = llvm.llvm_version_info >= (19,) and not numba.config.DISABLE_JIT
@@ -46,6 +46,65 @@ def _is_c_vector(ty, dtype):
     return isinstance(ty, types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype == dtype
 
 
+class _Vec:
+    """LLVM types and intrinsics of the 8-lane loops, declared in the module being built."""
+
+    def __init__(self, builder):
+        self.f, self.i = ir.DoubleType(), ir.IntType(64)
+        self.vf, self.vi = ir.VectorType(self.f, _W), ir.VectorType(self.i, _W)
+        vb, i8, mod = ir.VectorType(ir.IntType(1), _W), ir.IntType(8), builder.module
+        self.fabs = cgutils.get_or_insert_function(mod, ir.FunctionType(self.vf, [self.vf]), "llvm.fabs.v8f64")
+        self.compress_f = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(self.vf, [self.vf, vb, self.vf]), "llvm.experimental.vector.compress.v8f64")
+        self.compress_i = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(self.vi, [self.vi, vb, self.vi]), "llvm.experimental.vector.compress.v8i64")
+        self.popcount = cgutils.get_or_insert_function(mod, ir.FunctionType(i8, [i8]), "llvm.ctpop.i8")
+        self.lane_ids = ir.Constant(self.vi, list(range(_W)))
+
+
+def _append_hits(builder, vec, j, count, mag, t_vec, cand, mags):
+    """Append the lanes of group ``j`` with ``mag >= t`` to ``cand``/``mags`` at ``count``; the new count.
+
+    Each list gets one full-width store of the compressed vector (lanes past the hits are scratch).
+    """
+    hit = builder.fcmp_ordered(">=", mag, t_vec)
+    idx = builder.add(_splat(builder, vec.vi, j), vec.lane_ids)
+    undef_i, undef_f = ir.Constant(vec.vi, ir.Undefined), ir.Constant(vec.vf, ir.Undefined)
+    builder.store(builder.call(vec.compress_i, [idx, hit, undef_i]), _vector_ptr(builder, cand, count, vec.vi),
+                  align=8)
+    builder.store(builder.call(vec.compress_f, [mag, hit, undef_f]), _vector_ptr(builder, mags, count, vec.vf),
+                  align=8)
+    hits = builder.zext(builder.call(vec.popcount, [builder.bitcast(hit, ir.IntType(8))]), vec.i)
+    return builder.add(count, hits)
+
+
+def _group_loop(builder, vec, d, acc0, body):
+    """``for j in range(0, d - d % 8, 8)`` carrying ``(count, acc)``; ``body(j, count, acc)`` gives the next.
+
+    Returns the final ``(count, acc)``.
+    """
+    end = builder.and_(d, ir.Constant(vec.i, -_W))
+    entry = builder.block
+    head = builder.append_basic_block("groups.head")
+    loop = builder.append_basic_block("groups.body")
+    done = builder.append_basic_block("groups.done")
+    builder.branch(head)
+    builder.position_at_end(head)
+    j, count, acc = builder.phi(vec.i), builder.phi(vec.i), builder.phi(vec.vf)
+    j.add_incoming(ir.Constant(vec.i, 0), entry)
+    count.add_incoming(ir.Constant(vec.i, 0), entry)
+    acc.add_incoming(acc0, entry)
+    builder.cbranch(builder.icmp_signed("<", j, end), loop, done)
+    builder.position_at_end(loop)
+    count_next, acc_next = body(j, count, acc)
+    j.add_incoming(builder.add(j, ir.Constant(vec.i, _W)), builder.block)
+    count.add_incoming(count_next, builder.block)
+    acc.add_incoming(acc_next, builder.block)
+    builder.branch(head)
+    builder.position_at_end(done)
+    return count, acc
+
+
 @intrinsic
 def add_sumsq_collect(typingctx, g, m, p, t, cand, mags, lane_sums):
     """``p = g + m`` over the first ``len(g) - len(g) % 8`` entries; returns how many were collected.
@@ -66,56 +125,48 @@ def add_sumsq_collect(typingctx, g, m, p, t, cand, mags, lane_sums):
     def codegen(context, builder, signature, args):
         ga, ma, pa, ca, mga, sa = [context.make_array(ty)(context, builder, v)
                                    for ty, v in zip(signature.args, args) if isinstance(ty, types.Array)]
-        t_val = args[3]
-        d = builder.extract_value(ga.shape, 0)
-        lf, li, lb = ir.DoubleType(), ir.IntType(64), ir.IntType(1)
-        vf, vi, vb = ir.VectorType(lf, _W), ir.VectorType(li, _W), ir.VectorType(lb, _W)
-        mod = builder.module
-        fabs = cgutils.get_or_insert_function(mod, ir.FunctionType(vf, [vf]), "llvm.fabs.v8f64")
-        compress_f = cgutils.get_or_insert_function(
-            mod, ir.FunctionType(vf, [vf, vb, vf]), "llvm.experimental.vector.compress.v8f64")
-        compress_i = cgutils.get_or_insert_function(
-            mod, ir.FunctionType(vi, [vi, vb, vi]), "llvm.experimental.vector.compress.v8i64")
-        popcount = cgutils.get_or_insert_function(mod, ir.FunctionType(ir.IntType(8), [ir.IntType(8)]),
-                                                  "llvm.ctpop.i8")
-        end = builder.and_(d, ir.Constant(li, -_W))
-        t_vec = _splat(builder, vf, t_val)
-        lane_ids = ir.Constant(vi, list(range(_W)))
+        vec = _Vec(builder)
+        t_vec = _splat(builder, vec.vf, args[3])
 
-        entry = builder.block
-        head = builder.append_basic_block("collect.head")
-        body = builder.append_basic_block("collect.body")
-        done = builder.append_basic_block("collect.done")
-        builder.branch(head)
+        def body(j, count, acc):
+            v = builder.fadd(builder.load(_vector_ptr(builder, ga, j, vec.vf), align=8),
+                             builder.load(_vector_ptr(builder, ma, j, vec.vf), align=8))
+            builder.store(v, _vector_ptr(builder, pa, j, vec.vf), align=8)
+            mag = builder.call(vec.fabs, [v])
+            return (_append_hits(builder, vec, j, count, mag, t_vec, ca, mga),
+                    builder.fadd(acc, builder.fmul(v, v)))
 
-        builder.position_at_end(head)
-        j = builder.phi(li)
-        count = builder.phi(li)
-        acc = builder.phi(vf)
-        j.add_incoming(ir.Constant(li, 0), entry)
-        count.add_incoming(ir.Constant(li, 0), entry)
-        acc.add_incoming(ir.Constant(vf, [0.0] * _W), entry)
-        builder.cbranch(builder.icmp_signed("<", j, end), body, done)
+        count, acc = _group_loop(builder, vec, builder.extract_value(ga.shape, 0),
+                                 ir.Constant(vec.vf, [0.0] * _W), body)
+        builder.store(acc, _vector_ptr(builder, sa, ir.Constant(vec.i, 0), vec.vf), align=8)
+        return count
 
-        builder.position_at_end(body)
-        v = builder.fadd(builder.load(_vector_ptr(builder, ga, j, vf), align=8),
-                         builder.load(_vector_ptr(builder, ma, j, vf), align=8))
-        builder.store(v, _vector_ptr(builder, pa, j, vf), align=8)
-        acc_next = builder.fadd(acc, builder.fmul(v, v))
-        mag = builder.call(fabs, [v])
-        hit = builder.fcmp_ordered(">=", mag, t_vec)
-        idx = builder.add(_splat(builder, vi, j), lane_ids)
-        undef_i, undef_f = ir.Constant(vi, ir.Undefined), ir.Constant(vf, ir.Undefined)
-        builder.store(builder.call(compress_i, [idx, hit, undef_i]), _vector_ptr(builder, ca, count, vi), align=8)
-        builder.store(builder.call(compress_f, [mag, hit, undef_f]), _vector_ptr(builder, mga, count, vf), align=8)
-        hits = builder.zext(builder.call(popcount, [builder.bitcast(hit, ir.IntType(8))]), li)
-        j.add_incoming(builder.add(j, ir.Constant(li, _W)), body)
-        count.add_incoming(builder.add(count, hits), body)
-        acc.add_incoming(acc_next, body)
-        builder.branch(head)
+    return sig, codegen
 
-        builder.position_at_end(done)
-        builder.store(acc, _vector_ptr(builder, sa, ir.Constant(li, 0), vf), align=8)
+
+@intrinsic
+def collect(typingctx, p, t, cand, mags):
+    """Append every ``j < len(p) - len(p) % 8`` with ``|p[j]| >= t`` to ``cand``/``mags``; returns the count.
+
+    As :func:`add_sumsq_collect` without the sum and the write: ``p`` is only read.
+    """
+    f64, i64 = types.float64, types.int64
+    if not (_is_c_vector(p, f64) and _is_c_vector(mags, f64) and _is_c_vector(cand, i64) and t == f64):
+        return None
+    sig = i64(p, t, cand, mags)
+
+    def codegen(context, builder, signature, args):
+        pa, ca, mga = [context.make_array(ty)(context, builder, v)
+                       for ty, v in zip(signature.args, args) if isinstance(ty, types.Array)]
+        vec = _Vec(builder)
+        t_vec = _splat(builder, vec.vf, args[1])
+
+        def body(j, count, acc):
+            mag = builder.call(vec.fabs, [builder.load(_vector_ptr(builder, pa, j, vec.vf), align=8)])
+            return _append_hits(builder, vec, j, count, mag, t_vec, ca, mga), acc
+
+        count, _ = _group_loop(builder, vec, builder.extract_value(pa.shape, 0), ir.Constant(vec.vf, [0.0] * _W),
+                               body)
         return count
 
     return sig, codegen
