@@ -9,10 +9,10 @@ monitor off (``record_every=0``), so both sides do the same work: the baseline e
 and ``steps``). Ratios are baseline time / simcomm time, in one run. ``extra_info["ceiling"]`` is the
 baseline time over the time of the epoch's batched gradients alone (the same ``worker_gradients`` calls
 on the same minibatches, no EF step): both sides do the same matrix products, so no EF step, however
-fast, can make the ratio larger than that here. ``extra_info["ceiling_with_pass"]`` adds one numpy
-in-place add ``M += G`` per step to those gradients: the memory traffic no EF step avoids (read the
-gradients and the memory, write p), so the step's own work over its floor shows as the gap between the
-two ceilings and the ratio.
+fast, can make the ratio larger than that here. ``extra_info["reference_with_pass"]`` adds one numpy
+in-place add ``M += G`` per step to those gradients, the memory traffic of forming ``p`` (read the
+gradients and the memory, write p): the ratio an EF step as fast as one single-threaded numpy add would
+give. It is a reference, not a ceiling: the fused kernel runs its rows on numba's threads and may beat it.
 
 Both sides are timed best-of-``ROUNDS`` with their rounds interleaved (fast, baseline, fast, ...), so a
 burst of load from another process on this 2-core machine hits both instead of one, and both run with
@@ -85,9 +85,9 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
     benchmark.extra_info["ratio"] = t_base / t_fast
     benchmark.extra_info["ratio_with_monitor"] = t_base / t_mon
     benchmark.extra_info["ceiling"] = t_base / t_grads
-    benchmark.extra_info["ceiling_with_pass"] = t_base / t_pass
+    benchmark.extra_info["reference_with_pass"] = t_base / t_pass
     benchmark.extra_info["seconds"] = {"ef_sgd": t_fast, "baseline": t_base, "gradients_only": t_grads,
                                        "gradients_and_pass": t_pass}
     benchmark.extra_info["target"] = (f">= 4x (issue 40); ceiling here {t_base / t_grads:.1f}x (baseline / the batched "
-                                      f"gradients alone), {t_base / t_pass:.1f}x with one in-place pass M += G a "
-                                      f"step; {t_base / t_mon:.1f}x with ef_sgd's two loss evaluations")
+                                      f"gradients alone); {t_base / t_pass:.1f}x for an EF step at the speed of "
+                                      f"one numpy pass M += G; {t_base / t_mon:.1f}x with ef_sgd's two loss evaluations")

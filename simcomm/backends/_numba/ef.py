@@ -341,8 +341,9 @@ def _rows_serial(G, M, P, r, top, sq):
 
 
 #: From this many entries (n * D) the rows run on the threads numba is given (the runner gives each cell
-#: its share of the cores). Idle 2-core machine, numba's OpenMP layer: 16 x 101,770 takes 2.0-2.3 ms on
-#: one thread and 1.6-1.7 ms on two; 16 x 4,810 0.07 ms on one and 0.04-0.06 ms on two.
+#: its share of the cores). Idle 2-core machine, numba's OpenMP layer, the vector pass: 16 x 101,770 takes
+#: 1.2-1.5 ms on one thread and 0.8-0.9 ms on two; 16 x 4,810 0.2-0.27 ms on one and 0.1 ms on two. Below
+#: the threshold a busy second core costs more than it saves: a thread that waits for it waits milliseconds.
 PARALLEL_MIN = 1 << 20
 
 
