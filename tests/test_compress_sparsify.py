@@ -294,3 +294,37 @@ def test_bad_input_raises_one_line(call, match):
     with pytest.raises(UserError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_vector_scan_lists_what_the_group_scan_lists(dtype):
+    # the top-k scan in vector instructions (simd.collect_keys) against the group scan: the same list of keys
+    # at or above the bracket, the same indices in the same order, the same largest key (NaN and inf
+    # included), and the same refusal (-1) when the list could overflow its capacity
+    from simcomm.backends._numba import select as sel
+    from simcomm.backends._numba.simd import HAVE_COMPRESS
+
+    if not HAVE_COMPRESS:
+        pytest.skip("no vector compress here (LLVM < 19, or the JIT is off): the group scan is the only one")
+    key_t, mask = (np.uint64, np.uint64(2**63 - 1)) if dtype == np.float64 else (np.uint32, np.uint32(2**31 - 1))
+    rng = np.random.default_rng(11)
+    for d in (5, 8, 1023, 1024, 1025, 5000, 70001):
+        x = rng.standard_normal(d).astype(dtype)
+        if d > 10:
+            x[3], x[7], x[::11] = np.nan, -np.inf, 0.5
+        keys = x.view(key_t)
+        masked = (keys & mask).astype(np.uint64)
+        for lo in (np.uint64(0), *np.quantile(masked, [0.5, 0.9, 0.99]).astype(np.uint64), np.uint64(mask) + 1):
+            got = []
+            for scan in (sel._scan_groups, sel._scan_simd):
+                cap = d + 8 * sel._SCAN_GROUPS + 64
+                cidx, ckey = np.full(cap, -1, np.int64), np.zeros(cap, key_t)
+                n, top = scan(keys, mask, lo, cidx, ckey, 8, np.empty(sel._SCAN_GROUPS, key_t),
+                              np.empty(sel._SCAN_GROUPS, np.int64))
+                got.append((n, int(top), cidx[:n].tolist(), ckey[:n].tolist()))
+            assert got[0] == got[1]
+            assert got[0][0] == int((masked >= lo).sum())
+        for scan in (sel._scan_groups, sel._scan_simd):  # every key listed, into room for 16: refused
+            n, _ = scan(keys, mask, np.uint64(0), np.empty(16, np.int64), np.empty(16, key_t), 8,
+                        np.empty(sel._SCAN_GROUPS, key_t), np.empty(sel._SCAN_GROUPS, np.int64))
+            assert n == (-1 if d > 8 else d)

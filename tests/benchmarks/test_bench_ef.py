@@ -90,4 +90,4 @@ def test_bench_ef_epoch_vs_worker_loop(benchmark, config):
                                        "gradients_and_pass": t_pass}
     benchmark.extra_info["target"] = (f">= 4x (issue 40); ceiling here {t_base / t_grads:.1f}x (baseline / the batched "
                                       f"gradients alone); {t_base / t_pass:.1f}x for an EF step at the speed of "
-                                      f"one numpy pass M += G; {t_base / t_mon:.1f}x with ef_sgd's two loss evaluations")
+                                      f"one numpy pass M += G; {t_base / t_mon:.1f}x with ef_sgd's loss evaluations")

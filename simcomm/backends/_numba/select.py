@@ -8,7 +8,8 @@ kept indices in ascending order (ties to the lower index).
 
 Rows of ``2**15`` keys and more take the sampled path instead: a histogram of a block sample brackets
 the k-th largest key, one branch-free pass lists every key at or above the bracket (and reads the
-row's largest key, the finiteness check), and the exact selection runs on that short list; the exact
+row's largest key, the finiteness check; in vector compress instructions where LLVM has them,
+:mod:`simcomm.backends._numba.simd`), and the exact selection runs on that short list; the exact
 path is the fallback when the sample misleads. Rows run in parallel (one chunk of rows per thread);
 a single row of ``2**22`` keys and more is scanned in parallel segments instead.
 """
@@ -18,6 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+
+from simcomm.backends._numba.simd import HAVE_COMPRESS, collect_keys
 
 __all__ = ["topk_indices", "topk_select", "floyd_sample", "rtopk_indices"]
 
@@ -171,7 +174,7 @@ def _slices(n_lo, d):
 
 
 @njit(cache=True)
-def _scan(row, mask, lo_key, cidx, ckey, slices, gm, hit):
+def _scan_groups(row, mask, lo_key, cidx, ckey, slices, gm, hit):
     """One pass over ``row``: every key ``>= lo_key`` and its index, in ascending index order.
 
     Returns ``(n, top)``: how many keys went to ``cidx``/``ckey`` and the largest masked key of the
@@ -222,6 +225,45 @@ def _scan(row, mask, lo_key, cidx, ckey, slices, gm, hit):
         ckey[n] = key
         n += key >= lo
     return n, np.uint64(top)
+
+
+_SCAN_CHUNK = 1024  # keys per call of the vector scan, and the margin its capacity check keeps
+
+
+@njit(cache=True)
+def _scan_simd(row, mask, lo_key, cidx, ckey, slices, gm, hit):
+    """:func:`_scan_groups` in vector instructions (:func:`.simd.collect_keys`): the same list and ``top``.
+
+    Eight keys at a time, compared with ``lo_key`` and compressed into the lists with no branch, so the
+    cost does not depend on how many keys are listed; ``slices``, ``gm`` and ``hit`` are not used.
+    """
+    n = 0
+    cap = cidx.shape[0]
+    d = row.shape[0]
+    lo = row.dtype.type(lo_key)
+    top = np.zeros(1, np.uint64)
+    j = 0
+    while j + _SCAN_CHUNK <= d:
+        if n + _SCAN_CHUNK > cap:
+            return -1, top[0]
+        n = collect_keys(row[j : j + _SCAN_CHUNK], mask, lo, cidx, ckey, n, j, top)
+        j += _SCAN_CHUNK
+    if n + (d - j) + 8 > cap:
+        return -1, top[0]
+    e = j + (d - j) // 8 * 8
+    n = collect_keys(row[j:e], mask, lo, cidx, ckey, n, j, top)
+    t = top[0]
+    for i in range(e, d):
+        key = row[i] & mask
+        t = max(t, np.uint64(key))
+        cidx[n] = i
+        ckey[n] = key
+        n += key >= lo
+    return n, t
+
+
+#: The scan the rows use: vector compress where LLVM has it (and the JIT is on), else the group scan.
+_scan = _scan_simd if HAVE_COMPRESS else _scan_groups
 
 
 @njit(cache=True)

@@ -22,7 +22,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["HAVE_COMPRESS", "add_sumsq_collect", "collect"]
+__all__ = ["HAVE_COMPRESS", "add_sumsq_collect", "collect", "collect_keys"]
 
 #: LLVM has the vector compress intrinsic since version 19; with the JIT off nothing is compiled.
 HAVE_COMPRESS = llvm.llvm_version_info >= (19,) and not numba.config.DISABLE_JIT
@@ -167,6 +167,75 @@ def collect(typingctx, p, t, cand, mags):
 
         count, _ = _group_loop(builder, vec, builder.extract_value(pa.shape, 0), ir.Constant(vec.vf, [0.0] * _W),
                                body)
+        return count
+
+    return sig, codegen
+
+
+@intrinsic
+def collect_keys(typingctx, seg, mask, lo, cidx, ckey, start, base, top):
+    """List the keys ``seg[j] & mask >= lo`` of the first ``len(seg) - len(seg) % 8`` keys; returns the new count.
+
+    Each listed key goes to ``ckey`` and its index ``base + j`` to ``cidx``, appended in ascending order
+    from ``start`` (each append writes 8 slots: 8 entries of room are needed). ``top[0]`` (uint64) is
+    raised to the largest masked key of those keys. ``seg`` holds unsigned keys (uint32 or uint64), 1-D
+    C-contiguous, ``ckey`` the same dtype; ``mask`` and ``lo`` are of that dtype too.
+    """
+    key_t = getattr(seg, "dtype", None)
+    if not (key_t in (types.uint32, types.uint64) and _is_c_vector(seg, key_t) and _is_c_vector(ckey, key_t)
+            and _is_c_vector(cidx, types.int64) and _is_c_vector(top, types.uint64) and mask == key_t
+            and lo == key_t and start == types.int64 and base == types.int64):
+        return None
+    sig = types.int64(seg, mask, lo, cidx, ckey, start, base, top)
+
+    def codegen(context, builder, signature, args):
+        sa, ia, ka, ta = [context.make_array(ty)(context, builder, v)
+                          for ty, v in zip(signature.args, args) if isinstance(ty, types.Array)]
+        vec = _Vec(builder)
+        kt = ir.IntType(key_t.bitwidth)
+        vk = ir.VectorType(kt, _W)
+        vb = ir.VectorType(ir.IntType(1), _W)
+        mod = builder.module
+        suffix = f"v8i{key_t.bitwidth}"
+        compress_k = cgutils.get_or_insert_function(mod, ir.FunctionType(vk, [vk, vb, vk]),
+                                                    f"llvm.experimental.vector.compress.{suffix}")
+        umax = cgutils.get_or_insert_function(mod, ir.FunctionType(vk, [vk, vk]), f"llvm.umax.{suffix}")
+        reduce_umax = cgutils.get_or_insert_function(mod, ir.FunctionType(kt, [vk]),
+                                                     f"llvm.vector.reduce.umax.{suffix}")
+        mask_v, lo_v = _splat(builder, vk, args[1]), _splat(builder, vk, args[2])
+        start, base = args[5], args[6]
+        entry = builder.block
+        end = builder.and_(builder.extract_value(sa.shape, 0), ir.Constant(vec.i, -_W))
+        head = builder.append_basic_block("keys.head")
+        loop = builder.append_basic_block("keys.body")
+        done = builder.append_basic_block("keys.done")
+        builder.branch(head)
+        builder.position_at_end(head)
+        j, count, acc = builder.phi(vec.i), builder.phi(vec.i), builder.phi(vk)
+        j.add_incoming(ir.Constant(vec.i, 0), entry)
+        count.add_incoming(start, entry)
+        acc.add_incoming(ir.Constant(vk, [0] * _W), entry)
+        builder.cbranch(builder.icmp_signed("<", j, end), loop, done)
+        builder.position_at_end(loop)
+        keys = builder.and_(builder.load(_vector_ptr(builder, sa, j, vk), align=key_t.bitwidth // 8), mask_v)
+        hit = builder.icmp_unsigned(">=", keys, lo_v)
+        idx = builder.add(_splat(builder, vec.vi, builder.add(j, base)), vec.lane_ids)
+        builder.store(builder.call(vec.compress_i, [idx, hit, ir.Constant(vec.vi, ir.Undefined)]),
+                      _vector_ptr(builder, ia, count, vec.vi), align=8)
+        builder.store(builder.call(compress_k, [keys, hit, ir.Constant(vk, ir.Undefined)]),
+                      _vector_ptr(builder, ka, count, vk), align=key_t.bitwidth // 8)
+        hits = builder.zext(builder.call(vec.popcount, [builder.bitcast(hit, ir.IntType(8))]), vec.i)
+        j.add_incoming(builder.add(j, ir.Constant(vec.i, _W)), loop)
+        count.add_incoming(builder.add(count, hits), loop)
+        acc.add_incoming(builder.call(umax, [acc, keys]), loop)
+        builder.branch(head)
+        builder.position_at_end(done)
+        seg_top = builder.call(reduce_umax, [acc])
+        if key_t.bitwidth < 64:
+            seg_top = builder.zext(seg_top, vec.i)
+        top_ptr = builder.gep(ta.data, [ir.Constant(vec.i, 0)])
+        old = builder.load(top_ptr)
+        builder.store(builder.select(builder.icmp_unsigned(">", seg_top, old), seg_top, old), top_ptr)
         return count
 
     return sig, codegen
