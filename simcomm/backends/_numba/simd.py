@@ -1,16 +1,21 @@
-"""Explicit SIMD for the one loop numba's vectoriser cannot write: a streaming pass with compaction.
+"""Explicit SIMD for the loops numba's vectoriser cannot write: streaming passes with compaction.
 
-:func:`add_sumsq_collect` is a numba intrinsic whose body is LLVM IR written here: eight lanes at a time
-it forms ``p = g + m``, adds ``p * p`` to eight lane sums, and appends the indices and magnitudes of the
-lanes with ``|p| >= t`` to two lists with a vector compress (``llvm.experimental.vector.compress``, one
-``vcompresspd``/``vpcompressq`` into a register on AVX-512, followed by a plain full-width store; the
-memory form of the instruction is microcoded on some CPUs). There is no branch per group, so its cost
-does not depend on how many entries qualify. The same loop written in numba keeps a branch per group of
-eight, and LLVM emits scalar code for it.
+Numba intrinsics whose bodies are LLVM IR written here, eight lanes at a time, each appending the lanes
+that pass a threshold to index (and value) lists with a vector compress (``llvm.experimental.vector
+.compress``: one ``vcompresspd``/``vpcompressq`` into a register on AVX-512, then a plain full-width
+store; the memory form of the instruction is microcoded on some CPUs) and a population count. There is
+no branch per group, so the cost does not depend on how many entries qualify; the same loops written in
+numba keep a branch per group of eight, and LLVM emits scalar code for them.
 
-The intrinsic needs LLVM 19 or later (llvmlite 0.45+) and compiled code: :data:`HAVE_COMPRESS` says
-whether it can be used; the callers keep the scalar loop for the other cases (and for
-``NUMBA_DISABLE_JIT=1``, where the kernels run as Python).
+- :func:`add_sumsq_collect`: ``p = g + m``, eight lane sums of ``p * p``, the entries ``|p| >= t``
+  (error feedback's fused pass);
+- :func:`collect`: the entries ``|p| >= t`` of ``p``, read only (its fallback with a lower threshold);
+- :func:`collect_keys`: the unsigned keys at or above a bracket and their largest (the top-k scan).
+
+They need LLVM 19 or later (llvmlite 0.45+) and compiled code: :data:`HAVE_COMPRESS` says whether they
+can be used; the callers keep their scalar loops for the other cases (and for ``NUMBA_DISABLE_JIT=1``,
+where the kernels run as Python). On CPUs without AVX-512 LLVM expands the compress into plain
+instructions (same results).
 """
 
 from __future__ import annotations
@@ -78,10 +83,11 @@ def _append_hits(builder, vec, j, count, mag, t_vec, cand, mags):
     return builder.add(count, hits)
 
 
-def _group_loop(builder, vec, d, acc0, body):
+def _group_loop(builder, vec, d, acc0, body, start=None):
     """``for j in range(0, d - d % 8, 8)`` carrying ``(count, acc)``; ``body(j, count, acc)`` gives the next.
 
-    Returns the final ``(count, acc)``.
+    ``count`` starts at ``start`` (0 by default), ``acc`` at ``acc0`` (a vector of any type). Returns the
+    final ``(count, acc)``.
     """
     end = builder.and_(d, ir.Constant(vec.i, -_W))
     entry = builder.block
@@ -90,9 +96,9 @@ def _group_loop(builder, vec, d, acc0, body):
     done = builder.append_basic_block("groups.done")
     builder.branch(head)
     builder.position_at_end(head)
-    j, count, acc = builder.phi(vec.i), builder.phi(vec.i), builder.phi(vec.vf)
+    j, count, acc = builder.phi(vec.i), builder.phi(vec.i), builder.phi(acc0.type)
     j.add_incoming(ir.Constant(vec.i, 0), entry)
-    count.add_incoming(ir.Constant(vec.i, 0), entry)
+    count.add_incoming(ir.Constant(vec.i, 0) if start is None else start, entry)
     acc.add_incoming(acc0, entry)
     builder.cbranch(builder.icmp_signed("<", j, end), loop, done)
     builder.position_at_end(loop)
@@ -203,33 +209,22 @@ def collect_keys(typingctx, seg, mask, lo, cidx, ckey, start, base, top):
         reduce_umax = cgutils.get_or_insert_function(mod, ir.FunctionType(kt, [vk]),
                                                      f"llvm.vector.reduce.umax.{suffix}")
         mask_v, lo_v = _splat(builder, vk, args[1]), _splat(builder, vk, args[2])
-        start, base = args[5], args[6]
-        entry = builder.block
-        end = builder.and_(builder.extract_value(sa.shape, 0), ir.Constant(vec.i, -_W))
-        head = builder.append_basic_block("keys.head")
-        loop = builder.append_basic_block("keys.body")
-        done = builder.append_basic_block("keys.done")
-        builder.branch(head)
-        builder.position_at_end(head)
-        j, count, acc = builder.phi(vec.i), builder.phi(vec.i), builder.phi(vk)
-        j.add_incoming(ir.Constant(vec.i, 0), entry)
-        count.add_incoming(start, entry)
-        acc.add_incoming(ir.Constant(vk, [0] * _W), entry)
-        builder.cbranch(builder.icmp_signed("<", j, end), loop, done)
-        builder.position_at_end(loop)
-        keys = builder.and_(builder.load(_vector_ptr(builder, sa, j, vk), align=key_t.bitwidth // 8), mask_v)
-        hit = builder.icmp_unsigned(">=", keys, lo_v)
-        idx = builder.add(_splat(builder, vec.vi, builder.add(j, base)), vec.lane_ids)
-        builder.store(builder.call(vec.compress_i, [idx, hit, ir.Constant(vec.vi, ir.Undefined)]),
-                      _vector_ptr(builder, ia, count, vec.vi), align=8)
-        builder.store(builder.call(compress_k, [keys, hit, ir.Constant(vk, ir.Undefined)]),
-                      _vector_ptr(builder, ka, count, vk), align=key_t.bitwidth // 8)
-        hits = builder.zext(builder.call(vec.popcount, [builder.bitcast(hit, ir.IntType(8))]), vec.i)
-        j.add_incoming(builder.add(j, ir.Constant(vec.i, _W)), loop)
-        count.add_incoming(builder.add(count, hits), loop)
-        acc.add_incoming(builder.call(umax, [acc, keys]), loop)
-        builder.branch(head)
-        builder.position_at_end(done)
+        base = args[6]
+        align = key_t.bitwidth // 8
+
+        def body(j, count, acc):
+            keys = builder.and_(builder.load(_vector_ptr(builder, sa, j, vk), align=align), mask_v)
+            hit = builder.icmp_unsigned(">=", keys, lo_v)
+            idx = builder.add(_splat(builder, vec.vi, builder.add(j, base)), vec.lane_ids)
+            builder.store(builder.call(vec.compress_i, [idx, hit, ir.Constant(vec.vi, ir.Undefined)]),
+                          _vector_ptr(builder, ia, count, vec.vi), align=8)
+            builder.store(builder.call(compress_k, [keys, hit, ir.Constant(vk, ir.Undefined)]),
+                          _vector_ptr(builder, ka, count, vk), align=align)
+            hits = builder.zext(builder.call(vec.popcount, [builder.bitcast(hit, ir.IntType(8))]), vec.i)
+            return builder.add(count, hits), builder.call(umax, [acc, keys])
+
+        count, acc = _group_loop(builder, vec, builder.extract_value(sa.shape, 0), ir.Constant(vk, [0] * _W),
+                                 body, start=args[5])
         seg_top = builder.call(reduce_umax, [acc])
         if key_t.bitwidth < 64:
             seg_top = builder.zext(seg_top, vec.i)
