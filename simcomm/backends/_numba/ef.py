@@ -26,10 +26,9 @@ _SAMPLE = 256
 
 
 @njit(cache=True)
-def _collect_scalar(p, t, cand, mags):
-    """Append every ``j`` with ``|p[j]| >= t`` (ascending) to ``cand`` and its ``|p[j]|`` to ``mags``; the count."""
-    nc = 0
-    for j in range(p.shape[0]):
+def _collect_from(p, t, cand, mags, start, nc):
+    """Append each ``j >= start`` with ``|p[j]| >= t`` (ascending) to ``cand``, ``|p[j]|`` to ``mags``; the count."""
+    for j in range(start, p.shape[0]):
         a = abs(p[j])
         if a >= t:
             cand[nc] = j
@@ -39,17 +38,15 @@ def _collect_scalar(p, t, cand, mags):
 
 
 @njit(cache=True)
+def _collect_scalar(p, t, cand, mags):
+    """Every index with ``|p| >= t`` (ascending) into ``cand``, the magnitudes into ``mags``; the count."""
+    return _collect_from(p, t, cand, mags, 0, 0)
+
+
+@njit(cache=True)
 def _collect_simd(p, t, cand, mags):
     """:func:`_collect_scalar` in vector instructions (:func:`.simd.collect`); 8 entries of room needed."""
-    nc = collect(p, t, cand, mags)
-    d = p.shape[0]
-    for j in range(d - d % 8, d):
-        a = abs(p[j])
-        if a >= t:
-            cand[nc] = j
-            mags[nc] = a
-            nc += 1
-    return nc
+    return _collect_from(p, t, cand, mags, p.shape[0] - p.shape[0] % 8, collect(p, t, cand, mags))
 
 
 _collect = _collect_simd if HAVE_COMPRESS else _collect_scalar
@@ -205,6 +202,21 @@ def _select(cand, mags, nc, r, out, work, counts):
 
 
 @njit(cache=True)
+def _pass_tail(g, m, p, t, cand, mags, start, nc):
+    """The pass over the entries from ``start`` one by one (the tail past the groups of eight): ``(nc, sq)``."""
+    sq = 0.0
+    for j in range(start, g.shape[0]):
+        v = g[j] + m[j]
+        p[j] = v
+        sq += v * v
+        if abs(v) >= t:
+            cand[nc] = j
+            mags[nc] = abs(v)
+            nc += 1
+    return nc, sq
+
+
+@njit(cache=True)
 def _pass_scalar(g, m, p, t, cand, mags):
     """One pass: ``p = g + m``, ``||p||^2`` and the indices with ``|p| >= t`` (ascending) and their ``|p|``.
 
@@ -251,15 +263,7 @@ def _pass_scalar(g, m, p, t, cand, mags):
                     cand[nc] = jj
                     mags[nc] = a
                     nc += 1
-    tail = 0.0
-    for j in range(d8, d):
-        v = g[j] + m[j]
-        p[j] = v
-        tail += v * v
-        if abs(v) >= t:
-            cand[nc] = j
-            mags[nc] = abs(v)
-            nc += 1
+    nc, tail = _pass_tail(g, m, p, t, cand, mags, d8, nc)
     return nc, ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) + tail
 
 
@@ -272,16 +276,7 @@ def _pass_simd(g, m, p, t, cand, mags):
     """
     lanes = np.empty(8)
     nc = add_sumsq_collect(g, m, p, t, cand, mags, lanes)
-    d = g.shape[0]
-    tail = 0.0
-    for j in range(d - d % 8, d):
-        v = g[j] + m[j]
-        p[j] = v
-        tail += v * v
-        if abs(v) >= t:
-            cand[nc] = j
-            mags[nc] = abs(v)
-            nc += 1
+    nc, tail = _pass_tail(g, m, p, t, cand, mags, g.shape[0] - g.shape[0] % 8, nc)
     s = lanes
     return nc, ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail
 
