@@ -300,7 +300,8 @@ def test_bad_input_raises_one_line(call, match):
 def test_vector_scan_lists_what_the_group_scan_lists(dtype):
     # the top-k scan in vector instructions (simd.collect_keys) against the group scan: the same list of keys
     # at or above the bracket, the same indices in the same order, the same largest key (NaN and inf
-    # included), and the same refusal (-1) when the list could overflow its capacity
+    # included), and a refusal (-1) from both when the list cannot fit (the vector scan checks per chunk of
+    # keys, so near a full list it may refuse where the group scan does not: the exact path then runs)
     from simcomm.backends._numba import select as sel
     from simcomm.backends._numba.simd import HAVE_COMPRESS
 

@@ -485,9 +485,9 @@ def test_fused_kernel_paths_and_out_alias(threads, monkeypatch):
     M[2, ::3] = 0.0
     for r in (1, 40, D - 1, D):
         P_ref, top_ref, sq_ref = get_backend("numpy").ef_accumulate_topr(G, M, r)
-        for alias in (None, "G", "M"):
+        for alias in (None, "G", "M", "strided"):
             g, m = G.copy(), M.copy()
-            out = {"G": g, "M": m}.get(alias)
+            out = {"G": g, "M": m, "strided": np.empty((D, n)).T}.get(alias)  # strided: through a copy
             P, top, sq = nef.ef_accumulate_topr(g, m, r, out=out)
             assert out is None or P is out
             np.testing.assert_array_equal(P, P_ref)
@@ -516,8 +516,9 @@ def test_vector_pass_equals_the_scalar_pass_bit_for_bit(d):
             for kernel in (nef._pass_scalar, nef._pass_simd):
                 mm = m.copy()
                 p = mm if inplace else np.full(d, -7.0)
-                cand, mags = np.full(d + 8, -1, np.int64), np.full(d + 8, -1.0)
+                cand, mags = np.full(d + 64, -1, np.int64), np.full(d + 64, -1.0)  # lists of d, then a guard
                 nc, sq = kernel(g, mm, p, t, cand, mags)
+                assert (cand[d:] == -1).all() and (mags[d:] == -1.0).all()  # nothing stored past d entries
                 outs.append((nc, sq, p.copy(), cand[:nc].copy(), mags[:nc].copy()))
             (nc0, sq0, p0, c0, m0), (nc1, sq1, p1, c1, m1) = outs
             assert nc0 == nc1
@@ -527,8 +528,9 @@ def test_vector_pass_equals_the_scalar_pass_bit_for_bit(d):
             np.testing.assert_array_equal(m1, m0)
             lists = []
             for kernel in (nef._collect_scalar, nef._collect_simd):  # the fallback's read-only collect
-                cand, mags = np.full(d + 8, -1, np.int64), np.full(d + 8, -1.0)
+                cand, mags = np.full(d + 64, -1, np.int64), np.full(d + 64, -1.0)
                 nc = kernel(p1, t, cand, mags)
+                assert (cand[d:] == -1).all() and (mags[d:] == -1.0).all()
                 lists.append((cand[:nc].copy(), mags[:nc].copy()))
             for a, b in zip(*lists):
                 np.testing.assert_array_equal(b, a)

@@ -45,7 +45,7 @@ def _collect_scalar(p, t, cand, mags):
 
 @njit(cache=True)
 def _collect_simd(p, t, cand, mags):
-    """:func:`_collect_scalar` in vector instructions (:func:`.simd.collect`); 8 entries of room needed."""
+    """:func:`_collect_scalar` in vector instructions (:func:`.simd.collect`)."""
     return _collect_from(p, t, cand, mags, p.shape[0] - p.shape[0] % 8, collect(p, t, cand, mags))
 
 
@@ -272,7 +272,7 @@ def _pass_simd(g, m, p, t, cand, mags):
     """:func:`_pass_scalar` with the groups of eight in vector instructions (:mod:`.simd`).
 
     The same ``p``, the same lane sums added in the same order (so the same ``sq``, bit for bit) and the
-    same candidates; ``cand`` and ``mags`` need 8 entries of room beyond the count.
+    same candidates.
     """
     lanes = np.empty(8)
     nc = add_sumsq_collect(g, m, p, t, cand, mags, lanes)
@@ -309,12 +309,8 @@ def _row(G, M, P, r, top, sq, i, cand, samp, best, mags, work, counts):
 
 @njit(cache=True)
 def _scratch(d, s):
-    """A row's scratch: candidates, the sample, its top, magnitudes, the selection's work and histogram.
-
-    The candidates and magnitudes have 8 spare entries for the vector pass's full-width stores.
-    """
-    return (np.empty(d + 8, np.int64), np.empty(s), np.empty(s), np.empty(d + 8), np.empty(d),
-            np.empty(_BUCKETS, np.int64))
+    """A row's scratch: candidates, the sample, its top, magnitudes, the selection's work and histogram."""
+    return np.empty(d, np.int64), np.empty(s), np.empty(s), np.empty(d), np.empty(d), np.empty(_BUCKETS, np.int64)
 
 
 @njit(cache=True, parallel=True)
@@ -345,7 +341,8 @@ PARALLEL_MIN = 1 << 20
 def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | None = None):
     """``(P, top, sq)``: ``P = G + M``, top-r indices per row of ``P`` (ascending) and ``sum(P**2, axis=1)``.
 
-    ``out`` (C-contiguous float64, shape of ``G``; it may be ``G`` or ``M`` itself) receives ``P``.
+    ``out`` (shape of ``G``; it may be ``G`` or ``M`` itself) receives ``P``: written in place when it is
+    C-contiguous float64, else through a fresh array (the rows are written whole).
 
     Examples
     --------
@@ -356,7 +353,8 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | N
     G = np.ascontiguousarray(G, dtype=np.float64)
     M = np.ascontiguousarray(M, dtype=np.float64)
     n, d = G.shape
-    P = np.empty((n, d)) if out is None else out
+    in_place = out is not None and out.dtype == np.float64 and out.flags.c_contiguous
+    P = out if in_place else np.empty((n, d))
     top = np.empty((n, int(r)), np.int64)
     sq = np.empty(n)
     threads = min(n, numba.get_num_threads())
@@ -364,6 +362,9 @@ def ef_accumulate_topr(G: np.ndarray, M: np.ndarray, r: int, out: np.ndarray | N
         _rows_parallel(G, M, P, int(r), top, sq, threads)
     else:
         _rows_serial(G, M, P, int(r), top, sq)
+    if out is not None and not in_place:
+        out[...] = P
+        P = out
     return P, top, sq
 
 

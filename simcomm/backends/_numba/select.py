@@ -235,7 +235,9 @@ def _scan_simd(row, mask, lo_key, cidx, ckey, slices, gm, hit):
     """:func:`_scan_groups` in vector instructions (:func:`.simd.collect_keys`): the same list and ``top``.
 
     Eight keys at a time, compared with ``lo_key`` and compressed into the lists with no branch, so the
-    cost does not depend on how many keys are listed; ``slices``, ``gm`` and ``hit`` are not used.
+    cost does not depend on how many keys are listed; ``slices``, ``gm`` and ``hit`` are not used. It
+    checks the capacity per chunk of ``_SCAN_CHUNK`` keys, so near a full list it may refuse (``-1``)
+    where the group scan would not; the row then takes the exact path, with the same result.
     """
     n = 0
     cap = cidx.shape[0]
@@ -248,7 +250,7 @@ def _scan_simd(row, mask, lo_key, cidx, ckey, slices, gm, hit):
             return -1, top[0]
         n = collect_keys(row[j : j + _SCAN_CHUNK], mask, lo, cidx, ckey, n, j, top)
         j += _SCAN_CHUNK
-    if n + (d - j) + 8 > cap:
+    if n + (d - j) > cap:
         return -1, top[0]
     e = j + (d - j) // 8 * 8
     n = collect_keys(row[j:e], mask, lo, cidx, ckey, n, j, top)

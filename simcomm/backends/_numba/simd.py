@@ -16,6 +16,10 @@ They need LLVM 19 or later (llvmlite 0.45+) and compiled code: :data:`HAVE_COMPR
 can be used; the callers keep their scalar loops for the other cases (and for ``NUMBA_DISABLE_JIT=1``,
 where the kernels run as Python). On CPUs without AVX-512 LLVM expands the compress into plain
 instructions (same results).
+
+Numba's on-disk cache keys a compiled function on its own source file: the kernels that call these
+intrinsics (in ``ef.py`` and ``select.py``) do not see an edit of this module, so clear
+``NUMBA_CACHE_DIR`` after changing it.
 """
 
 from __future__ import annotations
@@ -118,9 +122,9 @@ def add_sumsq_collect(typingctx, g, m, p, t, cand, mags, lane_sums):
     Lane ``l`` of ``lane_sums`` (8 float64) receives the sum of ``p[j] ** 2`` over ``j % 8 == l`` (in
     ascending ``j``, multiply then add: no fused multiply-add). Every ``j`` with ``|p[j]| >= t`` (an
     ordered compare: NaN never qualifies) is appended, in ascending order, to ``cand`` (its index) and
-    ``mags`` (``|p[j]|``); each append writes 8 slots, so both need 8 entries beyond the largest count.
-    All arrays are 1-D C-contiguous; ``p`` may be ``g`` or ``m`` (each group is read before it is
-    written).
+    ``mags`` (``|p[j]|``). Each group stores 8 slots from the count, which is at most the group's first
+    index, so lists as long as ``p`` are enough. All arrays are 1-D C-contiguous; ``p`` may be ``g`` or
+    ``m`` (each group is read before it is written).
     """
     f64, i64 = types.float64, types.int64
     if not (all(_is_c_vector(a, f64) for a in (g, m, p, mags, lane_sums)) and _is_c_vector(cand, i64)
@@ -183,7 +187,8 @@ def collect_keys(typingctx, seg, mask, lo, cidx, ckey, start, base, top):
     """List the keys ``seg[j] & mask >= lo`` of the first ``len(seg) - len(seg) % 8`` keys; returns the new count.
 
     Each listed key goes to ``ckey`` and its index ``base + j`` to ``cidx``, appended in ascending order
-    from ``start`` (each append writes 8 slots: 8 entries of room are needed). ``top[0]`` (uint64) is
+    from ``start`` (each group stores 8 slots, ending before ``start`` plus the keys read so far, so
+    lists of ``start + len(seg)`` entries are enough). ``top[0]`` (uint64) is
     raised to the largest masked key of those keys. ``seg`` holds unsigned keys (uint32 or uint64), 1-D
     C-contiguous, ``ckey`` the same dtype; ``mask`` and ``lo`` are of that dtype too.
     """
