@@ -271,6 +271,19 @@ def make_map(jobs: int = 1, scheduler: str | None = None) -> tuple[Map, str]:
     return loky_map, f"joblib/loky ({jobs} processes)"
 
 
+def _close(stream) -> None:
+    """Close a map's result stream now, not when it is collected.
+
+    A run stopped early (a full disk, an error) leaves its stream suspended. Closed here, the executor's
+    map cancels the rest inside its own warnings filter. Left to the garbage collector, joblib's generator
+    may be finalized before the map that filters its warning about the unused and cancelled tasks, and
+    that warning would follow the one-line error. A builtin ``map`` has nothing to close.
+    """
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+
+
 def _cache_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / key[:2] / f"{key}.json"
 
@@ -501,12 +514,15 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
     work = _work_meter(progress, seconds, specs, cells_of, probes, owners, tasks, workers)
     if probes:  # through the same map as the cells (the workers in parallel), before any other cell starts
         outs = []
+        probe_stream = map(_probe_task, probe_tasks)
         try:
-            for owner, out in zip(probes, map(_probe_task, probe_tasks)):
+            for owner, out in zip(probes, probe_stream):
                 outs.append(out)
                 work(("probe", owner))
         except _WorkersLost as lost:
             raise WorkerKilled(_lost_message(lost, probes, specs, cells_of, done, where)) from None
+        finally:
+            _close(probe_stream)
         for (s, c), out in zip(probes, outs):
             heads[(s, c)] = _probe_fits(specs[s], cells_of[s][c], out, workers, n_pending)
         for s, c in probes:  # every probe fits: a cell of one replicate is finished
@@ -543,6 +559,8 @@ def run_many(specs: list[Spec], *, map: Map = builtins.map, backend: str = "numb
                 progress(done, total)
     except _WorkersLost as lost:
         raise WorkerKilled(_lost_message(lost, owners, specs, cells_of, done, where)) from None
+    finally:
+        _close(stream)
     if failed:
         more = f" (and {len(failed) - 1} more cells)" if len(failed) > 1 else ""
         raise CellOutOfMemory(f"{failed[0]}{more}; the {done} cells that finished are cached{where}, so the same "
