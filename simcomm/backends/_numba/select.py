@@ -174,6 +174,18 @@ def _slices(n_lo, d):
 
 
 @njit(cache=True)
+def _scan_tail(row, mask, lo, cidx, ckey, start, n, top):
+    """The scan one key at a time from ``start`` (branch-free): ``(n, top)`` after the last key."""
+    for i in range(start, row.shape[0]):
+        key = row[i] & mask
+        top = max(top, np.uint64(key))
+        cidx[n] = i
+        ckey[n] = key
+        n += key >= lo
+    return n, top
+
+
+@njit(cache=True)
 def _scan_groups(row, mask, lo_key, cidx, ckey, slices, gm, hit):
     """One pass over ``row``: every key ``>= lo_key`` and its index, in ascending index order.
 
@@ -218,13 +230,7 @@ def _scan_groups(row, mask, lo_key, cidx, ckey, slices, gm, hit):
         j += B
     if n + (d - j) > cap:
         return -1, np.uint64(top)
-    for i in range(j, d):
-        key = row[i] & mask
-        top = max(top, key)
-        cidx[n] = i
-        ckey[n] = key
-        n += key >= lo
-    return n, np.uint64(top)
+    return _scan_tail(row, mask, lo, cidx, ckey, j, n, np.uint64(top))
 
 
 _SCAN_CHUNK = 1024  # keys per call of the vector scan, and the margin its capacity check keeps
@@ -254,14 +260,7 @@ def _scan_simd(row, mask, lo_key, cidx, ckey, slices, gm, hit):
         return -1, top[0]
     e = j + (d - j) // 8 * 8
     n = collect_keys(row[j:e], mask, lo, cidx, ckey, n, j, top)
-    t = top[0]
-    for i in range(e, d):
-        key = row[i] & mask
-        t = max(t, np.uint64(key))
-        cidx[n] = i
-        ckey[n] = key
-        n += key >= lo
-    return n, t
+    return _scan_tail(row, mask, lo, cidx, ckey, e, n, top[0])
 
 
 #: The scan the rows use: vector compress where LLVM has it (and the JIT is on), else the group scan.

@@ -71,20 +71,24 @@ class _Vec:
         self.lane_ids = ir.Constant(self.vi, list(range(_W)))
 
 
-def _append_hits(builder, vec, j, count, mag, t_vec, cand, mags):
-    """Append the lanes of group ``j`` with ``mag >= t`` to ``cand``/``mags`` at ``count``; the new count.
+def _append(builder, vec, first, count, hit, values, compress, idx_list, val_list, align=8):
+    """Append the lanes ``hit`` of a group (indices from ``first``, ``values``) to the two lists at ``count``.
 
-    Each list gets one full-width store of the compressed vector (lanes past the hits are scratch).
+    Each list gets one full-width store of its compressed vector (lanes past the hits are scratch);
+    ``compress`` is the compress intrinsic of ``values``' type. Returns the new count.
     """
-    hit = builder.fcmp_ordered(">=", mag, t_vec)
-    idx = builder.add(_splat(builder, vec.vi, j), vec.lane_ids)
-    undef_i, undef_f = ir.Constant(vec.vi, ir.Undefined), ir.Constant(vec.vf, ir.Undefined)
-    builder.store(builder.call(vec.compress_i, [idx, hit, undef_i]), _vector_ptr(builder, cand, count, vec.vi),
-                  align=8)
-    builder.store(builder.call(vec.compress_f, [mag, hit, undef_f]), _vector_ptr(builder, mags, count, vec.vf),
-                  align=8)
+    idx = builder.add(_splat(builder, vec.vi, first), vec.lane_ids)
+    builder.store(builder.call(vec.compress_i, [idx, hit, ir.Constant(vec.vi, ir.Undefined)]),
+                  _vector_ptr(builder, idx_list, count, vec.vi), align=8)
+    builder.store(builder.call(compress, [values, hit, ir.Constant(values.type, ir.Undefined)]),
+                  _vector_ptr(builder, val_list, count, values.type), align=align)
     hits = builder.zext(builder.call(vec.popcount, [builder.bitcast(hit, ir.IntType(8))]), vec.i)
     return builder.add(count, hits)
+
+
+def _append_hits(builder, vec, j, count, mag, t_vec, cand, mags):
+    """Append the lanes of group ``j`` with ``mag >= t`` (ordered: NaN never) to ``cand``/``mags``."""
+    return _append(builder, vec, j, count, builder.fcmp_ordered(">=", mag, t_vec), mag, vec.compress_f, cand, mags)
 
 
 def _group_loop(builder, vec, d, acc0, body, start=None):
@@ -220,13 +224,8 @@ def collect_keys(typingctx, seg, mask, lo, cidx, ckey, start, base, top):
         def body(j, count, acc):
             keys = builder.and_(builder.load(_vector_ptr(builder, sa, j, vk), align=align), mask_v)
             hit = builder.icmp_unsigned(">=", keys, lo_v)
-            idx = builder.add(_splat(builder, vec.vi, builder.add(j, base)), vec.lane_ids)
-            builder.store(builder.call(vec.compress_i, [idx, hit, ir.Constant(vec.vi, ir.Undefined)]),
-                          _vector_ptr(builder, ia, count, vec.vi), align=8)
-            builder.store(builder.call(compress_k, [keys, hit, ir.Constant(vk, ir.Undefined)]),
-                          _vector_ptr(builder, ka, count, vk), align=align)
-            hits = builder.zext(builder.call(vec.popcount, [builder.bitcast(hit, ir.IntType(8))]), vec.i)
-            return builder.add(count, hits), builder.call(umax, [acc, keys])
+            count = _append(builder, vec, builder.add(j, base), count, hit, keys, compress_k, ia, ka, align)
+            return count, builder.call(umax, [acc, keys])
 
         count, acc = _group_loop(builder, vec, builder.extract_value(sa.shape, 0), ir.Constant(vk, [0] * _W),
                                  body, start=args[5])
